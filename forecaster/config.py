@@ -1,0 +1,128 @@
+"""The forecaster's hyperparameters: one typed dataclass, with the options and meaning of Darts' RNNModel.
+
+Kept free of torch so that a sweep can check every configuration on the driver in milliseconds,
+before any trial is scheduled.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import numbers
+from typing import Any, Mapping
+
+MODELS = ("RNN", "LSTM", "GRU")
+
+
+def _field(default: Any, help: str) -> Any:
+    """A config field whose help text the command lines show (`python -m forecaster.fit --help`)."""
+    return dataclasses.field(default=default, metadata={"help": help})
+
+
+class ConfigError(ValueError):
+    """A hyperparameter is unknown or impossible; the message names it and says why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ForecasterConfig:
+    """One RNN forecaster. The defaults are the seed configuration of the benchmarks."""
+
+    model: str = _field("RNN", "recurrent cell: RNN (tanh), LSTM or GRU")
+    hidden_dim: int = _field(20, "size of the hidden state of every recurrent layer")
+    n_rnn_layers: int = _field(1, "number of stacked recurrent layers")
+    dropout: float = _field(0.0, "dropout between stacked layers, in [0, 1); no effect with one layer (as in PyTorch)")
+    batch_size: int = _field(16, "training windows per optimizer step")
+    n_epochs: int = _field(300, "passes over all training windows")
+    lr: float = _field(1e-3, "Adam learning rate")
+    training_length: int = _field(
+        20, "length of the training windows; the model learns to predict the next point at every position"
+    )
+    input_chunk_length: int = _field(
+        14, "points of history the model reads before it forecasts; must be below training_length"
+    )
+    random_state: int = _field(42, "seed of the weights, the shuffling and dropout: same seed, same model on CPU")
+
+    def __post_init__(self) -> None:
+        model = self.model.upper() if isinstance(self.model, str) else self.model
+        if model not in MODELS:
+            raise ConfigError(f"model={self.model!r} is not one of {', '.join(MODELS)}")
+        object.__setattr__(self, "model", model)
+        for name, minimum in (
+            ("hidden_dim", 1),
+            ("n_rnn_layers", 1),
+            ("batch_size", 1),
+            ("n_epochs", 1),
+            ("training_length", 2),
+            ("input_chunk_length", 1),
+            ("random_state", 0),
+        ):
+            object.__setattr__(self, name, _whole_number(name, getattr(self, name), minimum))
+        dropout = _real_number("dropout", self.dropout)
+        if not 0.0 <= dropout < 1.0:
+            raise ConfigError(f"dropout={self.dropout!r} must be in [0, 1): it is the probability of zeroing a unit")
+        lr = _real_number("lr", self.lr)
+        if not lr > 0.0:
+            raise ConfigError(f"lr={self.lr!r} must be a positive learning rate, for example 1e-3")
+        object.__setattr__(self, "dropout", dropout)
+        object.__setattr__(self, "lr", lr)
+        if self.training_length <= self.input_chunk_length:
+            raise ConfigError(
+                f"training_length={self.training_length} must exceed input_chunk_length="
+                f"{self.input_chunk_length}: the model trains on windows of training_length points and "
+                "must see at least as much history in training as it is given when it forecasts"
+            )
+
+    @classmethod
+    def help(cls) -> dict[str, str]:
+        return {f.name: f.metadata["help"] for f in dataclasses.fields(cls)}
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> "ForecasterConfig":
+        """Build a config from a mapping (a Tune trial's config, a JSON file), refusing unknown keys."""
+        check_known_keys(values)
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def replace(self, **changes: Any) -> "ForecasterConfig":
+        check_known_keys(changes)
+        return dataclasses.replace(self, **changes)
+
+
+def check_known_keys(keys: Mapping[str, Any] | list[str] | tuple[str, ...]) -> None:
+    """Raise ConfigError naming every key that is not a hyperparameter, with the closest valid name."""
+    valid = ForecasterConfig.field_names()
+    unknown = [key for key in keys if key not in valid]
+    if not unknown:
+        return
+    hints = []
+    for key in unknown:
+        close = difflib.get_close_matches(key, valid, n=1)
+        hints.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    raise ConfigError(f"unknown hyperparameter {', '.join(hints)}; valid ones are: {', '.join(valid)}")
+
+
+def _whole_number(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ConfigError(f"{name}={value!r} must be a whole number, got {type(value).__name__}")
+    if isinstance(value, numbers.Integral):
+        number = int(value)
+    elif math.isfinite(value) and float(value).is_integer():
+        number = int(value)  # 20.0 from a float search space is 20
+    else:
+        raise ConfigError(f"{name}={value!r} must be a whole number")
+    if number < minimum:
+        raise ConfigError(f"{name}={value!r} must be at least {minimum}")
+    return number
+
+
+def _real_number(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise ConfigError(f"{name}={value!r} must be a finite number")
+    return float(value)

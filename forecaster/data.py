@@ -1,0 +1,241 @@
+"""Time series in, checked and split: the Air Passengers series ships inside the package, any CSV works alike.
+
+Every check runs before anything trains, and each error names the file, the line and what to do,
+because a sweep that fails on bad data after an hour of queued trials is the costliest kind of failure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.resources
+import os
+import warnings
+from collections import Counter
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+BUILTIN_DATASETS = {"air_passengers": "air_passengers.csv"}
+DEFAULT_SPLIT_AFTER = "1959-01-01"
+
+
+class SeriesError(ValueError):
+    """The data cannot be used as given; the message says where and how to fix it."""
+
+
+def load_series(
+    source: str | os.PathLike = "air_passengers",
+    date_column: str | None = None,
+    value_column: str | None = None,
+    freq: str | None = None,
+) -> pd.Series:
+    """A checked, regular time series: a float Series indexed by a DatetimeIndex with its frequency set.
+
+    `source` is the name of a built-in dataset ("air_passengers") or the path of a CSV file with a date
+    column and a value column. With exactly two columns they are found automatically; otherwise name them.
+    `freq` (a pandas offset alias such as "MS") is inferred from the dates when not given.
+    """
+    path, label = _resolve(source)
+    try:
+        table = pd.read_csv(path, dtype=str, keep_default_na=False, skip_blank_lines=False)
+    except FileNotFoundError:
+        raise SeriesError(f"{label}: no such file; give a CSV path or one of {', '.join(BUILTIN_DATASETS)}") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
+        raise SeriesError(f"{label}: not a readable CSV file ({error})") from None
+    table = _drop_trailing_blank_rows(table)
+    date_column, value_column = _pick_columns(table, label, date_column, value_column)
+    dates = _parse_dates(table[date_column], label, date_column)
+    values = _parse_values(table[value_column], label, value_column)
+    _check_order(dates, label)
+    freq = _check_frequency(dates, label, freq)
+    return pd.Series(values, index=pd.DatetimeIndex(dates, freq=freq, name=date_column), name=value_column)
+
+
+def split_series(series: pd.Series, split_after: str | pd.Timestamp = DEFAULT_SPLIT_AFTER) -> tuple[pd.Series, pd.Series]:
+    """Split by time as Darts' `split_after`: the training part ends at `split_after`, inclusive."""
+    try:
+        cut = pd.Timestamp(split_after)
+    except (ValueError, TypeError):
+        raise SeriesError(f"split_after={split_after!r} is not a date; use a date such as 1959-01-01") from None
+    if series.index.tz is not None and cut.tz is None:
+        cut = cut.tz_localize(series.index.tz)
+    train, val = series[series.index <= cut], series[series.index > cut]
+    first, last = series.index[0].date(), series.index[-1].date()
+    if len(train) == 0:
+        raise SeriesError(f"split_after={split_after} is before the first date ({first}): the training part is empty")
+    if len(val) == 0:
+        raise SeriesError(f"split_after={split_after} is at or after the last date ({last}): nothing is left to validate on")
+    return train, val
+
+
+@dataclasses.dataclass(frozen=True)
+class MinMaxScaler:
+    """Maps the training part onto [0, 1]; fit on the training part only, so validation stays unseen."""
+
+    minimum: float
+    scale: float
+
+    @classmethod
+    def fit(cls, values: Iterable[float]) -> "MinMaxScaler":
+        values = np.asarray(values, dtype=np.float64)
+        low, high = float(values.min()), float(values.max())
+        return cls(minimum=low, scale=(high - low) or 1.0)  # a constant series maps to 0, as in scikit-learn
+
+    def transform(self, values):
+        return (values - self.minimum) / self.scale
+
+    def inverse_transform(self, values):
+        return values * self.scale + self.minimum
+
+
+def _resolve(source: str | os.PathLike) -> tuple[object, str]:
+    name = os.fspath(source)
+    if name in BUILTIN_DATASETS:
+        return importlib.resources.files("forecaster.datasets") / BUILTIN_DATASETS[name], name
+    if not name.lower().endswith(".csv") and not os.path.exists(name):
+        raise SeriesError(f"{name!r} is neither a CSV file nor a built-in dataset ({', '.join(BUILTIN_DATASETS)})")
+    return name, name
+
+
+def _line(row: int) -> int:
+    """File line of a data row: the header is line 1."""
+    return row + 2
+
+
+def _drop_trailing_blank_rows(table: pd.DataFrame) -> pd.DataFrame:
+    blank = (table == "").all(axis=1).to_numpy()
+    end = len(table)
+    while end and blank[end - 1]:
+        end -= 1
+    return table.iloc[:end]
+
+
+def _pick_columns(table: pd.DataFrame, label: str, date_column: str | None, value_column: str | None) -> tuple[str, str]:
+    columns = [str(c) for c in table.columns]
+    for role, name in (("date", date_column), ("value", value_column)):
+        if name is not None and name not in columns:
+            raise SeriesError(f"{label}: no {role} column {name!r}; the columns are: {', '.join(columns)}")
+    if date_column and value_column:
+        return date_column, value_column
+    if len(columns) != 2:
+        if len(columns) < 2:
+            raise SeriesError(f"{label}: needs a date column and a value column, found only {columns}")
+        raise SeriesError(
+            f"{label} has {len(columns)} columns ({', '.join(columns)}): name the date and value columns "
+            "(date_column=/value_column=, or --date-column/--value-column)"
+        )
+    if date_column or value_column:
+        named = date_column or value_column
+        other = columns[1 - columns.index(named)]
+        return (named, other) if date_column else (other, named)
+    first, second = columns
+    if _mostly_dates(table[first]) or not _mostly_dates(table[second]):
+        return first, second
+    return second, first
+
+
+def _mostly_dates(column: pd.Series) -> bool:
+    return bool(pd.to_datetime(column.head(20), errors="coerce", format="mixed").notna().mean() > 0.5)
+
+
+def _parse_dates(column: pd.Series, label: str, name: str) -> pd.DatetimeIndex:
+    text = column.str.strip()
+    if (text == "").any():
+        row = int(np.flatnonzero(text == "")[0])
+        raise SeriesError(f"{label}, line {_line(row)}: the date in column {name!r} is missing; fill it in or delete the line")
+    dates = pd.to_datetime(text, errors="coerce")
+    if dates.isna().any():
+        row = int(np.flatnonzero(dates.isna())[0])
+        raise SeriesError(
+            f"{label}, line {_line(row)}: cannot read {text.iloc[row]!r} in column {name!r} as a date "
+            f"in the format of line {_line(0)} ({text.iloc[0]!r}); write every date the same way, e.g. 1949-01-31"
+        )
+    return pd.DatetimeIndex(dates)
+
+
+def _parse_values(column: pd.Series, label: str, name: str) -> np.ndarray:
+    text = column.str.strip()
+    missing = (text == "") | text.str.lower().isin(["nan", "na", "n/a", "null", "none"])
+    if missing.any():
+        row = int(np.flatnonzero(missing)[0])
+        raise SeriesError(
+            f"{label}, line {_line(row)}: the value in column {name!r} is missing ({text.iloc[row]!r}); "
+            "fill it in (for example by interpolation): the model needs a value at every date"
+        )
+    values = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise SeriesError(f"{label}, line {_line(row)}: {text.iloc[row]!r} in column {name!r} is not a finite number")
+    return values
+
+
+def _check_order(dates: pd.DatetimeIndex, label: str) -> None:
+    duplicated = dates.duplicated()
+    if duplicated.any():
+        row = int(np.flatnonzero(duplicated)[0])
+        first = int(np.flatnonzero(dates == dates[row])[0])
+        raise SeriesError(
+            f"{label}, line {_line(row)}: date {dates[row]} already appears on line {_line(first)}; "
+            "keep one row per date (aggregate or delete the duplicates)"
+        )
+    if len(dates) > 1:
+        backwards = np.flatnonzero(dates[1:] < dates[:-1])
+        if len(backwards):
+            row = int(backwards[0]) + 1
+            raise SeriesError(
+                f"{label}, line {_line(row)}: date {dates[row]} comes after {dates[row - 1]} (line {_line(row - 1)}); "
+                "sort the rows by date"
+            )
+
+
+def _check_frequency(dates: pd.DatetimeIndex, label: str, freq: str | None) -> str:
+    if len(dates) < 3:
+        raise SeriesError(f"{label}: only {len(dates)} rows; a time series needs many more points than that")
+    if freq is None:
+        freq = _infer_freq(dates)
+        if freq is not None:
+            return freq
+        freq = _most_common_spacing(dates)
+        if freq is None:
+            raise SeriesError(
+                f"{label}: the dates are not evenly spaced and no regular frequency fits them; "
+                "resample the series to a regular frequency, or pass freq= (e.g. 'MS', 'D')"
+            )
+    try:
+        expected = pd.date_range(dates[0], dates[-1], freq=freq)
+    except ValueError:
+        raise SeriesError(f"freq={freq!r} is not a pandas frequency; use an alias such as 'D', 'W', 'MS' or 'h'") from None
+    off_grid = dates.difference(expected)
+    if len(off_grid):
+        row = int(dates.get_loc(off_grid[0]))
+        raise SeriesError(
+            f"{label}, line {_line(row)}: date {off_grid[0]} does not fall on the series' frequency {freq!r}; "
+            "resample the series to a regular frequency"
+        )
+    missing = expected.difference(dates)
+    if len(missing):
+        row = int(dates.searchsorted(missing[0]))
+        raise SeriesError(
+            f"{label}, line {_line(row)}: gap in the {freq!r} series, {len(missing)} date(s) missing, the first "
+            f"being {missing[0].date()} (between line {_line(row - 1)}, {dates[row - 1].date()}, and line "
+            f"{_line(row)}, {dates[row].date()}); add the missing rows (interpolated values are fine) or resample"
+        )
+    return freq
+
+
+def _infer_freq(dates: pd.DatetimeIndex) -> str | None:
+    """`pd.infer_freq` as a string on pandas 2 and 3 alike (pandas 3 is moving it to an offset object)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*infer_?freq")
+        freq = pd.infer_freq(dates)
+    return getattr(freq, "freqstr", freq)
+
+
+def _most_common_spacing(dates: pd.DatetimeIndex) -> str | None:
+    """The frequency most runs of three consecutive dates share: the series' frequency, up to its gaps."""
+    step = max(1, len(dates) // 500)
+    guesses = Counter(_infer_freq(dates[i : i + 3]) for i in range(0, len(dates) - 2, step))
+    guesses.pop(None, None)
+    return guesses.most_common(1)[0][0] if guesses else None

@@ -1,0 +1,68 @@
+"""The config refuses what cannot train, and MAPE is what the textbook says."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from forecaster.config import ConfigError, ForecasterConfig
+from forecaster.data import SeriesError
+from forecaster.metrics import check_mape_defined, mape
+
+
+def test_defaults_are_the_seed_config():
+    assert ForecasterConfig().to_dict() == {
+        "model": "RNN", "hidden_dim": 20, "n_rnn_layers": 1, "dropout": 0.0, "batch_size": 16, "n_epochs": 300,
+        "lr": 1e-3, "training_length": 20, "input_chunk_length": 14, "random_state": 42,
+    }
+
+
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ({"model": "TCN"}, "model='TCN' is not one of RNN, LSTM, GRU"),
+        ({"hidden_dim": 0}, "hidden_dim=0 must be at least 1"),
+        ({"n_rnn_layers": 0}, "n_rnn_layers=0 must be at least 1"),
+        ({"hidden_dim": 2.5}, "hidden_dim=2.5 must be a whole number"),
+        ({"batch_size": True}, "batch_size=True must be a whole number, got bool"),
+        ({"dropout": 1.0}, r"dropout=1.0 must be in \[0, 1\)"),
+        ({"dropout": -0.1}, r"dropout=-0.1 must be in \[0, 1\)"),
+        ({"lr": 0}, "lr=0 must be a positive learning rate"),
+        ({"lr": float("nan")}, "lr=nan must be a finite number"),
+        ({"training_length": 14, "input_chunk_length": 14}, "training_length=14 must exceed input_chunk_length=14"),
+    ],
+)
+def test_impossible_values_fail_naming_the_value(values, message):
+    with pytest.raises(ConfigError, match=message):
+        ForecasterConfig(**values)
+
+
+def test_unknown_keys_are_refused_with_a_suggestion_and_the_valid_names():
+    with pytest.raises(ConfigError, match=r"unknown hyperparameter 'hiden_dim' \(did you mean 'hidden_dim'\?\)") as error:
+        ForecasterConfig.from_dict({"hiden_dim": 8})
+    assert "valid ones are: model, hidden_dim, n_rnn_layers" in str(error.value)
+
+
+def test_values_from_search_spaces_are_normalised():
+    config = ForecasterConfig.from_dict({"model": "gru", "hidden_dim": np.int64(32), "batch_size": 8.0})
+    assert (config.model, config.hidden_dim, config.batch_size) == ("GRU", 32, 8)
+    assert type(config.hidden_dim) is int
+
+
+def test_mape_against_hand_computed_values():
+    actual, forecast = np.array([100.0, 200.0, 400.0]), np.array([110.0, 180.0, 400.0])
+    # (10/100 + 20/200 + 0/400) / 3 * 100 = 6.666...
+    assert mape(actual, forecast) == pytest.approx(20 / 3)
+    assert float(mape(torch.tensor(actual), torch.tensor(forecast))) == pytest.approx(20 / 3)
+    assert mape(np.array([-50.0]), np.array([-25.0])) == pytest.approx(50.0)  # |y| in the denominator
+
+
+def test_mape_refuses_shapes_that_would_broadcast():
+    with pytest.raises(ValueError, match="shape"):
+        mape(np.ones(3), np.ones((3, 1)))
+
+
+def test_zeros_in_the_validation_target_are_refused_before_training():
+    val = pd.Series([5.0, 0.0, 3.0, 0.0], index=pd.date_range("2020-01-01", periods=4, freq="D"))
+    with pytest.raises(SeriesError, match=r"2 zero value\(s\) \(at 2020-01-02, 2020-01-04\), where MAPE is undefined"):
+        check_mape_defined(val)

@@ -1,0 +1,128 @@
+"""Loading, checking, splitting and scaling series: what a user sees for good and for bad CSV files."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from forecaster.data import MinMaxScaler, SeriesError, load_series, split_series
+
+
+def write_csv(tmp_path, text, name="series.csv"):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def monthly_csv(tmp_path, rows=48, start="2000-01", name="monthly.csv"):
+    dates = pd.date_range(start, periods=rows, freq="MS")
+    lines = ["month,sales"] + [f"{d:%Y-%m},{100 + i}" for i, d in enumerate(dates)]
+    return write_csv(tmp_path, "\n".join(lines) + "\n", name)
+
+
+def test_air_passengers_ships_with_the_package():
+    series = load_series("air_passengers")
+    assert len(series) == 144
+    assert series.index.freqstr == "MS"
+    assert series.index[0] == pd.Timestamp("1949-01-01") and series.index[-1] == pd.Timestamp("1960-12-01")
+    assert series.iloc[0] == 112 and series.iloc[-1] == 432
+    assert series.name == "#Passengers"
+
+
+def test_split_after_is_inclusive_like_darts():
+    train, val = split_series(load_series("air_passengers"), "1959-01-01")
+    assert (len(train), len(val)) == (121, 23)
+    assert train.index[-1] == pd.Timestamp("1959-01-01")
+    assert val.index[0] == pd.Timestamp("1959-02-01")
+
+
+def test_split_outside_the_series_is_refused():
+    series = load_series("air_passengers")
+    with pytest.raises(SeriesError, match="before the first date"):
+        split_series(series, "1900-01-01")
+    with pytest.raises(SeriesError, match="nothing is left to validate"):
+        split_series(series, "1960-12-01")
+    with pytest.raises(SeriesError, match="not a date"):
+        split_series(series, "someday")
+
+
+def test_scaler_maps_training_part_to_unit_interval_and_inverts_exactly():
+    train, val = split_series(load_series("air_passengers"))
+    scaler = MinMaxScaler.fit(train)
+    scaled = scaler.transform(train.to_numpy())
+    assert scaled.min() == 0.0 and scaled.max() == 1.0
+    assert scaler.transform(val.to_numpy()).max() > 1.0  # fit on the training part only
+    np.testing.assert_allclose(scaler.inverse_transform(scaled), train.to_numpy(), rtol=0, atol=1e-12)
+
+
+def test_constant_series_scales_without_dividing_by_zero():
+    scaler = MinMaxScaler.fit([5.0, 5.0, 5.0])
+    assert scaler.transform(np.array([5.0])).tolist() == [0.0]
+    assert scaler.inverse_transform(np.array([0.0])).tolist() == [5.0]
+
+
+def test_two_column_csv_is_detected_even_with_the_value_column_first(tmp_path):
+    path = write_csv(tmp_path, "units,day\n" + "\n".join(f"{i + 1},2024-01-{i + 1:02d}" for i in range(20)) + "\n")
+    series = load_series(path)
+    assert series.name == "units" and series.index.freqstr == "D" and series.iloc[-1] == 20
+
+
+def test_named_columns_pick_from_a_wider_csv(tmp_path):
+    rows = "\n".join(f"2024-01-{i + 1:02d},{i},{i * 10}" for i in range(10))
+    path = write_csv(tmp_path, "day,a,b\n" + rows + "\n")
+    assert load_series(path, date_column="day", value_column="b").iloc[-1] == 90
+    with pytest.raises(SeriesError, match=r"has 3 columns \(day, a, b\): name the date and value columns"):
+        load_series(path)
+    with pytest.raises(SeriesError, match="no value column 'c'; the columns are: day, a, b"):
+        load_series(path, date_column="day", value_column="c")
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("2000-01,1\n2000-02,2\nnot a date,3\n2000-04,4\n",
+         r"line 4: cannot read 'not a date' in column 'month' as a date"),
+        ("2000-01,1\n2000-02,2\n2000-02,3\n2000-03,4\n",
+         r"line 4: date 2000-02-01 00:00:00 already appears on line 3; keep one row per date"),
+        ("2000-01,1\n2000-03,2\n2000-02,3\n2000-04,4\n",
+         r"line 4: date 2000-02-01 00:00:00 comes after 2000-03-01 00:00:00 \(line 3\); sort the rows by date"),
+        ("2000-01,1\n2000-02,2\n2000-03,3\n2000-05,5\n2000-06,6\n2000-07,7\n",
+         r"line 5: gap in the 'MS' series, 1 date\(s\) missing, the first being 2000-04-01"),
+        ("2000-01,1\n2000-02,2\n2000-03,three\n2000-04,4\n",
+         r"line 4: 'three' in column 'sales' is not a finite number"),
+        ("2000-01,1\n2000-02,\n2000-03,3\n2000-04,4\n",
+         r"line 3: the value in column 'sales' is missing"),
+        ("2000-01,1\n2000-02,NaN\n2000-03,3\n2000-04,4\n",
+         r"line 3: the value in column 'sales' is missing \('NaN'\)"),
+        ("2000-01,1\n,2\n2000-03,3\n2000-04,4\n",
+         r"line 3: the date in column 'month' is missing"),
+        ("2000-01,1\n2000-02,2\n",
+         r"only 2 rows"),
+    ],
+    ids=["bad-date", "duplicate", "unsorted", "gap", "non-numeric", "empty-value", "nan-value", "empty-date", "too-short"],
+)
+def test_bad_csv_is_refused_naming_file_line_and_fix(tmp_path, body, message):
+    path = write_csv(tmp_path, "month,sales\n" + body)
+    with pytest.raises(SeriesError, match=message) as error:
+        load_series(path)
+    assert str(error.value).startswith(path)
+
+
+def test_trailing_blank_lines_are_ignored(tmp_path):
+    path = monthly_csv(tmp_path, rows=12)
+    with open(path, "a") as handle:
+        handle.write("\n\n")
+    assert len(load_series(path)) == 12
+
+
+def test_missing_file_and_unknown_dataset(tmp_path):
+    with pytest.raises(SeriesError, match="no such file"):
+        load_series(str(tmp_path / "absent.csv"))
+    with pytest.raises(SeriesError, match="neither a CSV file nor a built-in dataset"):
+        load_series("air_pasengers")
+
+
+def test_explicit_frequency_is_checked(tmp_path):
+    path = monthly_csv(tmp_path, rows=12)
+    assert load_series(path, freq="MS").index.freqstr == "MS"
+    with pytest.raises(SeriesError, match="does not fall on the series' frequency 'QS'"):
+        load_series(path, freq="QS")
