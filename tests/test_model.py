@@ -1,0 +1,122 @@
+"""The model computes what Darts' RNNModel computes, and the fast CPU layers what PyTorch's modules compute."""
+
+import pytest
+import torch
+
+from forecaster import recurrence
+from forecaster.config import ForecasterConfig
+from forecaster.data import MinMaxScaler, load_series, split_series
+from forecaster.model import RNNForecaster
+from forecaster.train import EpochBatches, SeriesDataModule
+
+CELLS = {"RNN": torch.nn.RNN, "LSTM": torch.nn.LSTM, "GRU": torch.nn.GRU}
+
+
+@pytest.mark.parametrize("mode", ["RNN", "GRU", "LSTM"])
+@pytest.mark.parametrize("layers, steps", [(1, 20), (3, 7), (2, 1)])
+def test_fast_layers_match_pytorch_forward_and_every_gradient(mode, layers, steps):
+    torch.manual_seed(0)
+    rnn = CELLS[mode](2, 6, layers).double()
+    inputs = torch.rand(steps, 5, 2, dtype=torch.float64, requires_grad=True)
+    expected, _ = rnn(inputs)
+    actual = recurrence.hidden_states(rnn, inputs)
+    torch.testing.assert_close(actual, expected, rtol=0, atol=1e-12)
+    upstream = torch.randn_like(expected)
+    wrt = [inputs, *rnn.parameters()]
+    for got, want in zip(torch.autograd.grad((actual * upstream).sum(), wrt), torch.autograd.grad((expected * upstream).sum(), wrt)):
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["RNN", "GRU", "LSTM"])
+def test_single_steps_carry_the_state_like_the_whole_sequence(mode):
+    torch.manual_seed(1)
+    rnn = CELLS[mode](1, 8, 2)
+    inputs = torch.rand(9, 3, 1)
+    expected, _ = rnn(inputs)
+    state = recurrence.zero_state(rnn, 3, inputs)
+    with torch.no_grad():
+        stepped = torch.stack([recurrence.step(rnn, point, state) for point in inputs])
+    torch.testing.assert_close(stepped, expected)
+
+
+def test_dropout_acts_between_layers_in_training_only():
+    torch.manual_seed(2)
+    rnn = torch.nn.RNN(1, 16, 2, dropout=0.5)
+    inputs = torch.rand(10, 4, 1)
+    rnn.eval()
+    torch.testing.assert_close(recurrence.hidden_states(rnn, inputs), rnn(inputs)[0])
+    rnn.train()
+    assert not torch.allclose(recurrence.hidden_states(rnn, inputs), recurrence.hidden_states(rnn, inputs))
+
+
+def seed_data(config=ForecasterConfig()):
+    train, val = split_series(load_series("air_passengers"))
+    scaler = MinMaxScaler.fit(train)
+    return SeriesDataModule(config, train, val, scaler), scaler
+
+
+def test_training_windows_are_all_windows_of_training_length_plus_one():
+    data, scaler = seed_data()
+    assert data.windows.shape == (21, 101, 1)  # 121 training months -> 101 windows of 21 points
+    train, _ = split_series(load_series("air_passengers"))
+    first = torch.as_tensor(scaler.transform(train.to_numpy()[:21]), dtype=torch.float32)
+    torch.testing.assert_close(data.windows[:, 0, 0], first)
+    assert data.context.shape == (14, 1, 1) and data.actual.shape == (23,)
+
+
+def test_epoch_batches_cover_every_window_once_and_depend_only_on_seed_and_epoch():
+    data, _ = seed_data()
+    epoch = [0]
+    batches = EpochBatches(data.windows, data.context, data.actual, 16, seed=42, epoch=lambda: epoch[0])
+    first = next(iter(batches)).windows
+    assert [b.shape[1] for b in first] == [16] * 6 + [5]
+    starts = torch.cat([b[0, :, 0] for b in first])
+    torch.testing.assert_close(starts.sort().values, data.windows[0, :, 0].sort().values)
+    torch.testing.assert_close(torch.cat(next(iter(batches)).windows, 1), torch.cat(first, 1))
+    epoch[0] = 1
+    assert not torch.equal(torch.cat(next(iter(batches)).windows, 1), torch.cat(first, 1))
+
+
+def test_ranks_share_the_epoch_in_equal_parts():
+    data, _ = seed_data()
+    shares = [
+        next(iter(EpochBatches(data.windows, data.context, data.actual, 16, 42, lambda: 0, rank, 2))).windows
+        for rank in (0, 1)
+    ]
+    assert [sum(b.shape[1] for b in share) for share in shares] == [51, 51]  # 101 padded to 102
+    seen = torch.cat([b[0, :, 0] for share in shares for b in share])
+    assert set(seen.tolist()) == set(data.windows[0, :, 0].tolist())
+
+
+def test_forward_predicts_the_next_point_at_every_position():
+    model = RNNForecaster(ForecasterConfig(model="GRU", hidden_dim=7, n_rnn_layers=2))
+    assert model(torch.rand(20, 16, 1)).shape == (20, 16, 1)
+    assert sum(p.numel() for p in RNNForecaster(ForecasterConfig()).parameters()) == 481
+
+
+def test_forecast_feeds_predictions_back_with_the_hidden_state():
+    torch.manual_seed(3)
+    model = RNNForecaster(ForecasterConfig(model="LSTM", hidden_dim=5, n_rnn_layers=2), 100.0, 50.0)
+    context = torch.rand(14, 1, 1)
+    # The same forecast written out with the PyTorch module: read the context, then one step at a time.
+    with torch.no_grad():
+        out, state = model.rnn(context)
+        expected = [model.head(out[-1:])]
+        for _ in range(5):
+            out, state = model.rnn(expected[-1], state)
+            expected.append(model.head(out))
+    torch.testing.assert_close(model.forecast_scaled(context, 6), torch.cat(expected)[:, :, 0])
+    history = model.scaler.inverse_transform(context.flatten().double().numpy())
+    unscaled = model.forecast(history, 6)
+    torch.testing.assert_close(torch.as_tensor(unscaled), torch.cat(expected).flatten().double() * 50 + 100)
+
+
+def test_checkpoint_restores_config_scaler_and_weights(tmp_path):
+    model = RNNForecaster(ForecasterConfig(model="GRU", hidden_dim=4), scaler_minimum=104.0, scaler_scale=400.0)
+    path = tmp_path / "model.ckpt"
+    torch.save({"state_dict": model.state_dict(), "hyper_parameters": dict(model.hparams),
+                "pytorch-lightning_version": "2.6.0"}, path)
+    restored = RNNForecaster.load_from_checkpoint(path)
+    assert restored.config == model.config and restored.scaler == model.scaler
+    history = [150.0 + i for i in range(14)]
+    assert restored.forecast(history, 3).tolist() == model.forecast(history, 3).tolist()
