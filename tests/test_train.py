@@ -1,0 +1,121 @@
+"""Real Lightning fits on Air Passengers: they learn, are deterministic, work with Lightning's callbacks,
+resume from checkpoints, and never import Ray."""
+
+import json
+import math
+import subprocess
+import sys
+
+import lightning as L
+import pandas as pd
+import pytest
+
+from forecaster.config import ForecasterConfig
+from forecaster.data import SeriesError, load_series, split_series
+from forecaster.model import RNNForecaster
+from forecaster.train import AcceleratorError, fit
+
+SHORT = ForecasterConfig(n_epochs=15, hidden_dim=12)
+
+
+def test_a_short_fit_learns_and_reports_every_epoch():
+    result = fit(SHORT.replace(n_epochs=40))
+    assert [row["epoch"] for row in result.history] == list(range(1, 41))
+    losses = [row["train_loss"] for row in result.history]
+    assert losses[-1] < 0.5 * losses[0]
+    assert all(math.isfinite(row["val_mape"]) for row in result.history)
+    assert result.val_mape < result.history[0]["val_mape"]
+    # The model's forecast, scored offline on the original scale, is the last epoch's val_mape.
+    _, val = split_series(load_series("air_passengers"))
+    offline = 100 * ((val - result.forecast).abs() / val.abs()).mean()
+    assert offline == pytest.approx(result.val_mape, rel=1e-5)
+    assert list(result.forecast.index) == list(val.index)
+
+
+@pytest.mark.parametrize("model", ["RNN", "LSTM", "GRU"])
+def test_same_seed_gives_the_same_fit_twice_on_cpu(model):
+    config = SHORT.replace(model=model, n_rnn_layers=2, dropout=0.2)
+    first, second = fit(config, threads=1), fit(config, threads=1)
+    assert first.history == second.history
+    assert fit(config.replace(random_state=7), threads=1).history != first.history
+
+
+def test_lightning_early_stopping_and_checkpointing_work_on_val_mape(tmp_path):
+    checkpoints = L.pytorch.callbacks.ModelCheckpoint(dirpath=tmp_path, monitor="val_mape", mode="min", save_top_k=1)
+    stopper = L.pytorch.callbacks.EarlyStopping(monitor="val_mape", mode="min", patience=3)
+    result = fit(SHORT.replace(n_epochs=300), callbacks=[checkpoints, stopper], trainer_options={"enable_checkpointing": True})
+    assert len(result.history) < 300
+    assert checkpoints.best_model_score.item() == pytest.approx(result.best_epoch["val_mape"])
+    best = RNNForecaster.load_from_checkpoint(checkpoints.best_model_path)
+    train, val = split_series(load_series("air_passengers"))
+    forecast = best.forecast(train.to_numpy(), len(val))
+    assert 100 * (abs(val.to_numpy() - forecast) / val.to_numpy()).mean() == pytest.approx(result.best_epoch["val_mape"], rel=1e-5)
+
+
+def test_resuming_from_a_checkpoint_continues_exactly(tmp_path):
+    config = SHORT.replace(n_epochs=10, n_rnn_layers=2)
+    uninterrupted = fit(config, threads=1)
+    saver = L.pytorch.callbacks.ModelCheckpoint(dirpath=tmp_path, save_last=True)
+    fit(config.replace(n_epochs=4), callbacks=[saver], threads=1, trainer_options={"enable_checkpointing": True})
+    resumed = fit(config, threads=1, ckpt_path=str(tmp_path / "last.ckpt"))
+    assert [row["epoch"] for row in resumed.history] == list(range(1, 11))
+    for got, want in zip(resumed.history, uninterrupted.history):
+        assert got == pytest.approx(want, rel=1e-5)
+
+
+def test_data_too_short_for_the_windows_is_refused_before_training():
+    with pytest.raises(SeriesError, match="the training part has 121 points, too few for training_length=130"):
+        fit(ForecasterConfig(training_length=130, input_chunk_length=14))
+
+
+def test_zeros_in_validation_refused_before_training():
+    series = load_series("air_passengers").copy()
+    series.iloc[-3] = 0
+    with pytest.raises(SeriesError, match="MAPE is undefined"):
+        fit(SHORT, series)
+
+
+def test_gpu_request_without_cuda_says_so():
+    with pytest.raises(AcceleratorError, match="sees no CUDA device"):
+        fit(SHORT, accelerator="gpu")
+
+
+def test_a_user_csv_trains_the_same_way(tmp_path):
+    dates = pd.date_range("2020-01-01", periods=80, freq="D")
+    values = [50 + 10 * math.sin(i / 3) + i * 0.2 for i in range(80)]
+    path = tmp_path / "daily.csv"
+    pd.DataFrame({"day": dates.strftime("%Y-%m-%d"), "visits": values}).to_csv(path, index=False)
+    result = fit(ForecasterConfig(n_epochs=5, training_length=10, input_chunk_length=5), load_series(str(path)),
+                 split_after="2020-03-10")
+    assert len(result.forecast) == 10 and math.isfinite(result.val_mape)  # 2020-03-11 .. 2020-03-20
+
+
+def test_forecaster_never_imports_ray():
+    code = "import sys, forecaster.train, forecaster.fit, forecaster.plot; print('ray' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+
+
+def run_cli(*args, **kwargs):
+    return subprocess.run([sys.executable, "-m", "forecaster.fit", *args], capture_output=True, text=True, **kwargs)
+
+
+def test_cli_trains_prints_the_result_and_draws_the_plot(tmp_path):
+    plot = tmp_path / "forecast.png"
+    done = run_cli("--model", "GRU", "--n-epochs", "5", "--hidden-dim", "8", "--plot", str(plot), "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["config"]["model"] == "GRU" and summary["epochs"] == 5
+    assert summary["fit_cpu_seconds"] > 0 and summary["peak_rss_mb"] > 0 and math.isfinite(summary["val_mape"])
+    assert plot.stat().st_size > 10_000 and plot.read_bytes()[:4] == b"\x89PNG"
+    text = run_cli("--n-epochs", "3")
+    assert text.returncode == 0 and text.stdout.startswith("validation MAPE")
+
+
+def test_cli_refuses_bad_input_with_exit_code_2(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("month,sales\n2000-01,1\n2000-02,x\n2000-03,3\n")
+    done = run_cli("--data", str(bad))
+    assert done.returncode == 2
+    assert f"error: {bad}, line 3: 'x' in column 'sales' is not a finite number" in done.stderr
+    done = run_cli("--training-length", "10")
+    assert done.returncode == 2 and "training_length=10 must exceed input_chunk_length=14" in done.stderr
