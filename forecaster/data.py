@@ -10,11 +10,13 @@ import dataclasses
 import importlib.resources
 import os
 import warnings
-from collections import Counter
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from forecaster.config import ForecasterConfig
 
 BUILTIN_DATASETS = {"air_passengers": "air_passengers.csv"}
 DEFAULT_SPLIT_AFTER = "1959-01-01"
@@ -67,6 +69,28 @@ def split_series(series: pd.Series, split_after: str | pd.Timestamp = DEFAULT_SP
     if len(val) == 0:
         raise SeriesError(f"split_after={split_after} is at or after the last date ({last}): nothing is left to validate on")
     return train, val
+
+
+def check_mape_defined(val: pd.Series) -> None:
+    """Refuse a validation part with zeros before any training: MAPE would divide by them."""
+    zeros = val.index[val.to_numpy() == 0]
+    if len(zeros):
+        dates = ", ".join(str(d.date()) for d in zeros[:5]) + (" ..." if len(zeros) > 5 else "")
+        raise SeriesError(
+            f"the validation part has {len(zeros)} zero value(s) (at {dates}), where MAPE is undefined; "
+            "move split_after so the validation months have no zeros, or shift the series away from 0"
+        )
+
+
+def check_fit_possible(config: "ForecasterConfig", train: pd.Series, val: pd.Series) -> None:
+    """Refuse, before training, data too short for the windows or a validation part where MAPE is undefined."""
+    if len(train) <= config.training_length:
+        raise SeriesError(
+            f"the training part has {len(train)} points, too few for training_length={config.training_length}: "
+            f"one training window takes training_length + 1 = {config.training_length + 1} points; lower "
+            "training_length or move split_after later"
+        )
+    check_mape_defined(val)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,7 +221,7 @@ def _check_frequency(dates: pd.DatetimeIndex, label: str, freq: str | None) -> s
         freq = _infer_freq(dates)
         if freq is not None:
             return freq
-        freq = _most_common_spacing(dates)
+        freq = _coarsest_fitting_frequency(dates)
         if freq is None:
             raise SeriesError(
                 f"{label}: the dates are not evenly spaced and no regular frequency fits them; "
@@ -233,9 +257,17 @@ def _infer_freq(dates: pd.DatetimeIndex) -> str | None:
     return getattr(freq, "freqstr", freq)
 
 
-def _most_common_spacing(dates: pd.DatetimeIndex) -> str | None:
-    """The frequency most runs of three consecutive dates share: the series' frequency, up to its gaps."""
-    step = max(1, len(dates) // 500)
-    guesses = Counter(_infer_freq(dates[i : i + 3]) for i in range(0, len(dates) - 2, step))
-    guesses.pop(None, None)
-    return guesses.most_common(1)[0][0] if guesses else None
+_CANDIDATE_FREQUENCIES = ("YS", "YE", "QS", "QE", "MS", "ME", "W-SUN", "W-MON", "W-TUE", "W-WED", "W-THU", "W-FRI",
+                          "W-SAT", "B", "D", "h", "min", "s")
+
+
+def _coarsest_fitting_frequency(dates: pd.DatetimeIndex) -> str | None:
+    """The coarsest common frequency whose grid holds every date: the series' frequency, up to its gaps."""
+    span = dates[-1] - dates[0]
+    for freq in _CANDIDATE_FREQUENCIES:
+        step = (pd.Timestamp("2000-01-01") + pd.tseries.frequencies.to_offset(freq)) - pd.Timestamp("2000-01-01")
+        if span / step > 10 * len(dates) + 10:  # a grid this fine would be mostly gaps: not this series
+            continue
+        if dates.isin(pd.date_range(dates[0], dates[-1], freq=freq)).all():
+            return freq
+    return None

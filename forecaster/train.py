@@ -25,8 +25,7 @@ import torch
 from torch import Tensor
 
 from forecaster.config import ForecasterConfig
-from forecaster.data import DEFAULT_SPLIT_AFTER, MinMaxScaler, SeriesError, load_series, split_series
-from forecaster.metrics import check_mape_defined
+from forecaster.data import DEFAULT_SPLIT_AFTER, MinMaxScaler, check_fit_possible, load_series, split_series
 from forecaster.model import EpochBatch, RNNForecaster
 
 ACCELERATORS = ("cpu", "gpu", "tpu", "auto")
@@ -57,17 +56,6 @@ class FitResult:
     @property
     def epochs_per_second(self) -> float:
         return len(self.history) / self.fit_seconds
-
-
-def check_fit_possible(config: ForecasterConfig, train: pd.Series, val: pd.Series) -> None:
-    """Refuse, before training, data too short for the windows or a validation part where MAPE is undefined."""
-    if len(train) <= config.training_length:
-        raise SeriesError(
-            f"the training part has {len(train)} points, too few for training_length={config.training_length}: "
-            f"one training window takes training_length + 1 = {config.training_length + 1} points; lower "
-            "training_length or move split_after later"
-        )
-    check_mape_defined(val)
 
 
 class EpochBatches:

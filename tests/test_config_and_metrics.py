@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from forecaster.config import ConfigError, ForecasterConfig
-from forecaster.data import SeriesError
-from forecaster.metrics import check_mape_defined, mape
+from forecaster.data import SeriesError, check_mape_defined
+from forecaster.metrics import mape
 
 
 def test_defaults_are_the_seed_config():
