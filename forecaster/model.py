@@ -82,6 +82,13 @@ class RNNForecaster(L.LightningModule):
         metrics = {"train_loss": loss_sum / windows, "val_mape": mape(epoch.actual, forecast)}
         self.log_dict(metrics, on_step=False, on_epoch=True, sync_dist=True, batch_size=1)
 
+    def on_train_start(self) -> None:
+        # A checkpoint restores the optimizer with the learning rate it was saved with; a fit resumed with
+        # another lr (PBT copies a trial's weights and changes its lr) must train with its own.
+        for optimizer in self.trainer.optimizers:
+            for group in optimizer.param_groups:
+                group["lr"] = self.config.lr
+
     def configure_optimizers(self) -> torch.optim.Optimizer:
         # The fused kernel updates all parameters in one call; it exists on CPU and CUDA only.
         fused = True if self.device.type in ("cpu", "cuda") else None
