@@ -1,0 +1,201 @@
+"""Everything a sweep will do, decided and checked before Ray starts: a mistake costs seconds, not cluster time.
+
+`make_plan` turns a registry entry and the command line's overrides into a `SweepPlan`: the data loaded,
+checked and split, the search space with its pins, and every corner of that space checked against the
+forecaster's rules and the data's length. It raises PlanError (exit code 2) with what to fix.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import datetime
+import os
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from forecaster.config import ConfigError, ForecasterConfig, check_known_keys
+from forecaster.data import SeriesError, check_fit_possible, load_series, split_series
+from sweeps.registry import SCHEDULERS, SEARCHES, SWEEPS, Sweep
+from sweeps.resources import ResourceError, TrialResources
+from sweeps.space import SpaceError, check_structure, extremes, is_searched
+
+SMOKE_TEST = {"num_samples": 4, "max_epochs": 6, "scheduler_options": {"grace_period": 2, "reduction_factor": 2}}
+DEFAULT_STORAGE = "results"
+
+
+class PlanError(ValueError):
+    """The sweep cannot run as asked; the message says what to change."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepPlan:
+    sweep: Sweep
+    """The registry entry with the command line's overrides applied (budget, scheduler, space)."""
+    series: pd.Series
+    data_label: str
+    resources: TrialResources
+    name: str
+    storage_path: str
+    seed: int | None = None
+    max_concurrent_trials: int | None = None
+    resume: bool = False
+    smoke_test: bool = False
+    pinned: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def experiment_path(self) -> str:
+        return f"{self.storage_path.rstrip('/')}/{self.name}"
+
+    @property
+    def searched(self) -> list[str]:
+        return [key for key, value in self.sweep.space.items() if is_searched(value)]
+
+
+def parse_pins(pairs: Sequence[str]) -> dict[str, Any]:
+    """--set KEY=VALUE pairs: numbers become numbers, anything else stays text."""
+    pins: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key:
+            raise PlanError(f"--set {pair!r}: write KEY=VALUE, e.g. --set model=LSTM or --set lr=0.005")
+        try:
+            pins[key.strip()] = ast.literal_eval(text.strip())
+        except (ValueError, SyntaxError):
+            pins[key.strip()] = text.strip()
+    if "n_epochs" in pins:
+        raise PlanError("--set n_epochs: a sweep's epoch budget is --max-epochs")
+    try:
+        check_known_keys(list(pins))
+    except ConfigError as error:
+        raise PlanError(f"--set: {error}") from None
+    return pins
+
+
+def make_plan(
+    sweep_name: str,
+    *,
+    num_samples: int | None = None,
+    max_epochs: int | None = None,
+    scheduler: str | None = None,
+    search: str | None = None,
+    cpus_per_trial: float | None = None,
+    gpus_per_trial: float | None = None,
+    tpu_chips_per_trial: int | None = None,
+    workers_per_trial: int = 0,
+    max_concurrent_trials: int | None = None,
+    data: str | None = None,
+    date_column: str | None = None,
+    value_column: str | None = None,
+    freq: str | None = None,
+    split_after: str | None = None,
+    pins: Mapping[str, Any] | None = None,
+    seed: int | None = None,
+    name: str | None = None,
+    storage_path: str | None = None,
+    smoke_test: bool = False,
+) -> SweepPlan:
+    if sweep_name not in SWEEPS:
+        raise PlanError(f"unknown sweep {sweep_name!r}; the sweeps are: {', '.join(SWEEPS)} (python -m sweeps.run --list)")
+    sweep = SWEEPS[sweep_name]
+    pins = dict(pins or {})
+    changes: dict[str, Any] = {"space": {**sweep.space, **pins}}
+    if smoke_test:
+        changes.update(SMOKE_TEST)
+    for field, value in (("num_samples", num_samples), ("max_epochs", max_epochs), ("scheduler", scheduler),
+                         ("search", search), ("split_after", split_after)):
+        if value is not None:
+            changes[field] = value
+    sweep = dataclasses.replace(sweep, **changes)
+    _check_budget(sweep)
+    grace = sweep.scheduler_options.get("grace_period")
+    if grace is not None and grace > sweep.max_epochs:
+        # A smaller budget keeps a meaningful schedule instead of being refused (the banner shows it).
+        sweep = dataclasses.replace(sweep, scheduler_options={**sweep.scheduler_options, "grace_period": max(1, sweep.max_epochs // 4)})
+
+    try:
+        resources = TrialResources(
+            cpus=sweep.cpus_per_trial if cpus_per_trial is None else cpus_per_trial,
+            gpus=sweep.gpus_per_trial if gpus_per_trial is None else gpus_per_trial,
+            tpu_chips=sweep.tpu_chips_per_trial if tpu_chips_per_trial is None else tpu_chips_per_trial,
+            workers=workers_per_trial,
+        )
+    except ResourceError as error:
+        raise PlanError(str(error)) from None
+    if max_concurrent_trials is not None and max_concurrent_trials < 1:
+        raise PlanError(f"--max-concurrent-trials {max_concurrent_trials} must be at least 1")
+
+    data_label = data or sweep.dataset
+    try:
+        series = load_series(data_label, date_column, value_column, freq)
+        train, val = split_series(series, sweep.split_after)
+    except SeriesError as error:
+        raise PlanError(str(error)) from None
+    _check_space(sweep, train, val)
+
+    storage = storage_path or os.path.abspath(DEFAULT_STORAGE)
+    name = name or f"{sweep.name}-{datetime.datetime.now():%Y%m%d-%H%M%S}"
+    return SweepPlan(sweep=sweep, series=series, data_label=data_label, resources=resources, name=name,
+                     storage_path=storage, seed=seed, max_concurrent_trials=max_concurrent_trials,
+                     smoke_test=smoke_test, pinned=pins)
+
+
+def _check_budget(sweep: Sweep) -> None:
+    if sweep.num_samples < 1:
+        raise PlanError(f"--num-samples {sweep.num_samples} must be at least 1")
+    if sweep.max_epochs < 1:
+        raise PlanError(f"--max-epochs {sweep.max_epochs} must be at least 1")
+    if sweep.scheduler not in SCHEDULERS:
+        raise PlanError(f"--scheduler {sweep.scheduler!r} is not one of {', '.join(SCHEDULERS)}")
+    if sweep.search not in SEARCHES:
+        raise PlanError(f"--search {sweep.search!r} is not one of {', '.join(SEARCHES)}")
+    if sweep.scheduler == "pbt" and sweep.search != "random":
+        raise PlanError("--scheduler pbt explores by itself: use it with --search random")
+
+
+def _check_space(sweep: Sweep, train: pd.Series, val: pd.Series) -> None:
+    """Every corner of the space must be a valid forecaster for this data, or the sweep does not start."""
+    try:
+        check_structure(sweep.space)
+        check_known_keys([key for key in sweep.space])
+        missing = set(ForecasterConfig.field_names()) - {"n_epochs"} - set(sweep.space)
+        if missing:
+            raise PlanError(f"the space of {sweep.name!r} leaves {', '.join(sorted(missing))} undefined")
+        corners = extremes(sweep.space)
+    except (SpaceError, ConfigError) as error:
+        raise PlanError(f"search space of {sweep.name!r}: {error}") from None
+    for corner in corners:
+        try:
+            check_fit_possible(ForecasterConfig.from_dict({**corner, "n_epochs": sweep.max_epochs}), train, val)
+        except (ConfigError, SeriesError) as error:
+            searched = {k: corner[k] for k in sweep.space if is_searched(sweep.space[k])}
+            raise PlanError(
+                f"the search space can produce a configuration that cannot train: {error}. "
+                f"It arises at {searched}; narrow the space, or pin values with --set KEY=VALUE"
+            ) from None
+
+
+def latest_run(storage: str, sweep_name: str) -> str | None:
+    """The folder name of the most recently started run of a sweep in the storage, whatever its name."""
+    import json
+
+    import pyarrow.fs
+
+    try:
+        filesystem, root = pyarrow.fs.FileSystem.from_uri(storage)
+        entries = filesystem.get_file_info(pyarrow.fs.FileSelector(root, allow_not_found=True))
+    except (OSError, ValueError):
+        return None
+    runs = []
+    for entry in entries:
+        if entry.type != pyarrow.fs.FileType.Directory:
+            continue
+        try:
+            with filesystem.open_input_stream(f"{entry.path}/resolved_sweep.json") as stream:
+                resolved = json.loads(stream.read())
+        except (OSError, ValueError):
+            continue  # not a sweep's folder
+        if resolved.get("sweep", {}).get("name") == sweep_name:
+            runs.append((resolved.get("started", ""), entry.base_name))
+    return max(runs)[1] if runs else None

@@ -1,0 +1,237 @@
+"""Search spaces as data: what a sweep may try, in a form that random search, Optuna and the checks share.
+
+A space maps each hyperparameter to a constant or to one of the distributions below. Two of them depend
+on another hyperparameter, which is how the constraints of an RNN sweep are written down: dropout only
+where there are several layers (`OnlyWhen`), training_length always above input_chunk_length (`Offset`).
+From one space come Ray Tune's search domains (random search), an Optuna define-by-run function (TPE),
+a description for the resolved sweep file, and the extreme configurations the driver checks before
+any trial is scheduled.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from typing import Any, Mapping, Union
+
+
+@dataclasses.dataclass(frozen=True)
+class Choice:
+    values: tuple
+
+    def __init__(self, *values: Any):
+        object.__setattr__(self, "values", tuple(values))
+
+    def describe(self) -> str:
+        return f"one of {list(self.values)}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Uniform:
+    low: float
+    high: float
+
+    def describe(self) -> str:
+        return f"uniform in [{self.low}, {self.high}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class LogUniform:
+    low: float
+    high: float
+
+    def describe(self) -> str:
+        return f"log-uniform in [{self.low}, {self.high}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class IntRange:
+    """A whole number in [low, high], both included."""
+
+    low: int
+    high: int
+
+    def describe(self) -> str:
+        return f"integer in [{self.low}, {self.high}]"
+
+
+Independent = Union[Choice, Uniform, LogUniform, IntRange]
+
+
+@dataclasses.dataclass(frozen=True)
+class OnlyWhen:
+    """Sampled from `then` when `key` is above `above`; `otherwise` (a constant) when it is not."""
+
+    key: str
+    above: float
+    then: Independent
+    otherwise: Any
+
+    def describe(self) -> str:
+        return f"{self.then.describe()} where {self.key} > {self.above}, else {self.otherwise}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Offset:
+    """`key`'s value plus a whole number from `extra`: keeps this hyperparameter above another."""
+
+    key: str
+    extra: IntRange
+
+    def describe(self) -> str:
+        return f"{self.key} + {self.extra.describe()}"
+
+
+Space = Mapping[str, Any]
+_DEPENDENT = (OnlyWhen, Offset)
+_DISTRIBUTIONS = (Choice, Uniform, LogUniform, IntRange, OnlyWhen, Offset)
+
+
+class SpaceError(ValueError):
+    """The search space is malformed; the message names the hyperparameter."""
+
+
+def is_searched(value: Any) -> bool:
+    return isinstance(value, _DISTRIBUTIONS)
+
+
+def check_structure(space: Space) -> None:
+    """Ranges the right way round, dependencies on hyperparameters that exist and are sampled first."""
+    for name, value in space.items():
+        inner = value.then if isinstance(value, OnlyWhen) else value.extra if isinstance(value, Offset) else value
+        if isinstance(inner, (Uniform, LogUniform, IntRange)) and not inner.low <= inner.high:
+            raise SpaceError(f"{name}: the range [{inner.low}, {inner.high}] is empty; give low <= high")
+        if isinstance(inner, LogUniform) and inner.low <= 0:
+            raise SpaceError(f"{name}: a log-uniform range must be positive, got low={inner.low}")
+        if isinstance(inner, Choice) and not inner.values:
+            raise SpaceError(f"{name}: a choice needs at least one value")
+        if isinstance(value, Offset) and not isinstance(value.extra, IntRange):
+            raise SpaceError(f"{name}: an offset is a whole number, give its extra as IntRange(low, high)")
+        if isinstance(value, _DEPENDENT):
+            if value.key not in space:
+                raise SpaceError(f"{name} depends on {value.key!r}, which the space does not define")
+            if isinstance(space[value.key], _DEPENDENT):
+                raise SpaceError(f"{name} depends on {value.key!r}, which itself depends on another value")
+
+
+def describe(space: Space) -> dict[str, Any]:
+    """JSON-ready: constants as they are, distributions in words."""
+    return {name: value.describe() if is_searched(value) else value for name, value in space.items()}
+
+
+def to_tune(space: Space, seed: int | None = None) -> dict[str, Any]:
+    """Ray Tune's param_space for its random search (BasicVariantGenerator, seeded with the same seed).
+
+    Tune hands no random generator to `sample_from` functions, so the dependent draws use their own,
+    seeded here: with a seed, the whole space samples the same trials every time.
+    """
+    import numpy as np
+    from ray import tune
+
+    rng = np.random.default_rng(seed)
+
+    def domain(dist: Independent):
+        if isinstance(dist, Choice):
+            return tune.choice(list(dist.values))
+        if isinstance(dist, Uniform):
+            return tune.uniform(dist.low, dist.high)
+        if isinstance(dist, LogUniform):
+            return tune.loguniform(dist.low, dist.high)
+        return tune.randint(dist.low, dist.high + 1)  # tune.randint excludes its upper bound
+
+    param_space: dict[str, Any] = {}
+    for name, value in space.items():
+        if isinstance(value, OnlyWhen):
+            inner = domain(value.then)
+            param_space[name] = tune.sample_from(
+                lambda config, v=value, d=inner: d.sample(random_state=rng) if config[v.key] > v.above else v.otherwise
+            )
+        elif isinstance(value, Offset):
+            inner = domain(value.extra)
+            param_space[name] = tune.sample_from(
+                lambda config, v=value, d=inner: config[v.key] + d.sample(random_state=rng)
+            )
+        elif is_searched(value):
+            param_space[name] = domain(value)
+        else:
+            param_space[name] = value
+    return param_space
+
+
+def to_optuna(space: Space) -> "OptunaDefineByRun":
+    """An Optuna define-by-run function for Ray's OptunaSearch: it suggests, and returns the constants."""
+    return OptunaDefineByRun(dict(space))
+
+
+@dataclasses.dataclass(frozen=True)
+class OptunaDefineByRun:
+    """A class rather than a closure: OptunaSearch saves its state with plain pickle."""
+
+    space: dict
+
+    def __call__(self, trial) -> dict[str, Any]:
+        chosen: dict[str, Any] = {}
+        constants: dict[str, Any] = {}
+        for name, value in _independent_first(self.space):
+            if isinstance(value, OnlyWhen):
+                if chosen[value.key] > value.above:
+                    chosen[name] = _suggest(trial, name, value.then)
+                else:
+                    chosen[name] = constants[name] = value.otherwise
+            elif isinstance(value, Offset):
+                # A range that moves with the other value: Optuna takes it, and the config keeps its own names.
+                base = chosen[value.key]
+                chosen[name] = trial.suggest_int(name, base + value.extra.low, base + value.extra.high)
+            elif is_searched(value):
+                chosen[name] = _suggest(trial, name, value)
+            else:
+                chosen[name] = constants[name] = value
+        return constants
+
+
+def _suggest(trial, name: str, dist: Independent):
+    if isinstance(dist, Choice):
+        return trial.suggest_categorical(name, list(dist.values))
+    if isinstance(dist, Uniform):
+        return trial.suggest_float(name, dist.low, dist.high)
+    if isinstance(dist, LogUniform):
+        return trial.suggest_float(name, dist.low, dist.high, log=True)
+    return trial.suggest_int(name, dist.low, dist.high)
+
+
+def extremes(space: Space, limit: int = 50_000) -> list[dict[str, Any]]:
+    """Every combination of each hyperparameter's extreme values (a choice's every value).
+
+    The forecaster's constraints are bounds and one ordering (training_length > input_chunk_length),
+    each monotone in its hyperparameters, so a space that passes them at its corners passes everywhere.
+    """
+
+    def corners(dist: Independent) -> tuple:
+        if isinstance(dist, Choice):
+            return dist.values
+        return (dist.low, dist.high) if dist.low != dist.high else (dist.low,)
+
+    names = [name for name, _ in _independent_first(space)]
+    independent = {name: corners(v) if is_searched(v) else (v,) for name, v in space.items() if not isinstance(v, _DEPENDENT)}
+    count = math.prod(len(values) for values in independent.values())
+    if count > limit:
+        raise SpaceError(f"the space has {count} corner combinations, more than the {limit} checked; use fewer choices")
+    configs = []
+    for combination in itertools.product(*independent.values()):
+        partial = [dict(zip(independent, combination))]
+        for name, value in space.items():
+            if isinstance(value, OnlyWhen):
+                partial = [c | {name: v} for c in partial
+                           for v in (corners(value.then) if c[value.key] > value.above else (value.otherwise,))]
+            elif isinstance(value, Offset):
+                partial = [c | {name: c[value.key] + extra} for c in partial for extra in corners(value.extra)]
+        configs.extend({name: config[name] for name in names} for config in partial)
+    return configs
+
+
+def _independent_first(space: Space) -> list[tuple[str, Any]]:
+    items = list(space.items())
+    return [item for item in items if not isinstance(item[1], _DEPENDENT)] + [
+        item for item in items if isinstance(item[1], _DEPENDENT)
+    ]

@@ -1,0 +1,144 @@
+"""Search spaces and sweep plans: what a sweep will try, checked before Ray starts."""
+
+import pytest
+
+from forecaster.config import ForecasterConfig
+from sweeps.plan import PlanError, make_plan, parse_pins
+from sweeps.registry import SWEEPS
+from sweeps.resources import ResourceError, TrialResources
+from sweeps.space import Choice, IntRange, LogUniform, Offset, OnlyWhen, Uniform, extremes, to_optuna, to_tune
+
+SPACE = {
+    "model": Choice("RNN", "GRU"),
+    "n_rnn_layers": Choice(1, 2),
+    "dropout": OnlyWhen("n_rnn_layers", above=1, then=Uniform(0.1, 0.3), otherwise=0.0),
+    "lr": LogUniform(1e-3, 1e-2),
+    "input_chunk_length": IntRange(10, 14),
+    "training_length": Offset("input_chunk_length", IntRange(2, 6)),
+    "hidden_dim": 8,
+}
+
+
+def sample_tune(space, seed, count):
+    """Resolve the param space as Tune's random search does, with its generator seeded."""
+    import numpy as np
+    from ray.tune.search.variant_generator import generate_variants
+
+    param_space, rng = to_tune(space, seed), np.random.RandomState(seed)
+    return [next(generate_variants(param_space, random_state=rng))[1] for _ in range(count)]
+
+
+def test_random_search_respects_the_dependencies_and_is_reproducible_with_a_seed():
+    configs = sample_tune(SPACE, seed=3, count=40)
+    for config in configs:
+        assert config["training_length"] - config["input_chunk_length"] in range(2, 7)
+        if config["n_rnn_layers"] == 1:
+            assert config["dropout"] == 0.0
+        else:
+            assert 0.1 <= config["dropout"] <= 0.3
+        assert 1e-3 <= config["lr"] <= 1e-2 and config["hidden_dim"] == 8
+    assert {c["n_rnn_layers"] for c in configs} == {1, 2}
+    assert sample_tune(SPACE, seed=3, count=40) == configs
+    assert sample_tune(SPACE, seed=4, count=40) != configs
+
+
+def test_optuna_define_by_run_suggests_only_what_is_searched():
+    optuna = pytest.importorskip("optuna")
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    define_by_run = to_optuna(SPACE)
+    for _ in range(30):
+        trial = study.ask()
+        constants = define_by_run(trial)
+        config = {**trial.params, **constants}
+        assert set(config) == set(SPACE)  # Tune's trial config: the forecaster's names, no helpers
+        assert constants["hidden_dim"] == 8
+        assert config["training_length"] - config["input_chunk_length"] in range(2, 7)
+        assert ("dropout" in trial.params) == (config["n_rnn_layers"] > 1)
+        study.tell(trial, 1.0)
+
+
+def test_extremes_cover_every_corner_and_dependency():
+    corners = extremes(SPACE)
+    assert {c["training_length"] - c["input_chunk_length"] for c in corners} == {2, 6}
+    assert {c["dropout"] for c in corners if c["n_rnn_layers"] == 2} == {0.1, 0.3}
+    assert {c["dropout"] for c in corners if c["n_rnn_layers"] == 1} == {0.0}
+    assert len(corners) == 2 * (1 + 2) * 2 * 2 * 2  # model x (layers 1, layers 2 x dropout) x lr x icl x extra
+
+
+def test_every_corner_of_the_registered_sweeps_is_a_valid_config():
+    for sweep in SWEEPS.values():
+        for corner in extremes(sweep.space):
+            ForecasterConfig.from_dict({**corner, "n_epochs": sweep.max_epochs})
+
+
+def test_pins_parse_numbers_and_refuse_unknown_keys():
+    assert parse_pins(["model=GRU", "lr=0.005", "n_rnn_layers=2"]) == {"model": "GRU", "lr": 0.005, "n_rnn_layers": 2}
+    with pytest.raises(PlanError, match=r"unknown hyperparameter 'hiden_dim' \(did you mean 'hidden_dim'\?\)"):
+        parse_pins(["hiden_dim=4"])
+    with pytest.raises(PlanError, match="write KEY=VALUE"):
+        parse_pins(["lr"])
+    with pytest.raises(PlanError, match="--max-epochs"):
+        parse_pins(["n_epochs=5"])
+
+
+def test_a_space_that_can_produce_an_impossible_config_is_refused(tmp_path):
+    with pytest.raises(PlanError, match="training_length=16 must exceed input_chunk_length=18"):
+        make_plan("air_rnn", pins={"training_length": 16}, storage_path=str(tmp_path))
+    with pytest.raises(PlanError, match="hidden_dim=0 must be at least 1"):
+        make_plan("air_rnn", pins={"hidden_dim": 0}, storage_path=str(tmp_path))
+    # Windows longer than the training part: 48 training months cannot hold windows of up to 49 points.
+    with pytest.raises(PlanError, match="the training part has 48 points, too few for training_length=48"):
+        make_plan("air_rnn", split_after="1952-12-01", storage_path=str(tmp_path))
+
+
+def test_unknown_sweep_lists_the_known_ones():
+    with pytest.raises(PlanError, match="unknown sweep 'air_lstm'; the sweeps are: air_rnn"):
+        make_plan("air_lstm")
+
+
+def test_pins_and_budget_reach_the_plan(tmp_path):
+    plan = make_plan("air_rnn", pins={"model": "GRU", "n_rnn_layers": 1}, num_samples=5, max_epochs=40,
+                     seed=7, storage_path=str(tmp_path), name="x")
+    assert plan.sweep.space["model"] == "GRU" and "model" not in plan.searched
+    assert (plan.sweep.num_samples, plan.sweep.max_epochs, plan.seed) == (5, 40, 7)
+    assert plan.sweep.scheduler_options["grace_period"] == 10  # the default 60 shrinks with a 40-epoch budget
+    assert plan.experiment_path == f"{tmp_path}/x"
+
+
+@pytest.mark.parametrize(
+    "request_, message",
+    [
+        ({"tpu_chips": 0.5}, "Ray allocates TPU chips whole, 1, 2, 4 or 8"),
+        ({"tpu_chips": 3}, "Ray allocates TPU chips whole, 1, 2, 4 or 8"),
+        ({"gpus": 1.5}, "above 1, GPUs per trial must be whole"),
+        ({"gpus": 1, "tpu_chips": 4}, "GPUs or TPU chips, not both"),
+        ({"cpus": 0}, "must be a positive number of CPUs"),
+        ({"gpus": 0.5, "workers": 2}, "each need a whole GPU"),
+    ],
+)
+def test_impossible_resource_requests_are_refused(request_, message):
+    with pytest.raises(ResourceError, match=message):
+        TrialResources(**request_)
+
+
+def test_resources_map_to_ray_bundles_and_trainer_arguments():
+    quarter = TrialResources(cpus=1, gpus=0.25)
+    assert quarter.trial_bundle() == {"CPU": 1.0, "GPU": 0.25}
+    assert quarter.trainer_arguments() == {"accelerator": "gpu", "devices": 1, "threads": 1}
+    tpu = TrialResources(cpus=2, tpu_chips=4)
+    assert tpu.trial_bundle() == {"CPU": 2.0, "TPU": 4.0}
+    assert tpu.trainer_arguments() == {"accelerator": "tpu", "devices": 4, "threads": 2}
+    cpu = TrialResources(cpus=2)
+    assert cpu.trainer_arguments() == {"accelerator": "cpu", "devices": 1, "threads": 2}
+    ddp = TrialResources(cpus=2, gpus=4)
+    assert ddp.data_parallel_workers == 4
+    assert ddp.trial_bundle() == {"CPU": 1.0} and ddp.worker_bundle() == {"CPU": 2.0, "GPU": 1.0}
+
+
+def test_fractional_tpu_is_refused_before_any_ray_starts(tmp_path):
+    import ray
+
+    assert not ray.is_initialized()
+    with pytest.raises(PlanError, match="TPU chips whole"):
+        make_plan("air_rnn", tpu_chips_per_trial=0.5, storage_path=str(tmp_path))
+    assert not ray.is_initialized()
