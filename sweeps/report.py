@@ -1,0 +1,33 @@
+"""`python -m sweeps.report RESULTS_DIR`: rebuild a sweep's tables and plots from its storage.
+
+Works on a finished, interrupted or still-running sweep, local or on s3:// / gs://.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m sweeps.report", description=__doc__.splitlines()[0])
+    parser.add_argument("results_dir", help="the sweep's folder, as the sweep printed it")
+    args = parser.parse_args(argv)
+
+    from sweeps.results import collect, load_plan, write_results
+    from sweeps.run import summary
+
+    try:
+        plan = load_plan(args.results_dir.rstrip("/"))
+    except FileNotFoundError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    results = collect(plan)
+    written = write_results(plan, results)
+    seconds = float(results.trials["seconds"].fillna(0).sum()) if len(results.trials) else 0.0
+    print(summary(plan, results, written, took=f"({seconds:.1f} s inside trials)"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

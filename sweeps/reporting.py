@@ -1,0 +1,89 @@
+"""The Lightning callback that tells Ray Tune how a trial is doing, every epoch.
+
+It lives in sweeps/ so that the forecaster never imports Ray: a trial passes it to forecaster.fit.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from typing import Callable, Iterable
+
+import lightning as L
+import torch
+
+CHECKPOINT_FILE = "checkpoint.ckpt"
+"""The full training state of the latest checkpointed epoch: what a retried or resumed trial continues from."""
+BEST_MODEL_FILE = "best_model.ckpt"
+"""The trial's best model so far (lowest val_mape), loadable with RNNForecaster.load_from_checkpoint."""
+
+
+class EpochReporter(L.Callback):
+    """Reports every epoch's val_mape, the trial's best so far (best_val_mape, best_epoch), train_loss and
+    the epoch to Tune; some reports carry a checkpoint.
+
+    The validation MAPE of 23 months jumps by several points from one epoch to the next, so schedulers
+    and searches rank trials on best_val_mape: a trial is as good as the best model it has produced.
+    That model's weights are kept in memory and written into every checkpoint beside the latest training
+    state, so the latest checkpoint is all a trial needs, for resuming and for its best model alike.
+    Checkpoints go with the epochs where a scheduler decides (`checkpoint_at`, e.g. ASHA's rungs, so a
+    stopped trial's last report has one), every `checkpoint_every` epochs, and the last epoch: each costs
+    a few milliseconds and a write to storage, more than an epoch of a small model.
+
+    `report` is `ray.tune.report` in a trial process, `ray.train.report` in a data-parallel worker; every
+    rank calls it, and only rank 0 attaches the checkpoint.
+    """
+
+    def __init__(self, report: Callable, checkpoint_class: type, checkpoint_every: int = 25,
+                 checkpoint_at: Iterable[int] = ()):
+        self.report = report
+        self.checkpoint_class = checkpoint_class
+        self.checkpoint_every = checkpoint_every
+        self.checkpoint_at = frozenset(checkpoint_at)
+        self.best, self.best_epoch = math.inf, 0
+        self.best_weights: dict[str, torch.Tensor] | None = None
+
+    def on_train_epoch_end(self, trainer: L.Trainer, module: L.LightningModule) -> None:
+        epoch = trainer.current_epoch + 1
+        val_mape = float(trainer.callback_metrics["val_mape"])
+        if val_mape < self.best:  # never for NaN
+            self.best, self.best_epoch = val_mape, epoch
+            self.best_weights = {key: value.detach().clone() for key, value in module.state_dict().items()}
+        metrics = {
+            "val_mape": val_mape,
+            "best_val_mape": self.best,
+            "best_epoch": self.best_epoch,
+            "train_loss": float(trainer.callback_metrics["train_loss"]),
+            "epoch": epoch,
+        }
+        if not (epoch in self.checkpoint_at or epoch % self.checkpoint_every == 0 or epoch == trainer.max_epochs):
+            self.report(metrics)
+            return
+        with tempfile.TemporaryDirectory() as folder:
+            trainer.save_checkpoint(os.path.join(folder, CHECKPOINT_FILE))  # collective under DDP
+            checkpoint = None
+            if trainer.global_rank == 0:
+                if self.best_weights is not None:
+                    self._save_best_model(module, os.path.join(folder, BEST_MODEL_FILE))
+                checkpoint = self.checkpoint_class.from_directory(folder)
+            self.report(metrics, checkpoint=checkpoint)
+
+    def _save_best_model(self, module: L.LightningModule, path: str) -> None:
+        torch.save(
+            {
+                "state_dict": {key: value.cpu() for key, value in self.best_weights.items()},
+                "hyper_parameters": dict(module.hparams),
+                "epoch": self.best_epoch,
+                "val_mape": self.best,
+                "pytorch-lightning_version": L.__version__,
+            },
+            path,
+        )
+
+    def state_dict(self) -> dict:
+        return {"best": self.best, "best_epoch": self.best_epoch, "best_weights": self.best_weights}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        self.best, self.best_epoch = state_dict["best"], state_dict["best_epoch"]
+        self.best_weights = state_dict.get("best_weights")

@@ -1,0 +1,298 @@
+"""`python -m sweeps.run NAME`: a hyperparameter sweep of the RNN forecaster on a Ray cluster.
+
+Examples:
+  python -m sweeps.run --list                                    # the sweeps and what they are for
+  python -m sweeps.run air_rnn                                   # on a local Ray, the default budget
+  python -m sweeps.run air_rnn --smoke-test                      # a tiny budget, well under a minute
+  python -m sweeps.run air_rnn --num-samples 32 --max-epochs 150 --scheduler median
+  python -m sweeps.run air_rnn --search optuna --seed 1          # Optuna's TPE instead of random search
+  python -m sweeps.run air_rnn --set model=GRU --set n_rnn_layers=1
+  python -m sweeps.run air_rnn --data sales.csv --date-column day --value-column units --split-after 2024-06-30
+  python -m sweeps.run air_rnn --resume                          # continue the latest air_rnn sweep
+  python -m sweeps.run air_rnn --address auto --gpus-per-trial 0.25 --storage-path s3://bucket/sweeps
+  python -m sweeps.run air_rnn --address auto --tpu-chips-per-trial 4 --storage-path gs://bucket/sweeps
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import textwrap
+import time
+from typing import TYPE_CHECKING
+
+from sweeps.plan import PlanError, SweepPlan, make_plan, parse_pins
+
+if TYPE_CHECKING:
+    from sweeps.results import SweepResults
+from sweeps.registry import SCHEDULERS, SEARCHES, SWEEPS
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m sweeps.run",
+        description="Run a named hyperparameter sweep of the RNN forecaster with Ray Tune.",
+        epilog=__doc__.split("\n", 2)[2],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("sweep", nargs="?", help="the sweep to run (--list shows them)")
+    parser.add_argument("--list", action="store_true", help="list the sweeps and exit")
+    budget = parser.add_argument_group("budget and search (defaults: the sweep's own)")
+    budget.add_argument("--num-samples", type=int, help="how many trials")
+    budget.add_argument("--max-epochs", type=int, help="epochs per trial at most (the scheduler's max_t)")
+    budget.add_argument("--scheduler", choices=SCHEDULERS, help="trial scheduler: asha stops weak trials early")
+    budget.add_argument("--search", choices=SEARCHES, help="random search, or Optuna's TPE (pip install optuna)")
+    budget.add_argument("--seed", type=int, help="seed of the search: the same seed samples the same trials")
+    budget.add_argument("--set", dest="pins", action="append", default=[], metavar="KEY=VALUE",
+                        help="pin a hyperparameter instead of searching it (repeatable), e.g. --set model=GRU")
+    budget.add_argument("--smoke-test", action="store_true", help="a tiny budget (4 trials, 6 epochs) to check a setup")
+    hardware = parser.add_argument_group("hardware per trial")
+    hardware.add_argument("--cpus-per-trial", type=float, help="CPUs per trial (torch threads); default 1")
+    hardware.add_argument("--gpus-per-trial", type=float,
+                          help="GPUs per trial: 0.25 packs four trials on a card; 2 or more trains data-parallel")
+    hardware.add_argument("--tpu-chips-per-trial", type=float, help="TPU chips per trial: 1, 2, 4 or 8")
+    hardware.add_argument("--workers-per-trial", type=int, default=0,
+                          help="data-parallel workers (Ray Train, DDP); default: one per GPU when a trial has several")
+    hardware.add_argument("--max-concurrent-trials", type=int, help="run at most this many trials at once")
+    cluster = parser.add_argument_group("cluster and storage")
+    cluster.add_argument("--address", help="join a running Ray cluster ('auto' or host:port); default: start a local one")
+    cluster.add_argument("--dashboard-host", default="127.0.0.1",
+                         help="where a local Ray's dashboard listens (default 127.0.0.1: this machine only)")
+    cluster.add_argument("--dashboard-port", type=int, default=8265)
+    cluster.add_argument("--storage-path", help="where results go: a folder, s3://... or gs://... (default ./results)")
+    cluster.add_argument("--name", help="the sweep's folder name in the storage (default: SWEEP-date-time)")
+    cluster.add_argument("--resume", action="store_true",
+                         help="continue a stopped sweep (--name, default the latest of this sweep): finished "
+                              "trials are kept, unfinished ones continue from their checkpoints")
+    data = parser.add_argument_group("data (default: the sweep's dataset)")
+    data.add_argument("--data", help="a CSV file with a date and a value column, or a built-in dataset")
+    data.add_argument("--date-column", help="the CSV's date column (found automatically with two columns)")
+    data.add_argument("--value-column", help="the CSV's value column (found automatically with two columns)")
+    data.add_argument("--freq", help="pandas frequency of the dates (default: inferred)")
+    data.add_argument("--split-after", help="last date of the training part")
+    return parser
+
+
+def list_sweeps() -> str:
+    lines = []
+    for sweep in SWEEPS.values():
+        lines.append(f"{sweep.name}: {sweep.num_samples} trials of up to {sweep.max_epochs} epochs, "
+                     f"{sweep.scheduler} scheduler, {sweep.search} search, data {sweep.dataset}")
+        lines.extend(textwrap.wrap(sweep.purpose, 100, initial_indent="    ", subsequent_indent="    "))
+    return "\n".join(lines)
+
+
+def plan_from_args(args: argparse.Namespace) -> SweepPlan:
+    if args.resume:
+        return _resumed_plan(args)
+    return make_plan(
+        args.sweep, num_samples=args.num_samples, max_epochs=args.max_epochs, scheduler=args.scheduler,
+        search=args.search, cpus_per_trial=args.cpus_per_trial, gpus_per_trial=args.gpus_per_trial,
+        tpu_chips_per_trial=args.tpu_chips_per_trial, workers_per_trial=args.workers_per_trial,
+        max_concurrent_trials=args.max_concurrent_trials, data=args.data, date_column=args.date_column,
+        value_column=args.value_column, freq=args.freq, split_after=args.split_after,
+        pins=parse_pins(args.pins), seed=args.seed, name=args.name, storage_path=args.storage_path,
+        smoke_test=args.smoke_test,
+    )
+
+
+def _resumed_plan(args: argparse.Namespace) -> SweepPlan:
+    """The stored plan of the sweep to resume: the same trials, data and resources as when it started."""
+    from sweeps.plan import DEFAULT_STORAGE, latest_run
+    from sweeps.results import load_plan
+
+    if args.sweep not in SWEEPS:
+        raise PlanError(f"unknown sweep {args.sweep!r}; the sweeps are: {', '.join(SWEEPS)}")
+    storage = args.storage_path or os.path.abspath(DEFAULT_STORAGE)
+    name = args.name or latest_run(storage, args.sweep)
+    if name is None:
+        raise PlanError(f"--resume: no earlier run of {args.sweep!r} in {storage}; give its --name and --storage-path")
+    try:
+        plan = load_plan(f"{storage.rstrip('/')}/{name}")
+    except FileNotFoundError as error:
+        raise PlanError(f"--resume: {error}") from None
+    if plan.sweep.name != args.sweep:
+        raise PlanError(f"--resume: {name} is a run of {plan.sweep.name!r}, not of {args.sweep!r}")
+    return dataclasses.replace(plan, resume=True, storage_path=storage, name=name)
+
+
+def start_ray(args: argparse.Namespace):
+    """Join the cluster at --address, or start a local Ray whose dashboard only this machine can reach."""
+    import logging
+
+    import ray
+
+    if ray.is_initialized():
+        return ray.get_runtime_context()
+    if args.address:
+        return ray.init(address=args.address, logging_level=logging.WARNING)
+    return ray.init(include_dashboard=True, dashboard_host=args.dashboard_host, dashboard_port=args.dashboard_port,
+                    logging_level=logging.WARNING)
+
+
+def dashboard_line(context) -> str:
+    url = getattr(context, "dashboard_url", None) or ""
+    if not url:
+        return "not running (install ray[default] for the dashboard)"
+    url = url if url.startswith("http") else f"http://{url}"
+    if os.environ.get("RAY_AUTH_MODE", "").lower() == "token":
+        return (f"{url}  (token authentication is on: when the page asks, paste the token that "
+                "`ray get-auth-token` prints)")
+    return url
+
+
+def cluster_capacity(plan: SweepPlan, local: bool) -> tuple[int, str]:
+    """How many trials run at once, and the cluster's resources in words; refuses a request no node fits."""
+    import ray
+
+    from sweeps.tuner import trials_at_once
+
+    nodes = [node for node in ray.nodes() if node.get("Alive")]
+    totals: dict[str, float] = {}
+    for node in nodes:
+        for key, value in node["Resources"].items():
+            if key in ("CPU", "GPU", "TPU"):
+                totals[key] = totals.get(key, 0.0) + value
+    described = ", ".join(f"{value:g} {key}" for key, value in sorted(totals.items())) + f" on {len(nodes)} node(s)"
+    at_once = trials_at_once(plan.resources, nodes)
+    if at_once == 0 and local:
+        raise PlanError(
+            f"no node of this Ray cluster can hold a trial of {plan.resources.describe()}: it has {described}. "
+            "Ask for less per trial, or join a cluster that has it (--address)"
+        )
+    if plan.max_concurrent_trials:
+        at_once = min(at_once, plan.max_concurrent_trials)
+    return at_once, described
+
+
+def banner(plan: SweepPlan, at_once: int, cluster: str, dashboard: str) -> str:
+    sweep = plan.sweep
+    from forecaster.data import split_series
+
+    train, val = split_series(plan.series, sweep.split_after)
+    options = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sweep.scheduler_options.items())
+    searched = ", ".join(plan.searched)
+    pinned = ", ".join(f"{k}={v}" for k, v in plan.pinned.items())
+    index = plan.series.index
+    lines = [
+        f"Sweep {sweep.name}{' (smoke test)' if plan.smoke_test else ''}{' - resuming' if plan.resume else ''}: {sweep.purpose}",
+        f"  data       {plan.data_label}: {len(plan.series)} points, {index[0].date()} to {index[-1].date()} "
+        f"({index.freqstr}); {len(train)} training, {len(val)} validation after {sweep.split_after}",
+        f"  budget     {sweep.num_samples} trials of up to {sweep.max_epochs} epochs; {sweep.search} search"
+        f"{f' (seed {plan.seed})' if plan.seed is not None else ''}; {sweep.scheduler} scheduler"
+        f"{f' ({options})' if options else ''}, ranking on {sweep.metric}",
+        f"  searching  {searched}" + (f"; pinned {pinned}" if pinned else ""),
+        f"  per trial  {plan.resources.describe()}: {at_once} trial(s) at once on {cluster}",
+        f"  dashboard  {dashboard}",
+        f"  results    {plan.experiment_path}",
+    ]
+    return "\n".join(lines)
+
+
+def resume_command(plan: SweepPlan) -> str:
+    return f"python -m sweeps.run {plan.sweep.name} --resume --name {plan.name} --storage-path {plan.storage_path}"
+
+
+@dataclasses.dataclass
+class SweepRun:
+    results: "SweepResults"
+    written: dict[str, str]
+    """The files written at the end, name -> path."""
+    fit_seconds: float
+    """Wall time inside Tuner.fit."""
+    driver_cpu_seconds: float
+    """CPU time of this process inside Tuner.fit: Tune's controller, scheduler, loggers and reporter."""
+
+
+def run_sweep(plan: SweepPlan, command: list[str], progress: bool = True) -> SweepRun:
+    """Run (or resume) the sweep on the Ray session of this process; write and return its results."""
+    from sweeps.results import collect, save_plan, write_results
+    from sweeps.tuner import build_tuner
+
+    if not plan.resume:
+        save_plan(plan, command)
+    tuner = build_tuner(plan, progress=progress)
+    wall, cpu = time.perf_counter(), time.process_time()
+    tuner.fit()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    results = collect(plan)
+    return SweepRun(results, write_results(plan, results), wall, cpu)
+
+
+def interrupted(results) -> bool:
+    """Some trials never finished: the sweep was stopped (Ctrl+C, a lost driver) and can be resumed."""
+    return bool(len(results.trials)) and results.trials["status"].isin(["UNFINISHED", "PENDING"]).any()
+
+
+def summary(plan: SweepPlan, results, written: dict[str, str], took: str) -> str:
+    from sweeps.results import summary_table
+
+    counts = results.trials["status"].value_counts().to_dict() if len(results.trials) else {}
+    wording = {"COMPLETED": "ran all epochs", "STOPPED": f"stopped early by {plan.sweep.scheduler}",
+               "ERROR": "failed", "UNFINISHED": "unfinished", "PENDING": "not started"}
+    ended = "stopped before its end" if interrupted(results) else "finished"
+    lines = [f"Sweep {plan.name} {ended} {took}: {len(results.trials)} trials, "
+             + ", ".join(f"{counts[k]} {wording[k]}" for k in wording if counts.get(k)), ""]
+    if len(results.trials):
+        lines += ["Top trials (best validation MAPE over all their epochs):",
+                  textwrap.indent(summary_table(results.trials, plan.searched), "  "), ""]
+    errors = results.trials[results.trials["status"] == "ERROR"] if len(results.trials) else []
+    for _, row in errors.head(3).iterrows() if len(errors) else []:
+        lines.append(f"Trial {row['trial_id']} failed: {row['error']}")
+    if results.best:
+        best = results.best
+        config = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in best["config"].items())
+        lines += [f"Best: trial {best['trial_id']}, validation MAPE {best['best_val_mape']:.2f} % at epoch "
+                  f"{best['best_epoch']} (of {best['epochs']} run)", f"  {config}", ""]
+    else:
+        lines += ["No trial reported a result.", ""]
+    lines.append(f"Written to {plan.experiment_path}:")
+    lines += [f"  {name}" for name in ["resolved_sweep.json", *written]]
+    lines += ["", f"Refit the best configuration:  python -m sweeps.refit {plan.experiment_path}",
+              f"Rebuild this report:           python -m sweeps.report {plan.experiment_path}"]
+    if interrupted(results):
+        lines.append(f"Finish the sweep:              {resume_command(plan)}")
+    lines.append(f"Run more trials:               python -m sweeps.run {plan.sweep.name} --num-samples N --seed S")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.list:
+        print(list_sweeps())
+        return 0
+    if not args.sweep:
+        parser.print_usage(sys.stderr)
+        print(f"error: name a sweep; the sweeps are: {', '.join(SWEEPS)} (python -m sweeps.run --list)", file=sys.stderr)
+        return 2
+    try:
+        plan = plan_from_args(args)
+    except PlanError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+    import ray
+
+    started_here = not ray.is_initialized()
+    context = start_ray(args)
+    try:
+        at_once, cluster = cluster_capacity(plan, local=args.address is None)
+        print(banner(plan, at_once, cluster, dashboard_line(context)), flush=True)
+        run = run_sweep(plan, [sys.executable, "-m", "sweeps.run", *(argv or sys.argv[1:])])
+    except PlanError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    finally:
+        if started_here:
+            ray.shutdown()
+    print(summary(plan, run.results, run.written, took=f"after {run.fit_seconds:.1f} s"))
+    if interrupted(run.results):
+        return 130  # as a shell reports a program stopped by Ctrl+C
+    return 0 if run.results.best else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

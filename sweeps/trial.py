@@ -1,0 +1,131 @@
+"""One trial of a sweep: train the forecaster with the trial's hyperparameters, reporting every epoch to Tune.
+
+The series reaches trials through Ray's object store (`tune.with_parameters`): trials never read the
+data file, which may not exist on the node they run on. torch and Lightning are imported inside the
+functions: the driver only pickles `train_trial` by name, and must not spend seconds importing them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+from typing import Any
+
+import pandas as pd
+
+from sweeps.resources import TrialResources
+
+
+@dataclasses.dataclass(frozen=True)
+class TrialSettings:
+    """What every trial of a sweep shares, besides the data."""
+
+    split_after: str
+    max_epochs: int
+    resources: TrialResources
+    checkpoint_every: int = 25
+    checkpoint_at: tuple[int, ...] = ()
+    """Epochs where the scheduler decides about a trial: a checkpoint there keeps a stopped trial's best model."""
+    storage_path: str | None = None
+    """Where data-parallel trials keep their Ray Train runs (the sweep's storage)."""
+
+
+def train_trial(config: dict[str, Any], *, series: pd.Series, settings: TrialSettings) -> None:
+    """Tune's trainable: fit the forecaster, resuming from the trial's checkpoint when Tune restarts it."""
+    from ray import tune
+
+    from sweeps.reporting import EpochReporter
+
+    if settings.resources.data_parallel_workers > 1:
+        _run_data_parallel(config, series, settings)
+        return
+    arguments = settings.resources.trainer_arguments()
+    _check_hardware(arguments["accelerator"])
+    reporter = EpochReporter(tune.report, tune.Checkpoint, settings.checkpoint_every, settings.checkpoint_at)
+    _fit(config, series, settings, reporter, tune.get_checkpoint(), **arguments)
+
+
+def _fit(config, series, settings: TrialSettings, reporter, checkpoint, **arguments) -> None:
+    from forecaster.config import ForecasterConfig
+    from forecaster.train import fit, quiet_lightning
+    from sweeps.reporting import CHECKPOINT_FILE
+
+    quiet_lightning()
+    logging.getLogger("ray.train").setLevel(logging.WARNING)  # one "checkpoint created" line per checkpoint
+    hyperparameters = ForecasterConfig.from_dict({**config, "n_epochs": settings.max_epochs})
+    with checkpoint.as_directory() if checkpoint else contextlib.nullcontext() as folder:
+        fit(
+            hyperparameters,
+            series,
+            split_after=settings.split_after,
+            callbacks=[reporter],
+            ckpt_path=os.path.join(folder, CHECKPOINT_FILE) if folder else None,
+            **arguments,
+        )
+
+
+def _check_hardware(accelerator: str) -> None:
+    """A trial given a GPU (or TPU chips) that torch cannot see fails at once, saying what Ray gave it."""
+    import ray
+    from forecaster.train import AcceleratorError, check_accelerator
+
+    try:
+        check_accelerator(accelerator)
+    except AcceleratorError as error:
+        given = {
+            "gpu": f"GPU ids {ray.get_gpu_ids()} (CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')})",
+            "tpu": f"TPU chips (TPU_VISIBLE_CHIPS={os.environ.get('TPU_VISIBLE_CHIPS')})",
+        }.get(accelerator, accelerator)
+        raise AcceleratorError(f"this trial was given {given}: {error}") from None
+
+
+def _run_data_parallel(config: dict[str, Any], series: pd.Series, settings: TrialSettings) -> None:
+    """A trial of several GPUs: this process drives a Ray Train run whose workers train with DDP."""
+    import ray.train
+    from ray import tune
+    from ray.train.torch import TorchTrainer
+    from ray.tune.integration.ray_train import TuneReportCallback
+
+    resources = settings.resources
+    trainer = TorchTrainer(
+        _data_parallel_worker,
+        train_loop_config={"config": config, "series": series, "settings": settings},
+        scaling_config=ray.train.ScalingConfig(
+            num_workers=resources.data_parallel_workers,
+            use_gpu=resources.gpus > 0,
+            resources_per_worker=resources.worker_bundle(),
+        ),
+        run_config=ray.train.RunConfig(
+            # Named after the trial, so that a restarted trial resumes this Train run from its checkpoint.
+            name=f"train-{tune.get_context().get_trial_id()}",
+            storage_path=settings.storage_path,
+            callbacks=[TuneReportCallback()],
+        ),
+    )
+    trainer.fit()
+
+
+def _data_parallel_worker(loop_config: dict[str, Any]) -> None:
+    """One DDP worker: Lightning with Ray's DDP strategy and cluster environment."""
+    import ray.train
+    from ray.train.lightning import RayDDPStrategy, RayLightningEnvironment, prepare_trainer
+
+    from sweeps.reporting import EpochReporter
+
+    settings: TrialSettings = loop_config["settings"]
+    arguments = settings.resources.trainer_arguments()
+    _check_hardware(arguments["accelerator"])
+    arguments["devices"] = "auto"  # Ray Train gives each worker its device
+    reporter = EpochReporter(ray.train.report, ray.train.Checkpoint, settings.checkpoint_every, settings.checkpoint_at)
+    _fit(
+        loop_config["config"],
+        loop_config["series"],
+        settings,
+        reporter,
+        ray.train.get_checkpoint(),
+        trainer_options={"strategy": RayDDPStrategy(), "plugins": [RayLightningEnvironment()]},
+        prepare_trainer=prepare_trainer,
+        **arguments,
+    )

@@ -1,0 +1,19 @@
+"""Shared fixtures: a real local Ray started on loopback for the tests that need one."""
+
+import os
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def local_ray(request):
+    """A real Ray on this machine, started once per test module; resources come from the module's RAY_INIT."""
+    import ray
+
+    os.environ["RAY_AUTH_MODE"] = "disabled"  # these tests are not about authentication
+    options = getattr(request.module, "RAY_INIT", {"num_cpus": 2})
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.init(include_dashboard=False, log_to_driver=False, **options)
+    yield ray
+    ray.shutdown()

@@ -1,0 +1,94 @@
+"""Real sweeps on a real local Ray (2 CPUs): ASHA stops weak trials, every file a user gets parses,
+the best trial is chosen over all epochs and its checkpoint reproduces it."""
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from sweeps.plan import make_plan
+from sweeps.run import run_sweep
+
+RAY_INIT = {"num_cpus": 2}
+
+
+@pytest.fixture(scope="module")
+def asha_sweep(local_ray, tmp_path_factory):
+    """Eight trials of up to 12 epochs, one at a time so that ASHA's decisions are deterministic."""
+    plan = make_plan("air_rnn", num_samples=8, max_epochs=12, seed=11, max_concurrent_trials=1,
+                     pins={"hidden_dim": 8, "n_rnn_layers": 1},
+                     storage_path=str(tmp_path_factory.mktemp("sweeps")), name="asha")
+    plan = plan.__class__(**{**plan.__dict__, "sweep": plan.sweep.__class__(
+        **{**plan.sweep.__dict__, "scheduler_options": {"grace_period": 3, "reduction_factor": 2}})})
+    run = run_sweep(plan, ["test"])
+    return plan, run.results, run.written
+
+
+def test_asha_stops_some_trials_early_and_lets_others_run_all_epochs(asha_sweep):
+    _, results, _ = asha_sweep
+    trials = results.trials
+    assert len(trials) == 8
+    stopped, completed = trials[trials.status == "STOPPED"], trials[trials.status == "COMPLETED"]
+    assert len(stopped) >= 1 and len(completed) >= 1
+    assert (stopped.epochs < 12).all() and set(stopped.epochs) <= {3, 6}  # ASHA's rungs
+    assert (completed.epochs == 12).all()
+    for trial_id, history in results.histories.items():
+        assert list(history["epoch"]) == list(range(1, len(history) + 1))  # every epoch reported
+
+
+def test_every_result_file_parses_and_agrees(asha_sweep):
+    plan, results, written = asha_sweep
+    folder = plan.experiment_path
+    csv = pd.read_csv(f"{folder}/results.csv")
+    parquet = pd.read_parquet(f"{folder}/results.parquet")
+    assert len(csv) == len(parquet) == 8
+    assert list(csv.trial_id) == list(parquet.trial_id)
+    assert {"status", "best_val_mape", "last_val_mape", "epochs", "seconds", "model", "lr"} <= set(csv.columns)
+    best = json.loads(open(f"{folder}/best_config.json").read())
+    assert best["best_val_mape"] == pytest.approx(csv.best_val_mape.min())
+    assert best["config"]["hidden_dim"] == 8 and best["refit"].startswith("python -m sweeps.refit")
+    resolved = json.loads(open(f"{folder}/resolved_sweep.json").read())
+    assert resolved["sweep"]["name"] == "air_rnn" and resolved["seed"] == 11
+    assert resolved["pinned"] == {"hidden_dim": 8, "n_rnn_layers": 1}
+    assert "git_commit" in resolved and resolved["versions"]["ray"] == "2.60.0"
+    for picture in ("forecast.png", "mape_by_epoch.png"):
+        assert open(f"{folder}/{picture}", "rb").read(4) == b"\x89PNG"
+
+
+def test_the_best_trial_is_chosen_over_all_epochs_not_the_last(asha_sweep):
+    _, results, _ = asha_sweep
+    best = results.best
+    history = results.histories[best["trial_id"]]
+    assert best["best_val_mape"] == pytest.approx(history["val_mape"].min())
+    assert best["best_epoch"] == int(history.loc[history["val_mape"].idxmin(), "epoch"])
+    everyone = min(h["val_mape"].min() for h in results.histories.values())
+    assert best["best_val_mape"] == pytest.approx(everyone)
+
+
+def test_refit_reproduces_the_best_trial(asha_sweep):
+    from sweeps.refit import main as refit
+
+    plan, results, _ = asha_sweep
+    assert refit([plan.experiment_path]) == 0
+
+
+def test_report_rebuilds_the_same_table_from_storage(asha_sweep, capsys):
+    from sweeps.report import main as report
+
+    plan, results, _ = asha_sweep
+    before = pd.read_csv(f"{plan.experiment_path}/results.csv")
+    assert report([plan.experiment_path]) == 0
+    after = pd.read_csv(f"{plan.experiment_path}/results.csv")
+    pd.testing.assert_frame_equal(before, after)
+    assert f"Best: trial {results.best['trial_id']}" in capsys.readouterr().out
+
+
+def test_optuna_search_runs_a_sweep(local_ray, tmp_path):
+    pytest.importorskip("optuna")
+    plan = make_plan("air_rnn", num_samples=3, max_epochs=4, search="optuna", seed=1, scheduler="fifo",
+                     pins={"hidden_dim": 8}, storage_path=str(tmp_path), name="optuna")
+    results = run_sweep(plan, ["test"]).results
+    assert list(results.trials.status) == ["COMPLETED"] * 3
+    assert all(math.isfinite(v) for v in results.trials.best_val_mape)
+    assert results.trials.training_length.gt(results.trials.input_chunk_length).all()
