@@ -23,7 +23,7 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 setup: $(VENV)/.installed
 
 run: setup
-	$(BIN)/python -m forecaster.fit --plot forecast.png
+	$(BIN)/python -m sweeps.run $(SWEEP)
 
 fit: setup
 	$(BIN)/python -m forecaster.fit
@@ -42,6 +42,7 @@ darts-env:
 
 bench: setup
 	$(BIN)/python bench/single_trial.py
+	$(BIN)/python bench/sweep.py
 
 clean:
 	rm -rf $(VENV) .darts-venv .pytest_cache build *.egg-info
