@@ -12,8 +12,12 @@ from sweeps.resources import TrialResources
 from sweeps.space import Choice, LogUniform, is_searched, to_optuna, to_tune
 from sweeps.trial import TrialSettings, train_trial
 
-CHECKPOINTS_KEPT = 2
-"""Per trial, the latest: each holds the training state to resume from and the trial's best model so far."""
+def checkpoints_kept(sweep: Sweep) -> int:
+    """Per trial, the latest ones: each holds the training state to resume from and the trial's best model.
+
+    PBT copies other trials' checkpoints, and needs them kept a little longer.
+    """
+    return 4 if sweep.scheduler == "pbt" else 2
 
 
 def checkpoint_schedule(sweep: Sweep) -> tuple[int, tuple[int, ...]]:
@@ -176,7 +180,7 @@ def build_tuner(plan: SweepPlan, max_failures: int = 1, progress: bool = True):
         run_config=tune.RunConfig(
             name=plan.name,
             storage_path=plan.storage_path,
-            checkpoint_config=tune.CheckpointConfig(num_to_keep=CHECKPOINTS_KEPT),
+            checkpoint_config=tune.CheckpointConfig(num_to_keep=checkpoints_kept(plan.sweep)),
             callbacks=[CSVLoggerCallback()],
             failure_config=tune.FailureConfig(max_failures=max_failures),
             progress_reporter=progress_reporter(plan) if progress else None,

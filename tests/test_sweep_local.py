@@ -92,3 +92,28 @@ def test_optuna_search_runs_a_sweep(local_ray, tmp_path):
     assert list(results.trials.status) == ["COMPLETED"] * 3
     assert all(math.isfinite(v) for v in results.trials.best_val_mape)
     assert results.trials.training_length.gt(results.trials.input_chunk_length).all()
+
+
+@pytest.mark.slow
+def test_pbt_exploits_and_mutates_trials_from_their_checkpoints(local_ray, tmp_path):
+    plan = make_plan("air_rnn", num_samples=4, max_epochs=12, scheduler="pbt", seed=5,
+                     pins={"hidden_dim": 8, "n_rnn_layers": 1, "model": "GRU"}, storage_path=str(tmp_path), name="pbt")
+    plan = plan.__class__(**{**plan.__dict__, "sweep": plan.sweep.__class__(
+        **{**plan.sweep.__dict__, "scheduler_options": {"perturbation_interval": 3}})})
+    results = run_sweep(plan, ["test"]).results
+    assert list(results.trials.status) == ["COMPLETED"] * 4
+    # PBT's own log: each line is an exploitation, a trial restarting from another's checkpoint, mutated.
+    exploits = [json.loads(line) for line in open(f"{plan.experiment_path}/pbt_global.txt")]
+    assert exploits
+    for target, donor, target_epoch, donor_epoch, old, new in exploits:
+        assert new["lr"] != old["lr"] or new["batch_size"] != old["batch_size"]
+    assert all(h["epoch"].max() == 12 for h in results.histories.values())
+
+
+@pytest.mark.slow
+def test_median_stopping_rule_runs_a_sweep(local_ray, tmp_path):
+    plan = make_plan("air_rnn", num_samples=6, max_epochs=15, scheduler="median", seed=2, max_concurrent_trials=2,
+                     pins={"hidden_dim": 8}, storage_path=str(tmp_path), name="median")
+    results = run_sweep(plan, ["test"]).results
+    assert len(results.trials) == 6 and results.trials.status.isin(["COMPLETED", "STOPPED"]).all()
+    assert results.best is not None

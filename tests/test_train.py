@@ -63,6 +63,14 @@ def test_resuming_from_a_checkpoint_continues_exactly(tmp_path):
         assert got == pytest.approx(want, rel=1e-5)
 
 
+def test_a_fit_resumed_with_another_lr_trains_with_it(tmp_path):
+    # PBT copies a trial's checkpoint into another trial with a new lr: the restored optimizer must use it.
+    saver = L.pytorch.callbacks.ModelCheckpoint(dirpath=tmp_path, save_last=True)
+    fit(SHORT.replace(n_epochs=2), callbacks=[saver], trainer_options={"enable_checkpointing": True})
+    resumed = fit(SHORT.replace(n_epochs=4, lr=0.05), ckpt_path=str(tmp_path / "last.ckpt"))
+    assert resumed.model.trainer.optimizers[0].param_groups[0]["lr"] == 0.05
+
+
 def test_data_too_short_for_the_windows_is_refused_before_training():
     with pytest.raises(SeriesError, match="the training part has 121 points, too few for training_length=130"):
         fit(ForecasterConfig(training_length=130, input_chunk_length=14))
