@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from forecaster.config import ConfigError, ForecasterConfig, check_known_keys
-from forecaster.data import SeriesError, check_fit_possible, load_series, split_series
+from forecaster.data import SeriesError, check_fit_possible, check_mape_defined, load_series, split_series
 from sweeps.registry import SCHEDULERS, SEARCHES, SWEEPS, Sweep
 from sweeps.resources import ResourceError, TrialResources
 from sweeps.space import SpaceError, check_structure, extremes, is_searched
@@ -43,6 +43,10 @@ class SweepPlan:
     resume: bool = False
     smoke_test: bool = False
     pinned: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    max_failures: int = 1
+    """Retries of a failed trial, each from its latest checkpoint, before it ends as ERROR."""
+    trial_timeout_s: float = 600.0
+    """A running trial that reports nothing for this long is killed by the watchdog (and retried)."""
 
     @property
     def experiment_path(self) -> str:
@@ -95,6 +99,8 @@ def make_plan(
     name: str | None = None,
     storage_path: str | None = None,
     smoke_test: bool = False,
+    max_failures: int = 1,
+    trial_timeout_s: float = 600.0,
 ) -> SweepPlan:
     if sweep_name not in SWEEPS:
         raise PlanError(f"unknown sweep {sweep_name!r}; the sweeps are: {', '.join(SWEEPS)} (python -m sweeps.run --list)")
@@ -125,20 +131,26 @@ def make_plan(
         raise PlanError(str(error)) from None
     if max_concurrent_trials is not None and max_concurrent_trials < 1:
         raise PlanError(f"--max-concurrent-trials {max_concurrent_trials} must be at least 1")
+    if max_failures < 0:
+        raise PlanError(f"--max-failures {max_failures} must be 0 (no retry) or more")
+    if not trial_timeout_s > 0:
+        raise PlanError(f"--trial-timeout {trial_timeout_s} must be a positive number of seconds")
 
     data_label = data or sweep.dataset
     try:
         series = load_series(data_label, date_column, value_column, freq)
         train, val = split_series(series, sweep.split_after)
+        check_mape_defined(val)  # a fault of the data whatever the configuration: say so before the space
     except SeriesError as error:
-        raise PlanError(str(error)) from None
-    _check_space(sweep, train, val)
+        message = str(error)
+        raise PlanError(message if message.startswith(data_label) else f"{data_label}: {message}") from None
+    _check_space(sweep, data_label, train, val)
 
     storage = storage_path or os.path.abspath(DEFAULT_STORAGE)
     name = name or f"{sweep.name}-{datetime.datetime.now():%Y%m%d-%H%M%S}"
     return SweepPlan(sweep=sweep, series=series, data_label=data_label, resources=resources, name=name,
                      storage_path=storage, seed=seed, max_concurrent_trials=max_concurrent_trials,
-                     smoke_test=smoke_test, pinned=pins)
+                     smoke_test=smoke_test, pinned=pins, max_failures=max_failures, trial_timeout_s=trial_timeout_s)
 
 
 def _check_budget(sweep: Sweep) -> None:
@@ -154,7 +166,7 @@ def _check_budget(sweep: Sweep) -> None:
         raise PlanError("--scheduler pbt explores by itself: use it with --search random")
 
 
-def _check_space(sweep: Sweep, train: pd.Series, val: pd.Series) -> None:
+def _check_space(sweep: Sweep, data_label: str, train: pd.Series, val: pd.Series) -> None:
     """Every corner of the space must be a valid forecaster for this data, or the sweep does not start."""
     try:
         check_structure(sweep.space)
@@ -171,7 +183,7 @@ def _check_space(sweep: Sweep, train: pd.Series, val: pd.Series) -> None:
         except (ConfigError, SeriesError) as error:
             searched = {k: corner[k] for k in sweep.space if is_searched(sweep.space[k])}
             raise PlanError(
-                f"the search space can produce a configuration that cannot train: {error}. "
+                f"the search space can produce a configuration that cannot train on {data_label}: {error}. "
                 f"It arises at {searched}; narrow the space, or pin values with --set KEY=VALUE"
             ) from None
 

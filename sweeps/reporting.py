@@ -17,6 +17,13 @@ CHECKPOINT_FILE = "checkpoint.ckpt"
 """The full training state of the latest checkpointed epoch: what a retried or resumed trial continues from."""
 BEST_MODEL_FILE = "best_model.ckpt"
 """The trial's best model so far (lowest val_mape), loadable with RNNForecaster.load_from_checkpoint."""
+DIVERGED_LOSS = 100.0
+"""A training MSE above this, on a series scaled to [0, 1], means errors ten times the training range."""
+
+
+def diverged(train_loss: float, val_mape: float) -> bool:
+    """Training has blown up: a loss or MAPE that is NaN or infinite, or a loss beyond any sane model's."""
+    return not (math.isfinite(train_loss) and math.isfinite(val_mape)) or train_loss > DIVERGED_LOSS
 
 
 class EpochReporter(L.Callback):
@@ -33,6 +40,10 @@ class EpochReporter(L.Callback):
 
     `report` is `ray.tune.report` in a trial process, `ray.train.report` in a data-parallel worker; every
     rank calls it, and only rank 0 attaches the checkpoint.
+
+    A trial that diverges (`diverged`) reports itself as the worst there can be (best_val_mape = inf, which
+    every scheduler and search can compare, where NaN would never be stopped and None would crash ASHA),
+    flags `diverged`, and stops training.
     """
 
     def __init__(self, report: Callable, checkpoint_class: type, checkpoint_every: int = 25,
@@ -47,15 +58,22 @@ class EpochReporter(L.Callback):
     def on_train_epoch_end(self, trainer: L.Trainer, module: L.LightningModule) -> None:
         epoch = trainer.current_epoch + 1
         val_mape = float(trainer.callback_metrics["val_mape"])
-        if val_mape < self.best:  # never for NaN
+        train_loss = float(trainer.callback_metrics["train_loss"])
+        if diverged(train_loss, val_mape):
+            self.report({"val_mape": val_mape if math.isfinite(val_mape) else math.inf, "best_val_mape": math.inf,
+                         "best_epoch": self.best_epoch, "train_loss": train_loss, "epoch": epoch, "diverged": 1})
+            trainer.should_stop = True
+            return
+        if val_mape < self.best:
             self.best, self.best_epoch = val_mape, epoch
             self.best_weights = {key: value.detach().clone() for key, value in module.state_dict().items()}
         metrics = {
             "val_mape": val_mape,
             "best_val_mape": self.best,
             "best_epoch": self.best_epoch,
-            "train_loss": float(trainer.callback_metrics["train_loss"]),
+            "train_loss": train_loss,
             "epoch": epoch,
+            "diverged": 0,
         }
         if not (epoch in self.checkpoint_at or epoch % self.checkpoint_every == 0 or epoch == trainer.max_epochs):
             self.report(metrics)

@@ -26,7 +26,9 @@ import pandas as pd
 from sweeps.plan import SweepPlan
 
 PLAN_FILE = "sweep_plan.pkl"
-STATUS_ORDER = {"COMPLETED": 0, "STOPPED": 1, "UNFINISHED": 2, "ERROR": 3, "PENDING": 4}
+STATUS_ORDER = {"COMPLETED": 0, "STOPPED": 1, "UNFINISHED": 2, "DIVERGED": 3, "ERROR": 4, "PENDING": 5}
+CHOOSABLE = ("COMPLETED", "STOPPED", "UNFINISHED")
+"""The statuses whose trials can be the best: not failed, not diverged."""
 
 
 # --- the folder, wherever it is ------------------------------------------------------------------------
@@ -120,7 +122,12 @@ def collect(plan: SweepPlan) -> SweepResults:
 
     # Trials that never started have no metrics yet; the table says PENDING, the warning would only repeat it.
     logging.getLogger("ray.tune.analysis.experiment_analysis").setLevel(logging.ERROR)
+    from sweeps.faults import load_faults
+
     analysis = ExperimentAnalysis(plan.experiment_path, default_metric="best_val_mape", default_mode="min")
+    faults: dict[str, list[str]] = {}
+    for fault in load_faults(plan.experiment_path):
+        faults.setdefault(fault["trial_id"], []).append(fault["event"])
     histories, rows = {}, []
     for trial in analysis.trials:
         history = analysis.trial_dataframes.get(trial.trial_id)
@@ -128,7 +135,7 @@ def collect(plan: SweepPlan) -> SweepResults:
             # A trial resumed from a checkpoint reports some epochs twice: keep the latest of each.
             history = history.drop_duplicates("epoch", keep="last").sort_values("epoch").reset_index(drop=True)
             histories[trial.trial_id] = history
-        rows.append(_trial_row(trial, history, plan, analysis))
+        rows.append(_trial_row(trial, history, plan, faults.get(trial.trial_id, [])))
     trials = pd.DataFrame(rows)
     if len(trials):
         trials["best_epoch"] = trials["best_epoch"].astype("Int64")
@@ -137,16 +144,18 @@ def collect(plan: SweepPlan) -> SweepResults:
     return SweepResults(trials=trials, histories=histories, best=_best(trials, analysis))
 
 
-def _trial_row(trial, history, plan: SweepPlan, analysis) -> dict[str, Any]:
+def _trial_row(trial, history, plan: SweepPlan, faults: list[str]) -> dict[str, Any]:
     reported = history is not None and len(history) > 0
     epochs = int(history["epoch"].max()) if reported else 0
-    if trial.status == "ERROR":
-        status = "ERROR"
+    if reported and "diverged" in history and history["diverged"].iloc[-1] == 1:
+        status = "DIVERGED"
     elif trial.status == "TERMINATED":
         status = "COMPLETED" if epochs >= plan.sweep.max_epochs else "STOPPED"
+    elif trial.status == "ERROR" or faults[-1:] == ["failed"]:  # the fault log: Tune's snapshot can be stale
+        status = "ERROR"
     else:
         status = "UNFINISHED" if reported else "PENDING"
-    finite = history[np.isfinite(history["val_mape"])] if reported else None
+    finite = history[np.isfinite(history["val_mape"]) & (history.get("diverged", 0) != 1)] if reported else None
     best_row = finite.loc[finite["val_mape"].idxmin()] if finite is not None and len(finite) else None
     row = {"trial_id": trial.trial_id, "status": status}
     row.update({key: trial.config.get(key) for key in plan.sweep.space})
@@ -157,9 +166,25 @@ def _trial_row(trial, history, plan: SweepPlan, analysis) -> dict[str, Any]:
         "epochs": epochs,
         "train_loss": float(history["train_loss"].iloc[-1]) if reported else math.nan,
         "seconds": float(trial.last_result.get("time_total_s", math.nan)) if trial.last_result else math.nan,
+        # Each retried from the latest checkpoint while retries remain.
+        "failures": max(int(trial.num_failures), faults.count("retried") + faults.count("failed")),
+        "node": str(history["node"].iloc[-1]) if reported and "node" in history else "",
         "error": _error_line(trial) if status == "ERROR" else "",
+        "notes": _notes(status, history, faults.count("watchdog"), plan),
     })
     return row
+
+
+def _notes(status: str, history, watchdog_kills: int, plan: SweepPlan) -> str:
+    notes = []
+    if status == "DIVERGED":
+        row = history.iloc[-1]
+        notes.append(f"diverged at epoch {int(row['epoch'])} (training loss {row['train_loss']:.3g}): stopped, "
+                     "never chosen as best")
+    if watchdog_kills:
+        notes.append(f"reported nothing for {plan.trial_timeout_s:g} s and was killed by the watchdog "
+                     f"{watchdog_kills} time(s)")
+    return "; ".join(notes)
 
 
 def _error_line(trial) -> str:
@@ -172,7 +197,7 @@ def _error_line(trial) -> str:
 
 
 def _best(trials: pd.DataFrame, analysis) -> dict[str, Any] | None:
-    usable = trials[trials["status"].isin(["COMPLETED", "STOPPED", "UNFINISHED"]) & trials["best_val_mape"].notna()] if len(trials) else trials
+    usable = trials[trials["status"].isin(CHOOSABLE) & trials["best_val_mape"].notna()] if len(trials) else trials
     if not len(usable):
         return None
     row = usable.iloc[0]

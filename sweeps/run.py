@@ -56,6 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
     hardware.add_argument("--workers-per-trial", type=int, default=0,
                           help="data-parallel workers (Ray Train, DDP); default: one per GPU when a trial has several")
     hardware.add_argument("--max-concurrent-trials", type=int, help="run at most this many trials at once")
+    faults = parser.add_argument_group("faults")
+    faults.add_argument("--max-failures", type=int, default=1,
+                        help="retries of a failed trial, each from its latest checkpoint (default 1)")
+    faults.add_argument("--trial-timeout", type=float, default=600.0, metavar="SECONDS",
+                        help="kill and retry a trial that reports nothing for this long (default 600)")
     cluster = parser.add_argument_group("cluster and storage")
     cluster.add_argument("--address", help="join a running Ray cluster ('auto' or host:port); default: start a local one")
     cluster.add_argument("--dashboard-host", default="127.0.0.1",
@@ -94,7 +99,7 @@ def plan_from_args(args: argparse.Namespace) -> SweepPlan:
         max_concurrent_trials=args.max_concurrent_trials, data=args.data, date_column=args.date_column,
         value_column=args.value_column, freq=args.freq, split_after=args.split_after,
         pins=parse_pins(args.pins), seed=args.seed, name=args.name, storage_path=args.storage_path,
-        smoke_test=args.smoke_test,
+        smoke_test=args.smoke_test, max_failures=args.max_failures, trial_timeout_s=args.trial_timeout,
     )
 
 
@@ -143,8 +148,30 @@ def dashboard_line(context) -> str:
     return url
 
 
+def cluster_autoscales(wait_s: float = 6.0) -> bool:
+    """Whether an autoscaler with a cluster config runs: its monitor publishes a report in Ray's internal
+    store every few seconds, as `ray status` reads it (empty when no autoscaling config was given)."""
+    import json
+
+    from ray._private import ray_constants
+    from ray.experimental.internal_kv import _internal_kv_get
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        raw = _internal_kv_get(ray_constants.DEBUG_AUTOSCALING_STATUS)
+        if raw:
+            return bool(json.loads(raw).get("autoscaler_report"))
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.5)
+
+
 def cluster_capacity(plan: SweepPlan, local: bool) -> tuple[int, str]:
-    """How many trials run at once, and the cluster's resources in words; refuses a request no node fits."""
+    """How many trials run at once, and the cluster's resources in words.
+
+    A request that no node can hold is refused, unless an autoscaler may add such a node: Ray itself would
+    leave the trials pending forever, warning every minute.
+    """
     import ray
 
     from sweeps.tuner import trials_at_once
@@ -157,11 +184,15 @@ def cluster_capacity(plan: SweepPlan, local: bool) -> tuple[int, str]:
                 totals[key] = totals.get(key, 0.0) + value
     described = ", ".join(f"{value:g} {key}" for key, value in sorted(totals.items())) + f" on {len(nodes)} node(s)"
     at_once = trials_at_once(plan.resources, nodes)
-    if at_once == 0 and local:
-        raise PlanError(
-            f"no node of this Ray cluster can hold a trial of {plan.resources.describe()}: it has {described}. "
-            "Ask for less per trial, or join a cluster that has it (--address)"
-        )
+    if at_once == 0:
+        if local or not cluster_autoscales():
+            raise PlanError(
+                f"no node of this Ray cluster can hold a trial of {plan.resources.describe()}: it has {described}, "
+                "and no autoscaler can add a node. Ask for less per trial (--cpus-per-trial, --gpus-per-trial, "
+                "--tpu-chips-per-trial), or run on a cluster that has it (--address)"
+            )
+        print(f"note: no node holds a trial of {plan.resources.describe()} yet; trials wait for the autoscaler "
+              "to add one (Ctrl+C stops, --resume continues)", flush=True)
     if plan.max_concurrent_trials:
         at_once = min(at_once, plan.max_concurrent_trials)
     return at_once, described
@@ -231,16 +262,25 @@ def summary(plan: SweepPlan, results, written: dict[str, str], took: str) -> str
 
     counts = results.trials["status"].value_counts().to_dict() if len(results.trials) else {}
     wording = {"COMPLETED": "ran all epochs", "STOPPED": f"stopped early by {plan.sweep.scheduler}",
-               "ERROR": "failed", "UNFINISHED": "unfinished", "PENDING": "not started"}
+               "DIVERGED": "diverged (stopped, never chosen)", "ERROR": "failed", "UNFINISHED": "unfinished",
+               "PENDING": "not started"}
     ended = "stopped before its end" if interrupted(results) else "finished"
     lines = [f"Sweep {plan.name} {ended} {took}: {len(results.trials)} trials, "
              + ", ".join(f"{counts[k]} {wording[k]}" for k in wording if counts.get(k)), ""]
     if len(results.trials):
         lines += ["Top trials (best validation MAPE over all their epochs):",
                   textwrap.indent(summary_table(results.trials, plan.searched), "  "), ""]
-    errors = results.trials[results.trials["status"] == "ERROR"] if len(results.trials) else []
-    for _, row in errors.head(3).iterrows() if len(errors) else []:
-        lines.append(f"Trial {row['trial_id']} failed: {row['error']}")
+    trials = results.trials
+    if len(trials):
+        for _, row in trials[trials["status"] == "ERROR"].head(3).iterrows():
+            lines.append(f"Trial {row['trial_id']} failed {row['failures']} time(s), the last for good: {row['error']}")
+        for _, row in trials[trials["notes"] != ""].head(5).iterrows():
+            lines.append(f"Trial {row['trial_id']}: {row['notes']}")
+        recovered = trials[(trials["failures"] > 0) & (trials["status"] != "ERROR")]
+        if len(recovered):
+            lines.append(f"{len(recovered)} trial(s) failed and were resumed from their latest checkpoint "
+                         f"({int(recovered['failures'].sum())} failure(s) in all)")
+        lines.append("")
     if results.best:
         best = results.best
         config = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in best["config"].items())

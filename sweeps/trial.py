@@ -43,8 +43,17 @@ def train_trial(config: dict[str, Any], *, series: pd.Series, settings: TrialSet
         return
     arguments = settings.resources.trainer_arguments()
     _check_hardware(arguments["accelerator"])
-    reporter = EpochReporter(tune.report, tune.Checkpoint, settings.checkpoint_every, settings.checkpoint_at)
+    report = _with_node(tune.report)
+    reporter = EpochReporter(report, tune.Checkpoint, settings.checkpoint_every, settings.checkpoint_at)
     _fit(config, series, settings, reporter, tune.get_checkpoint(), **arguments)
+
+
+def _with_node(report):
+    """Every report names the Ray node it came from: the results say where each trial ran (and moved to)."""
+    import ray
+
+    node = ray.get_runtime_context().get_node_id()
+    return lambda metrics, **options: report({**metrics, "node": node}, **options)
 
 
 def _fit(config, series, settings: TrialSettings, reporter, checkpoint, **arguments) -> None:
@@ -118,7 +127,8 @@ def _data_parallel_worker(loop_config: dict[str, Any]) -> None:
     arguments = settings.resources.trainer_arguments()
     _check_hardware(arguments["accelerator"])
     arguments["devices"] = "auto"  # Ray Train gives each worker its device
-    reporter = EpochReporter(ray.train.report, ray.train.Checkpoint, settings.checkpoint_every, settings.checkpoint_at)
+    report = _with_node(ray.train.report)
+    reporter = EpochReporter(report, ray.train.Checkpoint, settings.checkpoint_every, settings.checkpoint_at)
     _fit(
         loop_config["config"],
         loop_config["series"],

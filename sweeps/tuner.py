@@ -9,8 +9,10 @@ from typing import Any
 from sweeps.plan import PlanError, SweepPlan
 from sweeps.registry import Sweep
 from sweeps.resources import TrialResources
-from sweeps.space import Choice, LogUniform, is_searched, to_optuna, to_tune
+from sweeps.space import Choice, LogUniform, to_optuna, to_tune
 from sweeps.trial import TrialSettings, train_trial
+from sweeps.faults import FaultLog, HangWatchdog
+
 
 def checkpoints_kept(sweep: Sweep) -> int:
     """Per trial, the latest ones: each holds the training state to resume from and the trial's best model.
@@ -147,7 +149,7 @@ def progress_reporter(plan: SweepPlan):
     )
 
 
-def build_tuner(plan: SweepPlan, max_failures: int = 1, progress: bool = True):
+def build_tuner(plan: SweepPlan, progress: bool = True):
     """A new Tuner for the plan, or the stored one when resuming; `progress` prints Tune's live table."""
     from ray import tune
 
@@ -155,6 +157,9 @@ def build_tuner(plan: SweepPlan, max_failures: int = 1, progress: bool = True):
 
     # Ray's newer console output ignores a custom reporter; the classic one shows the table we choose.
     os.environ["RAY_AIR_NEW_OUTPUT"] = "0"
+    # A checkpoint forces a snapshot of the sweep's state when it would delete one the last snapshot names;
+    # that is the price of keeping few checkpoints, paid knowingly: no need to warn about it at every trial.
+    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     # Tune's automatic loggers write every report three times (JSON with the trial's config, CSV, TensorBoard),
     # on the driver, which shares the CPUs with the trials; the results are built from the CSV alone.
     os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"
@@ -162,6 +167,7 @@ def build_tuner(plan: SweepPlan, max_failures: int = 1, progress: bool = True):
     if plan.resume:
         if not tune.Tuner.can_restore(plan.experiment_path):
             raise PlanError(f"--resume: nothing to resume at {plan.experiment_path}")
+        # Restored with its stored RunConfig, whose callbacks (loggers, fault log, watchdog) come back with it.
         return tune.Tuner.restore(plan.experiment_path, trainable=trainable, resume_unfinished=True,
                                   resume_errored=True)
     search, param_space = build_search(plan)
@@ -181,8 +187,9 @@ def build_tuner(plan: SweepPlan, max_failures: int = 1, progress: bool = True):
             name=plan.name,
             storage_path=plan.storage_path,
             checkpoint_config=tune.CheckpointConfig(num_to_keep=checkpoints_kept(plan.sweep)),
-            callbacks=[CSVLoggerCallback()],
-            failure_config=tune.FailureConfig(max_failures=max_failures),
+            callbacks=[CSVLoggerCallback(), FaultLog(plan.experiment_path),
+                       HangWatchdog(plan.trial_timeout_s, plan.experiment_path)],
+            failure_config=tune.FailureConfig(max_failures=plan.max_failures),
             progress_reporter=progress_reporter(plan) if progress else None,
             verbose=1 if progress else 0,
         ),

@@ -1,0 +1,89 @@
+"""What went wrong during a sweep, recorded by the driver: failed trials, their retries, and hung trials.
+
+Two Tune callbacks, both in Tune's driver loop (a watch inside a trial's own process would hang with it):
+- `FaultLog` records each trial failure as Tune handles it: retried from the latest checkpoint, or final.
+  The results read this log rather than Tune's saved trial state, which Ray 2.60 leaves stale for a trial
+  whose last failure arrives after its actor is gone (it stays RUNNING in the snapshot, with fewer failures).
+- `HangWatchdog` kills the actor of a running trial that has reported nothing for `timeout_s` seconds
+  (a deadlocked collective, a GPU that stopped answering, a frozen process): Tune then sees a failed trial
+  and retries it, or ends it as ERROR once its retries are spent.
+The log lives in the sweep's folder (faults.json), next to Tune's state, so a resumed sweep appends to it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+from ray import tune
+
+FAULTS_FILE = "faults.json"
+logger = logging.getLogger(__name__)
+
+
+def load_faults(experiment_path: str) -> list[dict]:
+    """Every recorded event, oldest first: {"trial_id", "event": "retried"|"failed"|"watchdog", "time", ...}."""
+    from sweeps.results import read_bytes
+
+    try:
+        return json.loads(read_bytes(experiment_path, FAULTS_FILE))
+    except (FileNotFoundError, OSError):
+        return []
+
+
+def record_fault(experiment_path: str, trial_id: str, event: str, **details) -> None:
+    """Appended to the file, not kept in the callback: a resumed sweep unpickles callbacks as they were."""
+    from sweeps.results import write_bytes
+
+    faults = load_faults(experiment_path) + [{"trial_id": trial_id, "event": event, "time": time.time(), **details}]
+    write_bytes(experiment_path, FAULTS_FILE, json.dumps(faults, indent=2).encode())
+
+
+class FaultLog(tune.Callback):
+    def __init__(self, experiment_path: str):
+        self.experiment_path = experiment_path
+
+    def on_trial_recover(self, iteration, trials, trial, **info) -> None:
+        record_fault(self.experiment_path, trial.trial_id, "retried", after_epoch=_last_epoch(trial))
+
+    def on_trial_error(self, iteration, trials, trial, **info) -> None:
+        record_fault(self.experiment_path, trial.trial_id, "failed", after_epoch=_last_epoch(trial))
+
+
+class HangWatchdog(tune.Callback):
+    def __init__(self, timeout_s: float, experiment_path: str):
+        self.timeout_s = timeout_s
+        self.experiment_path = experiment_path
+        self.last_seen: dict[str, float] = {}
+
+    def on_trial_start(self, iteration, trials, trial, **info) -> None:
+        self.last_seen[trial.trial_id] = time.monotonic()
+
+    def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
+        self.last_seen[trial.trial_id] = time.monotonic()
+
+    def on_step_begin(self, iteration, trials, **info) -> None:
+        import ray
+
+        now = time.monotonic()
+        for trial in trials:
+            if trial.status != "RUNNING":
+                continue
+            seen = self.last_seen.setdefault(trial.trial_id, now)
+            if now - seen <= self.timeout_s:
+                continue
+            # Ray Tune keeps the actor of a running trial here (Ray is pinned to one version).
+            actor = trial.temporary_state.ray_actor
+            if actor is None:
+                continue
+            logger.warning("Trial %s reported nothing for %.0f s (last epoch %s): killing it so that Tune "
+                           "retries it from its checkpoint", trial.trial_id, now - seen, _last_epoch(trial))
+            ray.kill(actor, no_restart=True)
+            self.last_seen[trial.trial_id] = now  # the retry gets a full timeout of its own
+            record_fault(self.experiment_path, trial.trial_id, "watchdog", after_epoch=_last_epoch(trial),
+                         silent_seconds=round(now - seen, 1))
+
+
+def _last_epoch(trial) -> int:
+    return int((trial.last_result or {}).get("epoch", 0))
