@@ -10,8 +10,12 @@ import time
 
 import pandas as pd
 import pytest
+import ray
+
+from sweeps.run import main
 
 ENV = dict(os.environ, RAY_AUTH_MODE="disabled")
+AIR_PASSENGERS = os.path.join(os.path.dirname(__file__), "..", "forecaster", "datasets", "air_passengers.csv")
 
 
 def sweeps_run(*args, timeout=300):
@@ -35,18 +39,65 @@ def test_list_and_help_say_what_there_is():
         assert option in help_text
 
 
-def test_bad_input_is_refused_before_ray_starts(tmp_path):
-    bad = tmp_path / "gappy.csv"
-    bad.write_text("month,sales\n2000-01,1\n2000-02,2\n2000-04,4\n2000-05,5\n")
-    for args, message in [
-        (["--data", str(bad)], "gap in the 'MS' series"),
-        (["--set", "dropout=1.5"], "dropout=1.5 must be in [0, 1)"),
-        (["--tpu-chips-per-trial", "0.5"], "TPU chips whole"),
-        (["--num-samples", "0"], "--num-samples 0 must be at least 1"),
-    ]:
-        done = sweeps_run("air_rnn", "--storage-path", str(tmp_path), *args, timeout=60)
-        assert done.returncode == 2, args
-        assert message in done.stderr and "Ray" not in done.stdout
+def air_passengers_with(tmp_path, name, change):
+    """The shipped series, spoiled by `change` (a function of its DataFrame), as a user's CSV."""
+    frame = pd.read_csv(AIR_PASSENGERS, dtype={"#Passengers": object})
+    path = tmp_path / f"{name}.csv"
+    change(frame).to_csv(path, index=False)
+    return str(path)
+
+
+def swap_rows(frame, first, second):
+    frame.iloc[[first, second]] = frame.iloc[[second, first]].to_numpy()
+    return frame
+
+
+def set_value(row, value):
+    def change(frame):
+        frame.iloc[row, 1] = value
+        return frame
+    return change
+
+
+BAD_DATA = {  # name: (how the series is spoiled, what the error says)
+    "gap": (lambda f: f.drop(index=50), "line 52: gap in the 'MS' series, 1 date(s) missing, the first being 1953-03-01"),
+    "duplicate": (lambda f: pd.concat([f.iloc[:51], f.iloc[50:]]), "line 53: date 1953-03-01 00:00:00 already appears"),
+    "unsorted": (lambda f: swap_rows(f, 50, 51), "comes after 1953-04-01 00:00:00 (line 52); sort the rows by date"),
+    "nan": (set_value(60, "NaN"), "line 62: the value in column '#Passengers' is missing ('NaN')"),
+    "non-numeric": (set_value(60, "many"), "line 62: 'many' in column '#Passengers' is not a finite number"),
+    "zero-in-validation": (set_value(130, "0"), "the validation part has 1 zero value(s) (at 1959-11-01), where MAPE is undefined"),
+    "too-short": (lambda f: f.iloc[100:], "the training part has 21 points, too few for training_length=36"),
+}
+BAD_OPTIONS = {  # name: (options, what the error says)
+    "unknown-set-key": (["--set", "hiden_dim=3"], "unknown hyperparameter 'hiden_dim' (did you mean 'hidden_dim'?); valid ones are: model,"),
+    "hidden-dim": (["--set", "hidden_dim=0"], "hidden_dim=0 must be at least 1"),
+    "dropout": (["--set", "dropout=1.5"], "dropout=1.5 must be in [0, 1)"),
+    "windows": (["--set", "training_length=10", "--set", "input_chunk_length=12"], "training_length=10 must exceed input_chunk_length=12"),
+    "window-longer-than-data": (["--set", "training_length=130"], "the training part has 121 points, too few for training_length=130"),
+    "space": (["--set", "input_chunk_length=100"], "the search space can produce a configuration that cannot train on air_passengers: the training part has 121 points, too few for training_length=124"),
+    "fractional-tpu": (["--tpu-chips-per-trial", "0.5"], "TPU chips whole"),
+    "no-samples": (["--num-samples", "0"], "--num-samples 0 must be at least 1"),
+    "max-failures": (["--max-failures", "-1"], "--max-failures -1 must be 0 (no retry) or more"),
+    "trial-timeout": (["--trial-timeout", "0"], "--trial-timeout 0.0 must be a positive number of seconds"),
+}
+
+
+@pytest.mark.parametrize("name", BAD_DATA)
+def test_bad_data_is_refused_before_ray_starts(tmp_path, capsys, name):
+    change, message = BAD_DATA[name]
+    path = air_passengers_with(tmp_path, name, change)
+    assert main(["air_rnn", "--data", path, "--storage-path", str(tmp_path)]) == 2
+    error = capsys.readouterr().err
+    assert path in error and message in error
+    assert not ray.is_initialized() and not (tmp_path / "air_rnn").exists()
+
+
+@pytest.mark.parametrize("name", BAD_OPTIONS)
+def test_bad_options_are_refused_before_ray_starts(tmp_path, capsys, name):
+    options, message = BAD_OPTIONS[name]
+    assert main(["air_rnn", "--storage-path", str(tmp_path), *options]) == 2
+    assert message in capsys.readouterr().err
+    assert not ray.is_initialized() and not list(tmp_path.iterdir())
 
 
 def test_smoke_test_runs_the_whole_cli(tmp_path):
@@ -98,3 +149,50 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes_without_rerunning_finished_tri
     assert len(results) == 6 and (results.status == "COMPLETED").all() and (results.epochs == 100).all()
     for path, (rows, modified) in before.items():  # finished trials were not run again
         assert (len(pd.read_csv(path)), os.path.getmtime(path)) == (rows, modified)
+
+
+def trial_epochs(folder):
+    """{trial folder: list of the epochs it reported, in order}."""
+    epochs = {}
+    for path in glob.glob(f"{folder}/*/progress.csv"):
+        try:
+            epochs[os.path.dirname(path)] = list(pd.read_csv(path)["epoch"])
+        except (pd.errors.EmptyDataError, pd.errors.ParserError, KeyError):
+            continue
+    return epochs
+
+
+@pytest.mark.slow
+def test_a_killed_driver_loses_nothing_resume_finishes_the_planned_trials(tmp_path):
+    """kill -9 of `python -m sweeps.run` (no chance to save anything): the stored state is enough."""
+    args = ["air_rnn", "--num-samples", "5", "--max-epochs", "100", "--scheduler", "fifo", "--max-concurrent-trials",
+            "2", "--set", "model=GRU", "--set", "hidden_dim=64", "--set", "n_rnn_layers=2", "--seed", "4",
+            "--storage-path", str(tmp_path), "--name", "killed"]
+    process = subprocess.Popen([sys.executable, "-m", "sweeps.run", *args], env=ENV, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    while time.time() < deadline and process.poll() is None:
+        reported = trial_epochs(tmp_path / "killed").values()
+        if sum(epochs[-1] == 100 for epochs in reported) >= 1 and any(30 <= epochs[-1] < 100 for epochs in reported):
+            break
+        time.sleep(0.2)
+    process.kill()
+    process.wait()
+    time.sleep(3)  # the driver's embedded Ray notices and goes away with it
+    before = trial_epochs(tmp_path / "killed")
+    finished = {folder: epochs for folder, epochs in before.items() if epochs[-1] == 100}
+    midway = {folder: epochs for folder, epochs in before.items() if 30 <= epochs[-1] < 100}
+    assert finished and midway, before
+
+    done = sweeps_run("air_rnn", "--resume", "--name", "killed", "--storage-path", str(tmp_path))
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = pd.read_csv(tmp_path / "killed" / "results.csv")
+    assert len(results) == 5 and results.trial_id.is_unique
+    assert (results.status == "COMPLETED").all() and (results.epochs == 100).all()
+    after = trial_epochs(tmp_path / "killed")
+    for folder, epochs in finished.items():
+        assert after[folder] == epochs  # not run again
+    for folder, epochs in midway.items():
+        resumed = after[folder][len(epochs):]
+        assert 1 < resumed[0] <= epochs[-1] + 1  # from its latest checkpoint, not from the start
+        assert resumed[-1] == 100

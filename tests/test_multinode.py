@@ -1,0 +1,104 @@
+"""Real multi-node Ray clusters on one machine (ray.cluster_utils.Cluster): where trials run, what happens
+when a node dies mid-sweep, and what a cluster that cannot hold a trial answers."""
+
+import os
+import threading
+import time
+
+import pandas as pd
+import pytest
+
+from sweeps.plan import make_plan
+from sweeps.run import main, run_sweep
+from tests.test_reliability import SLOW_TRIAL, trial_progress
+
+
+@pytest.fixture
+def cluster():
+    import ray
+    from ray.cluster_utils import Cluster
+
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    if ray.is_initialized():
+        ray.shutdown()
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})  # the driver's node trains nothing
+    yield cluster
+    ray.shutdown()
+    cluster.shutdown()
+
+
+def connect(cluster):
+    import ray
+
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, log_to_driver=False)
+
+
+@pytest.mark.slow
+def test_trials_spread_over_nodes_and_a_big_trial_runs_where_it_fits(cluster, tmp_path):
+    small = cluster.add_node(num_cpus=2)
+    big = cluster.add_node(num_cpus=4)
+    connect(cluster)
+    plan = make_plan("air_rnn", num_samples=6, max_epochs=8, scheduler="fifo", seed=0, pins={"hidden_dim": 8},
+                     storage_path=str(tmp_path), name="spread")
+    spread = run_sweep(plan, ["test"], progress=False).results.trials
+    assert set(spread.node) == {small.node_id, big.node_id}
+    plan = make_plan("air_rnn", num_samples=2, max_epochs=4, scheduler="fifo", seed=0, cpus_per_trial=3,
+                     pins={"hidden_dim": 8}, storage_path=str(tmp_path), name="big")
+    placed = run_sweep(plan, ["test"], progress=False).results.trials
+    assert set(placed.node) == {big.node_id}  # only that node has 3 CPUs
+
+
+@pytest.mark.slow
+def test_a_node_lost_mid_sweep_costs_its_trials_only_the_epochs_since_their_checkpoints(cluster, tmp_path):
+    first, second = cluster.add_node(num_cpus=2), cluster.add_node(num_cpus=2)
+    connect(cluster)
+    plan = make_plan("air_rnn", num_samples=6, max_epochs=100, scheduler="fifo", seed=1, pins=SLOW_TRIAL,
+                     max_failures=2, storage_path=str(tmp_path), name="node-loss")
+    removed = {}
+
+    def kill_a_busy_node():
+        deadline = time.time() + 240
+        while time.time() < deadline:
+            for folder, (epoch, _) in trial_progress(plan.experiment_path).items():
+                if epoch >= 30:
+                    node = pd.read_csv(f"{folder}/progress.csv")["node"].iloc[-1]
+                    victim = first if node == first.node_id else second
+                    cluster.remove_node(victim, allow_graceful=False)
+                    removed["node"] = victim.node_id
+                    return
+            time.sleep(0.1)
+
+    killer = threading.Thread(target=kill_a_busy_node, daemon=True)
+    killer.start()
+    results = run_sweep(plan, ["test"], progress=False).results
+    killer.join(timeout=5)
+    trials = results.trials
+    assert removed, "no trial got far enough to lose its node"
+    assert len(trials) == 6 and trials.trial_id.is_unique  # none lost, none duplicated
+    assert (trials.status == "COMPLETED").all() and (trials.epochs == 100).all()
+    moved = trials[trials.failures > 0]
+    assert len(moved) >= 1 and (moved.node != removed["node"]).all()  # restarted on the surviving node
+    for trial_id in moved.trial_id:
+        history = results.histories[trial_id]
+        assert list(history.epoch) == list(range(1, 101))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "request_, message",
+    [
+        (["--cpus-per-trial", "8"], "no node of this Ray cluster can hold a trial of 8 CPU"),
+        (["--gpus-per-trial", "0.5"], "no node of this Ray cluster can hold a trial of 1 CPU, 0.5 GPU"),
+        (["--tpu-chips-per-trial", "4"], "1 CPU, 4 TPU chips"),
+    ],
+)
+def test_a_fixed_cluster_refuses_what_no_node_can_hold(cluster, tmp_path, capsys, request_, message):
+    cluster.add_node(num_cpus=2)
+    cluster.wait_for_nodes()
+    started = time.time()
+    code = main(["air_rnn", "--address", cluster.address, "--storage-path", str(tmp_path), *request_])
+    assert code == 2
+    error = capsys.readouterr().err
+    assert message in error and "no autoscaler can add a node" in error
+    assert time.time() - started < 30

@@ -1,0 +1,136 @@
+"""Faults on a real local Ray: diverging, crashing and hanging trials; none of them takes the sweep down.
+
+Faults are real: a learning rate that blows the model up, a trial's worker process killed (SIGKILL, as
+the OOM killer or a preempted node would), or frozen (SIGSTOP, as a deadlock would leave it).
+"""
+
+import dataclasses
+import glob
+import os
+import signal
+import threading
+import time
+
+import pandas as pd
+import pytest
+
+from sweeps.plan import make_plan
+from sweeps.run import run_sweep, summary
+from sweeps.space import Choice
+
+RAY_INIT = {"num_cpus": 2}
+# A model slow enough (about 40 ms an epoch) for a fault to land in the middle of a trial.
+SLOW_TRIAL = {"model": "GRU", "hidden_dim": 64, "n_rnn_layers": 2, "dropout": 0.1, "batch_size": 8}
+
+
+def plan_for(tmp_path, name, **options):
+    pins = options.pop("pins", SLOW_TRIAL)
+    return make_plan("air_rnn", seed=1, storage_path=str(tmp_path), name=name, pins=pins, **options)
+
+
+def trial_progress(experiment_path):
+    """{trial folder: (last epoch, pid of its latest process)} for the trials that reported."""
+    progress = {}
+    for path in glob.glob(f"{experiment_path}/*/progress.csv"):
+        try:
+            history = pd.read_csv(path)
+        except (pd.errors.EmptyDataError, pd.errors.ParserError):
+            continue
+        if len(history) and "epoch" in history and "pid" in history:
+            progress[os.path.dirname(path)] = (int(history["epoch"].iloc[-1]), int(history["pid"].iloc[-1]))
+    return progress
+
+
+class FaultInjector(threading.Thread):
+    """Sends `sig` to the process of the first trial that reaches `after_epoch`, once or at every attempt."""
+
+    def __init__(self, experiment_path, sig, after_epoch, every_attempt=False):
+        super().__init__(daemon=True)
+        self.experiment_path, self.sig, self.after_epoch, self.every_attempt = experiment_path, sig, after_epoch, every_attempt
+        self.target, self.hit_pids, self.done = None, [], threading.Event()
+
+    def run(self):
+        deadline = time.time() + 240
+        while not self.done.is_set() and time.time() < deadline:
+            for folder, (epoch, pid) in trial_progress(self.experiment_path).items():
+                if self.target is None and epoch >= self.after_epoch:
+                    self.target = folder
+                if folder == self.target and pid not in self.hit_pids and epoch >= self.after_epoch:
+                    if self.hit_pids and not self.every_attempt:
+                        continue
+                    self.hit_pids.append(pid)
+                    try:
+                        os.kill(pid, self.sig)
+                    except ProcessLookupError:
+                        pass
+            time.sleep(0.1)
+
+
+def run_with_fault(plan, injector):
+    injector.start()
+    try:
+        return run_sweep(plan, ["test"], progress=False)
+    finally:
+        injector.done.set()
+
+
+def test_a_diverging_trial_is_stopped_marked_and_never_chosen(local_ray, tmp_path):
+    plan = plan_for(tmp_path, "diverging", num_samples=6, max_epochs=30, scheduler="asha", pins={"hidden_dim": 8})
+    space = {**plan.sweep.space, "lr": Choice(10.0, 0.005)}  # lr=10 sends the loss past any sane model's
+    plan = dataclasses.replace(plan, sweep=dataclasses.replace(plan.sweep, space=space))
+    results = run_sweep(plan, ["test"], progress=False).results
+    trials = results.trials
+    diverged, healthy = trials[trials.lr == 10.0], trials[trials.lr == 0.005]
+    assert len(diverged) and len(healthy)
+    assert (diverged.status == "DIVERGED").all() and (diverged.epochs == 1).all()  # stopped at once
+    assert diverged.notes.str.contains("diverged at epoch 1").all()
+    assert results.best["config"]["lr"] == 0.005
+    assert "diverged (stopped, never chosen)" in summary(plan, results, {}, "after 1 s")
+
+
+@pytest.mark.slow
+def test_a_crashed_trial_is_retried_from_its_latest_checkpoint(local_ray, tmp_path):
+    plan = plan_for(tmp_path, "crash", num_samples=2, max_epochs=120, scheduler="fifo")
+    injector = FaultInjector(plan.experiment_path, signal.SIGKILL, after_epoch=30)
+    results = run_with_fault(plan, injector).results
+    assert len(injector.hit_pids) == 1
+    trials = results.trials
+    assert list(trials.status) == ["COMPLETED", "COMPLETED"]
+    crashed = trials[trials.failures == 1]
+    assert len(crashed) == 1
+    raw = pd.read_csv(f"{injector.target}/progress.csv")
+    assert raw.epoch.duplicated().any()  # epochs after the epoch-25 checkpoint were trained again
+    assert raw.epoch.max() == 120 and raw.epoch.min() == 1
+
+
+@pytest.mark.slow
+def test_a_trial_that_fails_every_time_ends_as_error_and_the_sweep_finishes(local_ray, tmp_path):
+    plan = plan_for(tmp_path, "always", num_samples=2, max_epochs=120, scheduler="fifo")
+    injector = FaultInjector(plan.experiment_path, signal.SIGKILL, after_epoch=30, every_attempt=True)
+    run = run_with_fault(plan, injector)
+    trials = run.results.trials
+    assert sorted(trials.status) == ["COMPLETED", "ERROR"]
+    failed = trials[trials.status == "ERROR"].iloc[0]
+    assert failed.failures == 2 and "died" in failed.error.lower()  # its first run and its one retry
+    csv = pd.read_csv(f"{plan.experiment_path}/results.csv")
+    assert csv.loc[csv.status == "ERROR", "error"].str.len().iloc[0] > 0
+    text = summary(plan, run.results, run.written, "after 1 s")
+    assert f"Trial {failed.trial_id} failed 2 time(s), the last for good:" in text
+    assert run.results.best["trial_id"] != failed.trial_id
+
+
+@pytest.mark.slow
+def test_a_hung_trial_is_killed_by_the_watchdog_and_retried(local_ray, tmp_path):
+    plan = plan_for(tmp_path, "hung", num_samples=2, max_epochs=120, scheduler="fifo", trial_timeout_s=8)
+    injector = FaultInjector(plan.experiment_path, signal.SIGSTOP, after_epoch=30)
+    started = time.time()
+    results = run_with_fault(plan, injector).results
+    assert time.time() - started < 180
+    trials = results.trials
+    assert list(trials.status) == ["COMPLETED", "COMPLETED"]
+    hung = trials[trials.failures == 1].iloc[0]
+    assert "killed by the watchdog 1 time(s)" in hung.notes
+    faults = pd.read_json(f"{plan.experiment_path}/faults.json")
+    kills = faults[faults.event == "watchdog"]
+    assert list(kills.trial_id) == [hung.trial_id] and kills.after_epoch.iloc[0] >= 30
+    assert list(faults.event) == ["watchdog", "retried"]
