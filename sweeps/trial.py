@@ -17,6 +17,11 @@ import pandas as pd
 
 from sweeps.resources import TrialResources
 
+LOGICAL_ACCELERATORS = "SWEEPS_LOGICAL_ACCELERATORS"
+"""Set to 1 where the cluster's GPUs and TPU chips are only logical resources, as on the local twins of the
+cloud clusters (Ray's fake_multinode provider): trials are placed by their GPU or TPU request exactly as
+on the real cluster, and train on the CPU."""
+
 
 @dataclasses.dataclass(frozen=True)
 class TrialSettings:
@@ -41,8 +46,7 @@ def train_trial(config: dict[str, Any], *, series: pd.Series, settings: TrialSet
     if settings.resources.data_parallel_workers > 1:
         _run_data_parallel(config, series, settings)
         return
-    arguments = settings.resources.trainer_arguments()
-    _check_hardware(arguments["accelerator"])
+    arguments = _trainer_arguments(settings.resources)
     report = _with_node(tune.report)
     reporter = EpochReporter(report, tune.Checkpoint, settings.checkpoint_every, settings.checkpoint_at)
     _fit(config, series, settings, reporter, tune.get_checkpoint(), **arguments)
@@ -73,6 +77,14 @@ def _fit(config, series, settings: TrialSettings, reporter, checkpoint, **argume
             ckpt_path=os.path.join(folder, CHECKPOINT_FILE) if folder else None,
             **arguments,
         )
+
+
+def _trainer_arguments(resources: TrialResources) -> dict[str, Any]:
+    arguments = resources.trainer_arguments()
+    if os.environ.get(LOGICAL_ACCELERATORS) == "1":
+        return {**arguments, "accelerator": "cpu", "devices": 1}
+    _check_hardware(arguments["accelerator"])
+    return arguments
 
 
 def _check_hardware(accelerator: str) -> None:
@@ -124,8 +136,7 @@ def _data_parallel_worker(loop_config: dict[str, Any]) -> None:
     from sweeps.reporting import EpochReporter
 
     settings: TrialSettings = loop_config["settings"]
-    arguments = settings.resources.trainer_arguments()
-    _check_hardware(arguments["accelerator"])
+    arguments = _trainer_arguments(settings.resources)
     arguments["devices"] = "auto"  # Ray Train gives each worker its device
     report = _with_node(ray.train.report)
     reporter = EpochReporter(report, ray.train.Checkpoint, settings.checkpoint_every, settings.checkpoint_at)
