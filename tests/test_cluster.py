@@ -143,6 +143,13 @@ def submit(env: dict, *args: str, runtime_env: dict | None = None, timeout: floa
                        env=env, timeout=timeout)
 
 
+NODES_WITH = """import json, sys, ray
+ray.init(address="auto", log_to_driver=False)
+print(json.dumps([node["NodeID"] for node in ray.nodes() if node["Resources"].get(sys.argv[1], 0) > 0]))
+"""
+"""Prints the ids of the live nodes that have the resource named on the command line."""
+
+
 def written_folder(output: str) -> str:
     return re.search(r"Written to (\S+):", output).group(1)
 
@@ -160,13 +167,9 @@ def test_the_local_twin_autoscales_accelerator_workers_for_a_submitted_sweep(tmp
                      runtime_env={"env_vars": {"SWEEPS_LOGICAL_ACCELERATORS": "1"}}, timeout=240)
         assert job.returncode == 0, (job.stdout + job.stderr)[-3000:]
         assert "trials wait for the autoscaler to add one" in job.stdout  # the head alone holds no trial
-        import ray
-
-        ray.init(address="auto", log_to_driver=False)
-        try:
-            added = {node["NodeID"] for node in ray.nodes() if node["Resources"].get(accelerator, 0) > 0}
-        finally:
-            ray.shutdown()
+        added = set(json.loads(subprocess.run(  # in a process of its own: a driver of this cluster in the
+            [sys.executable, "-c", NODES_WITH, accelerator],  # test process breaks the next local Ray's actors
+            capture_output=True, text=True, env=env, timeout=60).stdout.splitlines()[-1]))
     assert added, f"the autoscaler added no {accelerator} worker"
     results = pd.read_csv(os.path.join(written_folder(job.stdout), "results.csv"))
     assert len(results) == 4 and results.status.isin(["COMPLETED", "STOPPED"]).all()
