@@ -6,12 +6,12 @@ import math
 import os
 from typing import Any
 
+from sweeps.faults import FaultLog, HangWatchdog
 from sweeps.plan import PlanError, SweepPlan
 from sweeps.registry import Sweep
 from sweeps.resources import TrialResources
 from sweeps.space import Choice, LogUniform, to_optuna, to_tune
 from sweeps.trial import TrialSettings, train_trial
-from sweeps.faults import FaultLog, HangWatchdog
 
 
 def checkpoints_kept(sweep: Sweep) -> int:
