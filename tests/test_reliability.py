@@ -5,7 +5,6 @@ the OOM killer or a preempted node would), or frozen (SIGSTOP, as a deadlock wou
 """
 
 import dataclasses
-import glob
 import os
 import signal
 import threading
@@ -17,6 +16,7 @@ import pytest
 from sweeps.plan import make_plan
 from sweeps.run import run_sweep, summary
 from sweeps.space import Choice
+from tests.progress import trial_histories
 
 RAY_INIT = {"num_cpus": 2}
 # A model slow enough (about 40 ms an epoch) for a fault to land in the middle of a trial.
@@ -30,15 +30,8 @@ def plan_for(tmp_path, name, **options):
 
 def trial_progress(experiment_path):
     """{trial folder: (last epoch, pid of its latest process)} for the trials that reported."""
-    progress = {}
-    for path in glob.glob(f"{experiment_path}/*/progress.csv"):
-        try:
-            history = pd.read_csv(path)
-        except (pd.errors.EmptyDataError, pd.errors.ParserError):
-            continue
-        if len(history) and "epoch" in history and "pid" in history:
-            progress[os.path.dirname(path)] = (int(history["epoch"].iloc[-1]), int(history["pid"].iloc[-1]))
-    return progress
+    return {folder: (int(history["epoch"].iloc[-1]), int(history["pid"].iloc[-1]))
+            for folder, history in trial_histories(experiment_path).items() if "pid" in history}
 
 
 class FaultInjector(threading.Thread):

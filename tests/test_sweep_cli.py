@@ -1,6 +1,5 @@
 """`python -m sweeps.run` as a user runs it: a smoke test end to end, bad input, Ctrl+C and --resume."""
 
-import glob
 import json
 import os
 import signal
@@ -13,6 +12,7 @@ import pytest
 import ray
 
 from sweeps.run import main
+from tests.progress import trial_histories
 
 ENV = dict(os.environ, RAY_AUTH_MODE="disabled")
 AIR_PASSENGERS = os.path.join(os.path.dirname(__file__), "..", "forecaster", "datasets", "air_passengers.csv")
@@ -115,15 +115,10 @@ def test_smoke_test_runs_the_whole_cli(tmp_path):
 
 
 def finished_trials(folder, epochs):
-    finished = {}
-    for path in glob.glob(f"{folder}/*/progress.csv"):
-        try:
-            history = pd.read_csv(path)
-        except (pd.errors.EmptyDataError, pd.errors.ParserError):
-            continue
-        if len(history) and history["epoch"].max() >= epochs:
-            finished[path] = (len(history), os.path.getmtime(path))
-    return finished
+    """{progress.csv of each trial that reached `epochs`: (its rows, when it was last written)}."""
+    files = {os.path.join(trial, "progress.csv"): history for trial, history in trial_histories(folder).items()}
+    return {path: (len(history), os.path.getmtime(path)) for path, history in files.items()
+            if history["epoch"].max() >= epochs}
 
 
 @pytest.mark.slow
@@ -153,13 +148,7 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes_without_rerunning_finished_tri
 
 def trial_epochs(folder):
     """{trial folder: list of the epochs it reported, in order}."""
-    epochs = {}
-    for path in glob.glob(f"{folder}/*/progress.csv"):
-        try:
-            epochs[os.path.dirname(path)] = list(pd.read_csv(path)["epoch"])
-        except (pd.errors.EmptyDataError, pd.errors.ParserError, KeyError):
-            continue
-    return epochs
+    return {trial: list(history["epoch"]) for trial, history in trial_histories(folder).items()}
 
 
 @pytest.mark.slow
