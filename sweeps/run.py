@@ -149,9 +149,11 @@ def dashboard_line(context) -> str:
 
 
 def cluster_autoscales(wait_s: float = 6.0) -> bool:
-    """Whether an autoscaler with a cluster config runs: its monitor publishes a report in Ray's internal
-    store every few seconds, as `ray status` reads it (empty when no autoscaling config was given)."""
+    """Whether an autoscaler with a cluster config runs. The head's monitor publishes a report in Ray's
+    internal store every few seconds, as `ray status` reads it; without a cluster config it still reports,
+    from a read-only provider whose node types are only the nodes' ids ("node_<id>")."""
     import json
+    import re
 
     from ray._private import ray_constants
     from ray.experimental.internal_kv import _internal_kv_get
@@ -159,8 +161,11 @@ def cluster_autoscales(wait_s: float = 6.0) -> bool:
     deadline = time.monotonic() + wait_s
     while True:
         raw = _internal_kv_get(ray_constants.DEBUG_AUTOSCALING_STATUS)
-        if raw:
-            return bool(json.loads(raw).get("autoscaler_report"))
+        report = json.loads(raw).get("autoscaler_report") if raw else None
+        if report:
+            node_types = [*(report.get("active_nodes") or {}), *(report.get("idle_nodes") or {}),
+                          *(report.get("pending_launches") or {})]
+            return any(not re.fullmatch(r"node_[0-9a-f]+", node_type) for node_type in node_types)
         if time.monotonic() > deadline:
             return False
         time.sleep(0.5)

@@ -85,6 +85,7 @@ def test_a_node_lost_mid_sweep_costs_its_trials_only_the_epochs_since_their_chec
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(120)  # a cluster taken for an autoscaling one would leave the trials pending forever
 @pytest.mark.parametrize(
     "request_, message",
     [
@@ -96,6 +97,7 @@ def test_a_node_lost_mid_sweep_costs_its_trials_only_the_epochs_since_their_chec
 def test_a_fixed_cluster_refuses_what_no_node_can_hold(cluster, tmp_path, capsys, request_, message):
     cluster.add_node(num_cpus=2)
     cluster.wait_for_nodes()
+    time.sleep(6)  # the head's monitor has reported (from its read-only provider): not an autoscaler either
     started = time.time()
     code = main(["air_rnn", "--address", cluster.address, "--storage-path", str(tmp_path), *request_])
     assert code == 2
