@@ -31,8 +31,13 @@ TOKEN_FILE = "~/.ray/auth_token"
 
 def check_file(path: str) -> list[str]:
     """Every problem of one cluster file, in words; an empty list when it is fine."""
-    with open(path) as file:
-        config = yaml.safe_load(file)
+    try:
+        with open(path) as file:
+            config = yaml.safe_load(file)
+    except (OSError, yaml.YAMLError) as error:
+        return [f"{path}: cannot read it as YAML: {str(error).splitlines()[0]}"]
+    if not isinstance(config, dict):
+        return [f"{path}: not a cluster file: its top level is not a mapping of keys"]
     problems = [f"{path}: {problem}" for problem in _ray_schema(config) + security_problems(config)]
     return problems
 

@@ -105,6 +105,9 @@ def test_a_gcp_node_on_the_default_network_and_a_file_ray_refuses_are_caught(tmp
     done = subprocess.run([sys.executable, "-m", "cluster.check", str(path), *CLUSTER_FILES], capture_output=True,
                           text=True, cwd=ROOT, timeout=60)
     assert done.returncode == 1 and "max_wokers" in done.stderr and done.stderr.count("\n") == 1
+    (tmp_path / "broken.yaml").write_text("a: [\n")
+    assert "cannot read it as YAML" in check_file(str(tmp_path / "broken.yaml"))[0]
+    assert "cannot read it as YAML: [Errno 2]" in check_file(str(tmp_path / "missing.yaml"))[0]
 
 
 # --- real Ray clusters started with the `ray` command ------------------------------------------------
