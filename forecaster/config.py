@@ -13,6 +13,7 @@ import numbers
 from typing import Any, Mapping
 
 MODELS = ("RNN", "LSTM", "GRU")
+MAX_RANDOM_STATE = 2**32 - 1
 
 
 def _field(default: Any, help: str) -> Any:
@@ -58,6 +59,9 @@ class ForecasterConfig:
             ("random_state", 0),
         ):
             object.__setattr__(self, name, _whole_number(name, getattr(self, name), minimum))
+        if self.random_state > MAX_RANDOM_STATE:
+            raise ConfigError(f"random_state={self.random_state} must be at most {MAX_RANDOM_STATE} (2**32 - 1), "
+                              "as NumPy's and Darts' seeds")
         dropout = _real_number("dropout", self.dropout)
         if not 0.0 <= dropout < 1.0:
             raise ConfigError(f"dropout={self.dropout!r} must be in [0, 1): it is the probability of zeroing a unit")
@@ -72,10 +76,6 @@ class ForecasterConfig:
                 f"{self.input_chunk_length}: the model trains on windows of training_length points and "
                 "must see at least as much history in training as it is given when it forecasts"
             )
-
-    @classmethod
-    def help(cls) -> dict[str, str]:
-        return {f.name: f.metadata["help"] for f in dataclasses.fields(cls)}
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:

@@ -6,6 +6,7 @@ because a sweep that fails on bad data after an hour of queued trials is the cos
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.resources
 import os
@@ -51,7 +52,47 @@ def load_series(
     values = _parse_values(table[value_column], label, value_column)
     _check_order(dates, label)
     freq = _check_frequency(dates, label, freq)
-    return pd.Series(values, index=pd.DatetimeIndex(dates, freq=freq, name=date_column), name=value_column)
+    series = pd.Series(values, index=pd.DatetimeIndex(dates, freq=freq, name=date_column), name=value_column)
+    series.attrs["source"] = label  # errors found later (split, window lengths) name the file too
+    return series
+
+
+def check_series(series: pd.Series) -> None:
+    """Refuse a series built in code, not read by `load_series`, that the forecaster cannot use as it is."""
+    label = source_of(series) or "the series"
+    if not isinstance(series, pd.Series) or not isinstance(series.index, pd.DatetimeIndex):
+        raise SeriesError(f"{label}: needs a pandas Series indexed by dates (a DatetimeIndex); "
+                          "load a CSV with load_series, or set the index with pd.to_datetime")
+    dates = series.index
+    if dates.has_duplicates:
+        raise SeriesError(f"{label}: date {dates[dates.duplicated()][0]} appears more than once; keep one value per date")
+    if not dates.is_monotonic_increasing:
+        raise SeriesError(f"{label}: the dates are not in order; sort them first (series.sort_index())")
+    if dates.freq is None and _infer_freq(dates) is None:
+        raise SeriesError(f"{label}: the dates are not evenly spaced (gaps, or no regular frequency); "
+                          "resample it to a regular frequency, e.g. series.asfreq('MS').interpolate()")
+    values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(values))
+    if len(bad):
+        raise SeriesError(f"{label}: the value at {series.index[bad[0]]} ({series.iloc[bad[0]]}) is not a finite "
+                          f"number ({len(bad)} such value(s)); fill them in, for example by interpolation")
+
+
+def source_of(series: pd.Series) -> str | None:
+    """The file or dataset a series was loaded from, if `load_series` loaded it."""
+    return getattr(series, "attrs", {}).get("source")
+
+
+@contextlib.contextmanager
+def naming(label: str | None):
+    """Prefix the SeriesErrors raised inside with the data's name, unless they already start with it."""
+    try:
+        yield
+    except SeriesError as error:
+        message = str(error)
+        if label and not message.startswith(label):
+            raise SeriesError(f"{label}: {message}") from None
+        raise
 
 
 def split_series(series: pd.Series, split_after: str | pd.Timestamp = DEFAULT_SPLIT_AFTER) -> tuple[pd.Series, pd.Series]:
@@ -73,6 +114,9 @@ def split_series(series: pd.Series, split_after: str | pd.Timestamp = DEFAULT_SP
 
 def check_mape_defined(val: pd.Series) -> None:
     """Refuse a validation part with zeros before any training: MAPE would divide by them."""
+    if not np.isfinite(val.to_numpy(dtype=np.float64)).all():
+        raise SeriesError("the validation part has values that are not finite numbers, where MAPE is undefined; "
+                          "fill them in or move split_after")
     zeros = val.index[val.to_numpy() == 0]
     if len(zeros):
         dates = ", ".join(str(d.date()) for d in zeros[:5]) + (" ..." if len(zeros) > 5 else "")
@@ -160,7 +204,7 @@ def _pick_columns(table: pd.DataFrame, label: str, date_column: str | None, valu
 
 
 def _mostly_dates(column: pd.Series) -> bool:
-    return bool(pd.to_datetime(column.head(20), errors="coerce", format="mixed").notna().mean() > 0.5)
+    return bool(pd.to_datetime(column.head(20), errors="coerce", format="mixed", utc=True).notna().mean() > 0.5)
 
 
 def _parse_dates(column: pd.Series, label: str, name: str) -> pd.DatetimeIndex:
@@ -168,7 +212,13 @@ def _parse_dates(column: pd.Series, label: str, name: str) -> pd.DatetimeIndex:
     if (text == "").any():
         row = int(np.flatnonzero(text == "")[0])
         raise SeriesError(f"{label}, line {_line(row)}: the date in column {name!r} is missing; fill it in or delete the line")
-    dates = pd.to_datetime(text, errors="coerce")
+    try:
+        dates = pd.to_datetime(text, errors="coerce")
+    except ValueError as error:  # e.g. offsets that change with daylight saving time
+        raise SeriesError(
+            f"{label}: cannot read column {name!r} as one kind of date ({error}); write every date in one time "
+            "zone, for example in UTC, or without an offset"
+        ) from None
     if dates.isna().any():
         row = int(np.flatnonzero(dates.isna())[0])
         raise SeriesError(
@@ -223,8 +273,12 @@ def _check_frequency(dates: pd.DatetimeIndex, label: str, freq: str | None) -> s
             return freq
         freq = _coarsest_fitting_frequency(dates)
         if freq is None:
+            steps = np.asarray((dates[1:] - dates[:-1]) / pd.Timedelta(days=1))
+            monthly = len(steps) and steps.min() >= 28 and steps.max() <= 31
+            hint = ("monthly dates must all fall on the first day of their month (freq 'MS') or on its last "
+                    "(freq 'ME'); " if monthly else "")
             raise SeriesError(
-                f"{label}: the dates are not evenly spaced and no regular frequency fits them; "
+                f"{label}: the dates are not evenly spaced and no regular frequency fits them; {hint}"
                 "resample the series to a regular frequency, or pass freq= (e.g. 'MS', 'D')"
             )
     try:
@@ -241,10 +295,11 @@ def _check_frequency(dates: pd.DatetimeIndex, label: str, freq: str | None) -> s
     missing = expected.difference(dates)
     if len(missing):
         row = int(dates.searchsorted(missing[0]))
+        show = (lambda d: str(d.date())) if (expected == expected.normalize()).all() else str
         raise SeriesError(
             f"{label}, line {_line(row)}: gap in the {freq!r} series, {len(missing)} date(s) missing, the first "
-            f"being {missing[0].date()} (between line {_line(row - 1)}, {dates[row - 1].date()}, and line "
-            f"{_line(row)}, {dates[row].date()}); add the missing rows (interpolated values are fine) or resample"
+            f"being {show(missing[0])} (between line {_line(row - 1)}, {show(dates[row - 1])}, and line "
+            f"{_line(row)}, {show(dates[row])}); add the missing rows (interpolated values are fine) or resample"
         )
     return freq
 

@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = parser.add_argument_group("run")
     run.add_argument("--accelerator", default="cpu", choices=["cpu", "gpu", "tpu", "auto"],
                      help="hardware; the seed model is fastest on one CPU thread (default: cpu)")
-    run.add_argument("--devices", default="1", help="device count, or comma-separated GPU ids (default: 1)")
+    run.add_argument("--devices", type=_devices, default=1, help="device count, or comma-separated GPU ids (default: 1)")
     run.add_argument("--threads", type=int, default=1,
                      help="torch CPU threads; more pay off only for large hidden_dim and batch_size (default: 1)")
     run.add_argument("--plot", metavar="FILE.png", help="draw train, validation and forecast to this PNG")
@@ -51,10 +51,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _devices(text: str) -> int | list[int] | str:
+    """--devices: 'auto', a count ('2') or GPU ids ('0,3')."""
     if text == "auto":
         return text
-    parts = [int(part) for part in text.split(",")]
-    return parts if len(parts) > 1 or "," in text else parts[0]
+    try:
+        parts = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not 'auto', a device count or comma-separated ids like 0,3") from None
+    return parts if len(parts) > 1 else parts[0]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         config = ForecasterConfig(**{field: getattr(args, field) for field in ForecasterConfig.field_names()})
         series = load_series(args.data, args.date_column, args.value_column, args.freq)
         result = fit(config, series, split_after=args.split_after, accelerator=args.accelerator,
-                     devices=_devices(args.devices), threads=args.threads)
+                     devices=args.devices, threads=args.threads)
     except (ConfigError, SeriesError, AcceleratorError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -96,15 +96,19 @@ class RNNForecaster(L.LightningModule):
 
     @torch.no_grad()
     def forecast_scaled(self, context: Tensor, steps: int) -> Tensor:
-        """Forecast `steps` points after `context` (T, B, 1), feeding predictions back: returns (steps, B)."""
-        state = recurrence.zero_state(self.rnn, context.shape[1], context)
-        for point in context:
-            hidden = recurrence.step(self.rnn, point, state)
-        predictions = context.new_empty(steps, context.shape[1], 1)
-        weight, bias = self.head.weight.t(), self.head.bias
-        torch.addmm(bias, hidden, weight, out=predictions[0])
-        for t in range(1, steps):
-            torch.addmm(bias, recurrence.step(self.rnn, predictions[t - 1], state), weight, out=predictions[t])
+        """Forecast `steps` points after `context` (T, B, 1), feeding predictions back: returns (steps, B).
+
+        In the weights' own precision: mixed precision would round the fed-back predictions at every step.
+        """
+        with torch.autocast(context.device.type, enabled=False):
+            state = recurrence.zero_state(self.rnn, context.shape[1], context)
+            for point in context:
+                hidden = recurrence.step(self.rnn, point, state)
+            predictions = context.new_empty(steps, context.shape[1], 1)
+            weight, bias = self.head.weight.t(), self.head.bias
+            torch.addmm(bias, hidden, weight, out=predictions[0])
+            for t in range(1, steps):
+                torch.addmm(bias, recurrence.step(self.rnn, predictions[t - 1], state), weight, out=predictions[t])
         return predictions[..., 0]
 
     def forecast(self, history, steps: int) -> np.ndarray:

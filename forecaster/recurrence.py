@@ -21,8 +21,8 @@ from torch import Tensor, nn
 
 def hidden_states(rnn: nn.RNNBase, inputs: Tensor) -> Tensor:
     """The top layer's hidden states for `inputs` (T, B, input_size): `rnn(inputs)[0]`, by the fastest path."""
-    if rnn.mode not in _LAYERS or not inputs.is_cpu:
-        return rnn(inputs)[0]
+    if rnn.mode not in _LAYERS or not inputs.is_cpu or torch.is_autocast_enabled("cpu"):
+        return rnn(inputs)[0]  # mixed precision casts inside the module's own kernels
     layer = _LAYERS[rnn.mode]
     hidden = inputs
     for index in range(rnn.num_layers):

@@ -25,7 +25,8 @@ import torch
 from torch import Tensor
 
 from forecaster.config import ForecasterConfig
-from forecaster.data import DEFAULT_SPLIT_AFTER, MinMaxScaler, check_fit_possible, load_series, split_series
+from forecaster.data import (DEFAULT_SPLIT_AFTER, MinMaxScaler, check_fit_possible, check_series, load_series, naming,
+                             source_of, split_series)
 from forecaster.model import EpochBatch, RNNForecaster
 
 ACCELERATORS = ("cpu", "gpu", "tpu", "auto")
@@ -189,8 +190,10 @@ def fit(
     """
     config = config if isinstance(config, ForecasterConfig) else ForecasterConfig.from_dict(config)
     series = load_series("air_passengers") if series is None else series
-    train, val = split_series(series, split_after)
-    check_fit_possible(config, train, val)
+    with naming(source_of(series)):
+        check_series(series)
+        train, val = split_series(series, split_after)
+        check_fit_possible(config, train, val)
     check_accelerator(accelerator)
     if threads is not None:
         torch.set_num_threads(threads)

@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from forecaster.config import ConfigError, ForecasterConfig, check_known_keys
-from forecaster.data import SeriesError, check_fit_possible, check_mape_defined, load_series, split_series
+from forecaster.data import SeriesError, check_fit_possible, check_mape_defined, load_series, naming, split_series
 from sweeps.registry import SCHEDULERS, SEARCHES, SWEEPS, Sweep
 from sweeps.resources import ResourceError, TrialResources
 from sweeps.space import SpaceError, check_structure, extremes, is_searched
@@ -138,12 +138,12 @@ def make_plan(
 
     data_label = data or sweep.dataset
     try:
-        series = load_series(data_label, date_column, value_column, freq)
-        train, val = split_series(series, sweep.split_after)
-        check_mape_defined(val)  # a fault of the data whatever the configuration: say so before the space
+        with naming(data_label):
+            series = load_series(data_label, date_column, value_column, freq)
+            train, val = split_series(series, sweep.split_after)
+            check_mape_defined(val)  # a fault of the data whatever the configuration: say so before the space
     except SeriesError as error:
-        message = str(error)
-        raise PlanError(message if message.startswith(data_label) else f"{data_label}: {message}") from None
+        raise PlanError(str(error)) from None
     _check_space(sweep, data_label, train, val)
 
     storage = storage_path or os.path.abspath(DEFAULT_STORAGE)

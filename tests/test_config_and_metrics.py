@@ -30,6 +30,7 @@ def test_defaults_are_the_seed_config():
         ({"lr": 0}, "lr=0 must be a positive learning rate"),
         ({"lr": float("nan")}, "lr=nan must be a finite number"),
         ({"training_length": 14, "input_chunk_length": 14}, "training_length=14 must exceed input_chunk_length=14"),
+        ({"random_state": 2**32}, r"random_state=4294967296 must be at most 4294967295 \(2\*\*32 - 1\)"),
     ],
 )
 def test_impossible_values_fail_naming_the_value(values, message):

@@ -126,3 +126,25 @@ def test_explicit_frequency_is_checked(tmp_path):
     assert load_series(path, freq="MS").index.freqstr == "MS"
     with pytest.raises(SeriesError, match="does not fall on the series' frequency 'QS'"):
         load_series(path, freq="QS")
+
+
+def test_dates_with_offsets_that_change_are_refused_with_the_fix(tmp_path):
+    rows = ["2024-03-30T12:00+01:00,1", "2024-03-31T12:00+02:00,2", "2024-04-01T12:00+02:00,3"]
+    path = write_csv(tmp_path, "day,visits\n" + "\n".join(rows) + "\n")
+    with pytest.raises(SeriesError, match="write every date in one time zone, for example in UTC") as error:
+        load_series(path)
+    assert str(error.value).startswith(path)
+
+
+def test_monthly_dates_off_the_first_or_last_day_say_so(tmp_path):
+    rows = [f"2000-{month:02d}-15,{month}" for month in range(1, 13)]
+    path = write_csv(tmp_path, "day,units\n" + "\n".join(rows) + "\n")
+    with pytest.raises(SeriesError, match="monthly dates must all fall on the first day of their month"):
+        load_series(path)
+
+
+def test_a_gap_in_an_hourly_series_names_the_hours(tmp_path):
+    hours = pd.date_range("2000-01-01", periods=30, freq="h").delete(10)
+    path = write_csv(tmp_path, "time,load\n" + "\n".join(f"{h:%Y-%m-%d %H:%M},{i + 1}" for i, h in enumerate(hours)) + "\n")
+    with pytest.raises(SeriesError, match=r"the first being 2000-01-01 10:00:00 \(between line 11, 2000-01-01 09:00:00"):
+        load_series(path)

@@ -83,6 +83,33 @@ def test_zeros_in_validation_refused_before_training():
         fit(SHORT, series)
 
 
+def spoiled(change):
+    series = load_series("air_passengers").copy()
+    return change(series)
+
+
+@pytest.mark.parametrize(
+    "series, message",
+    [
+        (spoiled(lambda s: s.where(s.index != "1950-03-01")), r"air_passengers: the value at 1950-03-01 00:00:00 \(nan\)"),
+        (spoiled(lambda s: s.iloc[::-1]), "air_passengers: the dates are not in order"),
+        (spoiled(lambda s: s.drop(s.index[30])), "air_passengers: the dates are not evenly spaced"),
+        (pd.Series(range(1, 145), dtype=float), "the series: needs a pandas Series indexed by dates"),
+        (spoiled(lambda s: s.iloc[:30]), "air_passengers: the training part has 20 points, too few for training_length=20"),
+    ],
+    ids=["nan", "unsorted", "gap", "no-dates", "too-short"],
+)
+def test_a_series_built_in_code_is_checked_before_training(series, message):
+    with pytest.raises(SeriesError, match=message):
+        fit(SHORT, series, split_after="1950-08-01" if len(series) == 30 else "1959-01-01")
+
+
+@pytest.mark.parametrize("model", ["RNN", "GRU", "LSTM"])
+def test_mixed_precision_trains_every_cell(model):
+    result = fit(ForecasterConfig(model=model, n_epochs=3, hidden_dim=8), trainer_options={"precision": "bf16-mixed"})
+    assert len(result.history) == 3 and all(math.isfinite(row["val_mape"]) for row in result.history)
+
+
 def test_gpu_request_without_cuda_says_so():
     with pytest.raises(AcceleratorError, match="sees no CUDA device"):
         fit(SHORT, accelerator="gpu")
@@ -127,3 +154,5 @@ def test_cli_refuses_bad_input_with_exit_code_2(tmp_path):
     assert f"error: {bad}, line 3: 'x' in column 'sales' is not a finite number" in done.stderr
     done = run_cli("--training-length", "10")
     assert done.returncode == 2 and "training_length=10 must exceed input_chunk_length=14" in done.stderr
+    done = run_cli("--devices", "0,")
+    assert done.returncode == 2 and "'0,' is not 'auto', a device count or comma-separated ids" in done.stderr
