@@ -78,15 +78,19 @@ def run_once(args, seed: int, storage: str, kill_every: float | None) -> dict:
         cluster.shutdown()
     run = outcome["run"]
     trials = run.results.trials
+    completed = int(trials["status"].isin(["COMPLETED", "STOPPED"]).sum())
+    errored = int((trials["status"] == "ERROR").sum())
     return {
         "seed": seed,
         "kill_every_seconds": kill_every,
         "tuner_fit_seconds": run.fit_seconds,
         "planned": plan.sweep.num_samples,
-        "completed": int(trials["status"].isin(["COMPLETED", "STOPPED"]).sum()),
-        "errored": int((trials["status"] == "ERROR").sum()),
-        "lost": plan.sweep.num_samples - int(trials["trial_id"].nunique()),
-        "duplicated": int(trials["trial_id"].duplicated().sum()),
+        "completed": completed,
+        "errored": errored,
+        # Every planned trial must end finished or failed: any other ending (never run, left unfinished,
+        # vanished from the results) is a lost trial; rows beyond the plan are duplicates.
+        "lost": max(0, plan.sweep.num_samples - completed - errored),
+        "duplicated": max(0, len(trials) - plan.sweep.num_samples),
         "retries": int(trials["failures"].sum()),
         "nodes_killed": killed,
         "epochs_total": int(trials["epochs"].sum()),
