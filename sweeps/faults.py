@@ -7,7 +7,9 @@ Two Tune callbacks, both in Tune's driver loop (a watch inside a trial's own pro
 - `HangWatchdog` kills the actor of a running trial that has reported nothing for `timeout_s` seconds
   (a deadlocked collective, a GPU that stopped answering, a frozen process): Tune then sees a failed trial
   and retries it, or ends it as ERROR once its retries are spent.
-The log lives in the sweep's folder (faults.json), next to Tune's state, so a resumed sweep appends to it.
+The log lives in the sweep's folder (faults.json), next to Tune's state, so a resumed sweep appends to it;
+the callbacks find that folder through each trial's storage, which Tune points at the folder a sweep is
+resumed from, even when it has moved since.
 """
 
 from __future__ import annotations
@@ -32,29 +34,31 @@ def load_faults(experiment_path: str) -> list[dict]:
         return []
 
 
-def record_fault(experiment_path: str, trial_id: str, event: str, **details) -> None:
-    """Appended to the file, not kept in the callback: a resumed sweep unpickles callbacks as they were."""
-    from sweeps.results import write_bytes
-
-    faults = load_faults(experiment_path) + [{"trial_id": trial_id, "event": event, "time": time.time(), **details}]
-    write_bytes(experiment_path, FAULTS_FILE, json.dumps(faults, indent=2).encode())
+def record_fault(trial, event: str, **details) -> None:
+    """Appended to the sweep's file, not kept in the callback: a resumed sweep unpickles callbacks as they were."""
+    filesystem, path = trial.storage.storage_filesystem, f"{trial.storage.experiment_fs_path}/{FAULTS_FILE}"
+    try:
+        with filesystem.open_input_stream(path) as stream:
+            faults = json.loads(stream.read())
+    except (FileNotFoundError, OSError):
+        faults = []
+    faults.append({"trial_id": trial.trial_id, "event": event, "time": time.time(),
+                   "after_epoch": _last_epoch(trial), **details})
+    with filesystem.open_output_stream(path) as stream:
+        stream.write(json.dumps(faults, indent=2).encode())
 
 
 class FaultLog(tune.Callback):
-    def __init__(self, experiment_path: str):
-        self.experiment_path = experiment_path
-
     def on_trial_recover(self, iteration, trials, trial, **info) -> None:
-        record_fault(self.experiment_path, trial.trial_id, "retried", after_epoch=_last_epoch(trial))
+        record_fault(trial, "retried")
 
     def on_trial_error(self, iteration, trials, trial, **info) -> None:
-        record_fault(self.experiment_path, trial.trial_id, "failed", after_epoch=_last_epoch(trial))
+        record_fault(trial, "failed")
 
 
 class HangWatchdog(tune.Callback):
-    def __init__(self, timeout_s: float, experiment_path: str):
+    def __init__(self, timeout_s: float):
         self.timeout_s = timeout_s
-        self.experiment_path = experiment_path
         self.last_seen: dict[str, float] = {}
 
     def on_trial_start(self, iteration, trials, trial, **info) -> None:
@@ -81,8 +85,7 @@ class HangWatchdog(tune.Callback):
                            "retries it from its checkpoint", trial.trial_id, now - seen, _last_epoch(trial))
             ray.kill(actor, no_restart=True)
             self.last_seen[trial.trial_id] = now  # the retry gets a full timeout of its own
-            record_fault(self.experiment_path, trial.trial_id, "watchdog", after_epoch=_last_epoch(trial),
-                         silent_seconds=round(now - seen, 1))
+            record_fault(trial, "watchdog", silent_seconds=round(now - seen, 1))
 
 
 def _last_epoch(trial) -> int:

@@ -8,10 +8,13 @@ from __future__ import annotations
 import math
 import os
 import tempfile
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable
 
 import lightning as L
 import torch
+
+if TYPE_CHECKING:
+    from sweeps.trial import CheckpointSchedule
 
 CHECKPOINT_FILE = "checkpoint.ckpt"
 """The full training state of the latest checkpointed epoch: what a retried or resumed trial continues from."""
@@ -34,9 +37,10 @@ class EpochReporter(L.Callback):
     and searches rank trials on best_val_mape: a trial is as good as the best model it has produced.
     That model's weights are kept in memory and written into every checkpoint beside the latest training
     state, so the latest checkpoint is all a trial needs, for resuming and for its best model alike.
-    Checkpoints go with the epochs where a scheduler decides (`checkpoint_at`, e.g. ASHA's rungs, so a
-    stopped trial's last report has one), every `checkpoint_every` epochs, and the last epoch: each costs
-    a few milliseconds and a write to storage, more than an epoch of a small model.
+    Checkpoints follow the sweep's `CheckpointSchedule` (the epochs where its scheduler decides, e.g. ASHA's
+    rungs, so that a stopped trial's last report has one; every N epochs; improvements, for a scheduler that
+    may stop a trial at any epoch) and go with the last epoch: each costs a few milliseconds and a write to
+    storage, more than an epoch of a small model.
 
     `report` is `ray.tune.report` in a trial process, `ray.train.report` in a data-parallel worker; every
     rank calls it, and only rank 0 attaches the checkpoint.
@@ -46,12 +50,10 @@ class EpochReporter(L.Callback):
     flags `diverged`, and stops training.
     """
 
-    def __init__(self, report: Callable, checkpoint_class: type, checkpoint_every: int = 25,
-                 checkpoint_at: Iterable[int] = ()):
+    def __init__(self, report: Callable, checkpoint_class: type, schedule: "CheckpointSchedule"):
         self.report = report
         self.checkpoint_class = checkpoint_class
-        self.checkpoint_every = checkpoint_every
-        self.checkpoint_at = frozenset(checkpoint_at)
+        self.schedule = schedule
         self.best, self.best_epoch = math.inf, 0
         self.best_weights: dict[str, torch.Tensor] | None = None
 
@@ -64,7 +66,8 @@ class EpochReporter(L.Callback):
                          "best_epoch": self.best_epoch, "train_loss": train_loss, "epoch": epoch, "diverged": 1})
             trainer.should_stop = True
             return
-        if val_mape < self.best:
+        improved = val_mape < self.best
+        if improved:
             self.best, self.best_epoch = val_mape, epoch
             self.best_weights = {key: value.detach().clone() for key, value in module.state_dict().items()}
         metrics = {
@@ -75,7 +78,9 @@ class EpochReporter(L.Callback):
             "epoch": epoch,
             "diverged": 0,
         }
-        if not (epoch in self.checkpoint_at or epoch % self.checkpoint_every == 0 or epoch == trainer.max_epochs):
+        schedule = self.schedule
+        if not (epoch in schedule.at or epoch % schedule.every == 0 or epoch == trainer.max_epochs
+                or (improved and 0 < schedule.on_improvement_from <= epoch)):
             self.report(metrics)
             return
         with tempfile.TemporaryDirectory() as folder:

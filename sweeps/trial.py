@@ -24,15 +24,24 @@ on the real cluster, and train on the CPU."""
 
 
 @dataclasses.dataclass(frozen=True)
+class CheckpointSchedule:
+    every: int
+    """Every this many epochs (and at the last one)."""
+    at: tuple[int, ...] = ()
+    """And at these epochs: where the scheduler decides about a trial."""
+    on_improvement_from: int = 0
+    """And, from this epoch on (0: never), at every epoch that improves the trial's best MAPE."""
+
+
+@dataclasses.dataclass(frozen=True)
 class TrialSettings:
     """What every trial of a sweep shares, besides the data."""
 
     split_after: str
     max_epochs: int
     resources: TrialResources
-    checkpoint_every: int = 25
-    checkpoint_at: tuple[int, ...] = ()
-    """Epochs where the scheduler decides about a trial: a checkpoint there keeps a stopped trial's best model."""
+    checkpoints: CheckpointSchedule
+    """When to checkpoint: so that a trial stopped by its scheduler has its best model in its last checkpoint."""
     storage_path: str | None = None
     """Where data-parallel trials keep their Ray Train runs (the sweep's storage)."""
 
@@ -48,7 +57,7 @@ def train_trial(config: dict[str, Any], *, series: pd.Series, settings: TrialSet
         return
     arguments = _trainer_arguments(settings.resources)
     report = _with_node(tune.report)
-    reporter = EpochReporter(report, tune.Checkpoint, settings.checkpoint_every, settings.checkpoint_at)
+    reporter = EpochReporter(report, tune.Checkpoint, settings.checkpoints)
     _fit(config, series, settings, reporter, tune.get_checkpoint(), **arguments)
 
 
@@ -139,7 +148,7 @@ def _data_parallel_worker(loop_config: dict[str, Any]) -> None:
     arguments = _trainer_arguments(settings.resources)
     arguments["devices"] = "auto"  # Ray Train gives each worker its device
     report = _with_node(ray.train.report)
-    reporter = EpochReporter(report, ray.train.Checkpoint, settings.checkpoint_every, settings.checkpoint_at)
+    reporter = EpochReporter(report, ray.train.Checkpoint, settings.checkpoints)
     _fit(
         loop_config["config"],
         loop_config["series"],

@@ -11,7 +11,7 @@ from sweeps.plan import PlanError, SweepPlan
 from sweeps.registry import Sweep
 from sweeps.resources import TrialResources
 from sweeps.space import Choice, LogUniform, to_optuna, to_tune
-from sweeps.trial import TrialSettings, train_trial
+from sweeps.trial import CheckpointSchedule, TrialSettings, train_trial
 
 
 def checkpoints_kept(sweep: Sweep) -> int:
@@ -22,32 +22,50 @@ def checkpoints_kept(sweep: Sweep) -> int:
     return 4 if sweep.scheduler == "pbt" else 2
 
 
-def checkpoint_schedule(sweep: Sweep) -> tuple[int, tuple[int, ...]]:
-    """How often a trial checkpoints, and at which epochs besides: where its scheduler decides about it.
-
-    ASHA stops a trial right after the report of a rung's epoch (grace_period * reduction_factor^k), so a
-    checkpoint there means a stopped trial's last report holds its best model. HyperBand pauses trials and
-    resumes them from their latest checkpoint, PBT copies checkpoints every perturbation interval.
-    """
-    if sweep.scheduler == "pbt":
-        return perturbation_interval(sweep), ()
-    if sweep.scheduler == "hyperband":
-        return 1, ()
+def scheduler_settings(sweep: Sweep) -> dict[str, Any]:
+    """The settings the sweep's scheduler runs with: what build_scheduler uses and the banner shows."""
+    options = sweep.scheduler_options
+    grace = int(options.get("grace_period", 1))
+    reduction = options.get("reduction_factor", 3)
+    if sweep.scheduler in ("asha", "hyperband"):
+        return {"grace_period": grace, "reduction_factor": reduction}
     if sweep.scheduler == "median":
-        return 10, ()
-    if sweep.scheduler == "asha":
-        grace = int(sweep.scheduler_options.get("grace_period", 1))
-        reduction = sweep.scheduler_options.get("reduction_factor", 3)
-        rungs, rung = [], grace
-        while rung < sweep.max_epochs:
-            rungs.append(math.ceil(rung))
-            rung *= reduction
-        return 25, tuple(rungs)
-    return 25, ()
+        return {"grace_period": grace}
+    if sweep.scheduler == "pbt":
+        return {"perturbation_interval": int(options.get("perturbation_interval", max(1, sweep.max_epochs // 10)))}
+    return {}
 
 
-def perturbation_interval(sweep: Sweep) -> int:
-    return int(sweep.scheduler_options.get("perturbation_interval", max(1, sweep.max_epochs // 10)))
+def checkpoint_schedule(sweep: Sweep) -> CheckpointSchedule:
+    """When a trial checkpoints: so that whenever its scheduler stops it, its last checkpoint holds its best model.
+
+    ASHA stops a trial right after the report of a rung's epoch (grace_period * reduction_factor^k): a
+    checkpoint there. The median rule may stop a trial at any epoch after its grace period: a checkpoint at
+    the grace period and at every improvement after it. PBT copies checkpoints every perturbation interval.
+    """
+    settings = scheduler_settings(sweep)
+    if sweep.scheduler == "pbt":
+        return CheckpointSchedule(every=settings["perturbation_interval"])
+    if sweep.scheduler == "median":
+        return CheckpointSchedule(every=25, at=(settings["grace_period"],), on_improvement_from=settings["grace_period"])
+    if sweep.scheduler in ("asha", "hyperband"):  # every bracket's rungs are among the first bracket's
+        return CheckpointSchedule(every=25, at=rungs(sweep))
+    return CheckpointSchedule(every=25)
+
+
+def rungs(sweep: Sweep) -> tuple[int, ...]:
+    """The epochs where ASHA judges trials: grace_period * reduction_factor^k, below the epoch budget."""
+    settings = scheduler_settings(sweep)
+    found, rung = [], settings["grace_period"]
+    while rung < sweep.max_epochs:
+        found.append(math.ceil(rung))
+        rung *= settings["reduction_factor"]
+    return tuple(found)
+
+
+def hyperband_brackets(sweep: Sweep) -> int:
+    """As many brackets as ASHA has rungs, plus one that runs every trial to the end."""
+    return len(rungs(sweep)) + 1
 
 
 def scheduler_metric(sweep: Sweep) -> str:
@@ -57,18 +75,18 @@ def scheduler_metric(sweep: Sweep) -> str:
 
 def build_scheduler(sweep: Sweep):
     from ray import tune
-    from ray.tune.schedulers import (ASHAScheduler, FIFOScheduler, HyperBandScheduler, MedianStoppingRule,
-                                     PopulationBasedTraining)
+    from ray.tune.schedulers import AsyncHyperBandScheduler, FIFOScheduler, MedianStoppingRule, PopulationBasedTraining
 
-    options = sweep.scheduler_options
-    grace = int(options.get("grace_period", 1))
-    reduction = options.get("reduction_factor", 3)
-    if sweep.scheduler == "asha":
-        return ASHAScheduler(time_attr="epoch", max_t=sweep.max_epochs, grace_period=grace, reduction_factor=reduction)
-    if sweep.scheduler == "hyperband":
-        return HyperBandScheduler(time_attr="epoch", max_t=sweep.max_epochs, reduction_factor=reduction)
+    settings = scheduler_settings(sweep)
+    if sweep.scheduler in ("asha", "hyperband"):
+        # HyperBand as Ray's asynchronous HyperBand: ASHA run in several brackets, the later ones judging
+        # trials first at grace_period * reduction_factor^s, which hedges against a grace period too short.
+        # (Ray's synchronous HyperBandScheduler pauses trials at every milestone and, with a function
+        # trainable, left some paused for good when the sweep ended.)
+        return AsyncHyperBandScheduler(time_attr="epoch", max_t=sweep.max_epochs, brackets=hyperband_brackets(sweep)
+                                       if sweep.scheduler == "hyperband" else 1, **settings)
     if sweep.scheduler == "median":
-        return MedianStoppingRule(time_attr="epoch", grace_period=grace, min_samples_required=3)
+        return MedianStoppingRule(time_attr="epoch", min_samples_required=3, **settings)
     if sweep.scheduler == "pbt":
         # Only what can change in the middle of training: the learning rate and the batch size.
         mutations: dict[str, Any] = {}
@@ -79,8 +97,7 @@ def build_scheduler(sweep: Sweep):
             mutations["batch_size"] = list(batch.values)
         if not mutations:
             raise PlanError("--scheduler pbt needs lr (log-uniform) or batch_size (a choice) searched, to mutate them")
-        return PopulationBasedTraining(time_attr="epoch", perturbation_interval=perturbation_interval(sweep),
-                                       hyperparam_mutations=mutations)
+        return PopulationBasedTraining(time_attr="epoch", hyperparam_mutations=mutations, **settings)
     return FIFOScheduler()
 
 
@@ -118,13 +135,11 @@ def trials_at_once(resources: TrialResources, nodes: list[dict[str, Any]]) -> in
 def make_trainable(plan: SweepPlan):
     from ray import tune
 
-    every, at = checkpoint_schedule(plan.sweep)
     settings = TrialSettings(
         split_after=plan.sweep.split_after,
         max_epochs=plan.sweep.max_epochs,
         resources=plan.resources,
-        checkpoint_every=every,
-        checkpoint_at=at,
+        checkpoints=checkpoint_schedule(plan.sweep),
         storage_path=plan.storage_path,
     )
     trainable = tune.with_parameters(train_trial, series=plan.series, settings=settings)
@@ -168,8 +183,9 @@ def build_tuner(plan: SweepPlan, progress: bool = True):
         if not tune.Tuner.can_restore(plan.experiment_path):
             raise PlanError(f"--resume: nothing to resume at {plan.experiment_path}")
         # Restored with its stored RunConfig, whose callbacks (loggers, fault log, watchdog) come back with it.
+        # Trials that ended in ERROR spent their retries already: they stay as they ended.
         return tune.Tuner.restore(plan.experiment_path, trainable=trainable, resume_unfinished=True,
-                                  resume_errored=True)
+                                  resume_errored=False)
     search, param_space = build_search(plan)
     return tune.Tuner(
         trainable,
@@ -187,8 +203,7 @@ def build_tuner(plan: SweepPlan, progress: bool = True):
             name=plan.name,
             storage_path=plan.storage_path,
             checkpoint_config=tune.CheckpointConfig(num_to_keep=checkpoints_kept(plan.sweep)),
-            callbacks=[CSVLoggerCallback(), FaultLog(plan.experiment_path),
-                       HangWatchdog(plan.trial_timeout_s, plan.experiment_path)],
+            callbacks=[CSVLoggerCallback(), FaultLog(), HangWatchdog(plan.trial_timeout_s)],
             failure_config=tune.FailureConfig(max_failures=plan.max_failures),
             progress_reporter=progress_reporter(plan) if progress else None,
             verbose=1 if progress else 0,

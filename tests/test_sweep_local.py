@@ -84,6 +84,38 @@ def test_report_rebuilds_the_same_table_from_storage(asha_sweep, capsys):
     assert f"Best: trial {results.best['trial_id']}" in capsys.readouterr().out
 
 
+def test_report_and_refit_work_on_a_copy_of_the_folder(asha_sweep, tmp_path, capsys):
+    """As with a sweep's folder fetched from s3:// to a laptop: the copy's plan points at the copy."""
+    import shutil
+
+    from sweeps.refit import main as refit
+    from sweeps.report import main as report
+
+    plan, results, _ = asha_sweep
+    copy = tmp_path / "fetched"
+    shutil.copytree(plan.experiment_path, copy, ignore=shutil.ignore_patterns("results.*", "*.png", "best_config.json"))
+    assert report([str(copy)]) == 0
+    assert f"Written to {copy}:" in capsys.readouterr().out
+    pd.testing.assert_frame_equal(pd.read_csv(copy / "results.csv"), pd.read_csv(f"{plan.experiment_path}/results.csv"))
+    best = json.loads((copy / "best_config.json").read_text())
+    assert best["checkpoint"].startswith(str(copy)) and (copy / "forecast.png").exists()
+    assert refit([str(copy)]) == 0
+
+
+def best_model_of(best):
+    """What the best trial's checkpoint holds as its best model: (epoch, val_mape)."""
+    import torch
+
+    saved = torch.load(f"{best['checkpoint']}/best_model.ckpt", weights_only=False)
+    return saved["epoch"], saved["val_mape"]
+
+
+def test_the_checkpoint_of_the_best_trial_holds_its_best_model(asha_sweep):
+    _, results, _ = asha_sweep
+    epoch, val_mape = best_model_of(results.best)
+    assert (epoch, val_mape) == (results.best["best_epoch"], pytest.approx(results.best["best_val_mape"]))
+
+
 def test_optuna_search_runs_a_sweep(local_ray, tmp_path):
     pytest.importorskip("optuna")
     plan = make_plan("air_rnn", num_samples=3, max_epochs=4, search="optuna", seed=1, scheduler="fifo",
@@ -116,4 +148,18 @@ def test_median_stopping_rule_runs_a_sweep(local_ray, tmp_path):
                      pins={"hidden_dim": 8}, storage_path=str(tmp_path), name="median")
     results = run_sweep(plan, ["test"]).results
     assert len(results.trials) == 6 and results.trials.status.isin(["COMPLETED", "STOPPED"]).all()
-    assert results.best is not None
+    # The rule may stop a trial at any epoch after its grace period: its best model is checkpointed anyway.
+    epoch, val_mape = best_model_of(results.best)
+    assert (epoch, val_mape) == (results.best["best_epoch"], pytest.approx(results.best["best_val_mape"]))
+
+
+@pytest.mark.slow
+def test_hyperband_first_judges_trials_at_the_grace_period(local_ray, tmp_path):
+    plan = make_plan("air_rnn", num_samples=12, max_epochs=8, scheduler="hyperband", seed=6, max_concurrent_trials=1,
+                     pins={"hidden_dim": 8, "n_rnn_layers": 1}, storage_path=str(tmp_path), name="hyperband")
+    plan = plan.__class__(**{**plan.__dict__, "sweep": plan.sweep.__class__(
+        **{**plan.sweep.__dict__, "scheduler_options": {"grace_period": 4, "reduction_factor": 2}})})
+    trials = run_sweep(plan, ["test"]).results.trials
+    assert len(trials) == 12 and trials.status.isin(["COMPLETED", "STOPPED"]).all()  # none left paused
+    stopped = trials[trials.status == "STOPPED"]
+    assert len(stopped) and (stopped.epochs == 4).all()  # judged at the grace period, never before
