@@ -47,6 +47,10 @@ class SweepPlan:
     """Retries of a failed trial, each from its latest checkpoint, before it ends as ERROR."""
     trial_timeout_s: float = 600.0
     """A running trial that reports nothing for this long is killed by the watchdog (and retried)."""
+    address: str | None = None
+    """The Ray cluster it runs on (--address; None: a local Ray), for the commands the sweep prints."""
+    arguments: tuple[str, ...] = ()
+    """The command line's arguments that started the sweep: the command for more trials repeats them."""
 
     @property
     def experiment_path(self) -> str:
@@ -116,7 +120,7 @@ def make_plan(
     sweep = dataclasses.replace(sweep, **changes)
     _check_budget(sweep)
     grace = sweep.scheduler_options.get("grace_period")
-    if grace is not None and grace > sweep.max_epochs:
+    if grace is not None and grace >= sweep.max_epochs:
         # A smaller budget keeps a meaningful schedule instead of being refused (the banner shows it).
         sweep = dataclasses.replace(sweep, scheduler_options={**sweep.scheduler_options, "grace_period": max(1, sweep.max_epochs // 4)})
 

@@ -14,6 +14,7 @@ import datetime
 import io
 import json
 import math
+import os
 import pickle
 import platform
 import subprocess
@@ -76,10 +77,16 @@ def save_plan(plan: SweepPlan, command: list[str]) -> None:
 
 
 def load_plan(experiment_path: str) -> SweepPlan:
+    """The plan stored in a sweep's folder, pointing at that folder wherever it is now (a local copy of a
+    sweep run on s3://, a folder moved since)."""
+    if "://" not in experiment_path:
+        experiment_path = os.path.abspath(experiment_path)
     try:
-        return pickle.loads(read_bytes(experiment_path, PLAN_FILE))
+        plan = pickle.loads(read_bytes(experiment_path, PLAN_FILE))
     except (FileNotFoundError, OSError):
         raise FileNotFoundError(f"{experiment_path} holds no {PLAN_FILE}: is it the folder of a sweep?") from None
+    storage_path, _, name = experiment_path.rstrip("/").rpartition("/")
+    return dataclasses.replace(plan, storage_path=storage_path, name=name)
 
 
 def _git_commit() -> str | None:
@@ -155,13 +162,12 @@ def _trial_row(trial, history, plan: SweepPlan, faults: list[str]) -> dict[str, 
         status = "ERROR"
     else:
         status = "UNFINISHED" if reported else "PENDING"
-    finite = history[np.isfinite(history["val_mape"]) & (history.get("diverged", 0) != 1)] if reported else None
-    best_row = finite.loc[finite["val_mape"].idxmin()] if finite is not None and len(finite) else None
+    best_val_mape, best_epoch = _trial_best(history) if reported else (math.nan, None)
     row = {"trial_id": trial.trial_id, "status": status}
     row.update({key: trial.config.get(key) for key in plan.sweep.space})
     row.update({
-        "best_val_mape": float(best_row["val_mape"]) if best_row is not None else math.nan,
-        "best_epoch": int(best_row["epoch"]) if best_row is not None else None,
+        "best_val_mape": best_val_mape,
+        "best_epoch": best_epoch,
         "last_val_mape": float(history["val_mape"].iloc[-1]) if reported else math.nan,
         "epochs": epochs,
         "train_loss": float(history["train_loss"].iloc[-1]) if reported else math.nan,
@@ -173,6 +179,21 @@ def _trial_row(trial, history, plan: SweepPlan, faults: list[str]) -> dict[str, 
         "notes": _notes(status, history, faults.count("watchdog"), plan),
     })
     return row
+
+
+def _trial_best(history: pd.DataFrame) -> tuple[float, int | None]:
+    """The trial's best MAPE and its epoch, as its last report says: the lowest over all its epochs, and the
+    model its latest checkpoint holds. (After a PBT exploitation that is the donor's best, whose weights the
+    trial took over; the history's own minimum may be of weights that exist no more.) A diverged trial's
+    report says inf: its best is then its lowest finite MAPE before it diverged, for the table only."""
+    last = history.iloc[-1]
+    if "best_val_mape" in history and np.isfinite(last["best_val_mape"]) and last.get("diverged", 0) != 1:
+        return float(last["best_val_mape"]), int(last["best_epoch"])
+    finite = history[np.isfinite(history["val_mape"]) & (history.get("diverged", 0) != 1)]
+    if not len(finite):
+        return math.nan, None
+    row = finite.loc[finite["val_mape"].idxmin()]
+    return float(row["val_mape"]), int(row["epoch"])
 
 
 def _notes(status: str, history, watchdog_kills: int, plan: SweepPlan) -> str:

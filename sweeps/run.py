@@ -17,13 +17,17 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
+import re
+import shlex
 import sys
 import textwrap
 import time
 from typing import TYPE_CHECKING
 
 from sweeps.plan import PlanError, SweepPlan, make_plan, parse_pins
+from sweeps.resources import TrialResources
 
 if TYPE_CHECKING:
     from sweeps.results import SweepResults
@@ -81,18 +85,39 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def list_sweeps() -> str:
+    from sweeps.space import describe
+
     lines = []
     for sweep in SWEEPS.values():
+        options = ", ".join(f"{key.replace('_', ' ')} {value}" for key, value in sweep.scheduler_options.items())
         lines.append(f"{sweep.name}: {sweep.num_samples} trials of up to {sweep.max_epochs} epochs, "
-                     f"{sweep.scheduler} scheduler, {sweep.search} search, data {sweep.dataset}")
+                     f"{sweep.scheduler} scheduler ({options}), {sweep.search} search, ranking on {sweep.metric} "
+                     f"({sweep.mode}), data {sweep.dataset} split after {sweep.split_after}, "
+                     f"{TrialResources(sweep.cpus_per_trial, sweep.gpus_per_trial, sweep.tpu_chips_per_trial).describe()} "
+                     "per trial")
         lines.extend(textwrap.wrap(sweep.purpose, 100, initial_indent="    ", subsequent_indent="    "))
+        lines.extend(f"    {name:<19} {value}" for name, value in describe(sweep.space).items())
     return "\n".join(lines)
 
 
-def plan_from_args(args: argparse.Namespace) -> SweepPlan:
+RESUMABLE_OPTIONS = ("sweep", "resume", "name", "storage_path", "address", "dashboard_host", "dashboard_port")
+"""What --resume may change: where the sweep is stored and where it runs. The rest is the stored plan's."""
+
+
+def plan_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser, arguments: list[str]) -> SweepPlan:
     if args.resume:
-        return _resumed_plan(args)
-    return make_plan(
+        plan = _resumed_plan(args)
+        # The same command with --resume added is fine; an option that would change the plan is refused.
+        defaults, stored = parser.parse_args([]), parser.parse_args(list(plan.arguments))
+        changed = [name for name, value in vars(args).items() if name not in RESUMABLE_OPTIONS
+                   and value != getattr(defaults, name) and value != getattr(stored, name)]
+        if changed:
+            options = ", ".join("--" + name.replace("_", "-").replace("pins", "set") for name in changed)
+            raise PlanError(f"--resume continues {plan.name} as it was planned ({' '.join(plan.arguments)}), so "
+                            f"{options} cannot change; drop {'it' if len(changed) == 1 else 'them'}, or start a "
+                            "new sweep with another --name")
+        return dataclasses.replace(plan, address=args.address)
+    plan = make_plan(
         args.sweep, num_samples=args.num_samples, max_epochs=args.max_epochs, scheduler=args.scheduler,
         search=args.search, cpus_per_trial=args.cpus_per_trial, gpus_per_trial=args.gpus_per_trial,
         tpu_chips_per_trial=args.tpu_chips_per_trial, workers_per_trial=args.workers_per_trial,
@@ -101,6 +126,7 @@ def plan_from_args(args: argparse.Namespace) -> SweepPlan:
         pins=parse_pins(args.pins), seed=args.seed, name=args.name, storage_path=args.storage_path,
         smoke_test=args.smoke_test, max_failures=args.max_failures, trial_timeout_s=args.trial_timeout,
     )
+    return dataclasses.replace(plan, address=args.address, arguments=tuple(arguments))
 
 
 def _resumed_plan(args: argparse.Namespace) -> SweepPlan:
@@ -149,26 +175,40 @@ def dashboard_line(context) -> str:
 
 
 def cluster_autoscales(wait_s: float = 6.0) -> bool:
-    """Whether an autoscaler with a cluster config runs. The head's monitor publishes a report in Ray's
-    internal store every few seconds, as `ray status` reads it; without a cluster config it still reports,
-    from a read-only provider whose node types are only the nodes' ids ("node_<id>")."""
-    import json
-    import re
+    """Whether an autoscaler with a cluster config runs, which may add the nodes a trial needs.
 
-    from ray._private import ray_constants
-    from ray.experimental.internal_kv import _internal_kv_get
-
+    Ray's autoscaler runs on every head; without a cluster config it only watches, through a read-only
+    provider whose node types are the nodes' ids ("node_<id>"), while a cluster config names them
+    ("ray.worker.gpu"). The head's monitor says which it is a few seconds after the head starts.
+    """
     deadline = time.monotonic() + wait_s
     while True:
-        raw = _internal_kv_get(ray_constants.DEBUG_AUTOSCALING_STATUS)
-        report = json.loads(raw).get("autoscaler_report") if raw else None
-        if report:
-            node_types = [*(report.get("active_nodes") or {}), *(report.get("idle_nodes") or {}),
-                          *(report.get("pending_launches") or {})]
+        node_types = _autoscaler_node_types()
+        if node_types:
             return any(not re.fullmatch(r"node_[0-9a-f]+", node_type) for node_type in node_types)
         if time.monotonic() > deadline:
             return False
         time.sleep(0.5)
+
+
+def _autoscaler_node_types() -> list[str]:
+    """The node types the autoscaler sees: autoscaler v2 (what `ray up` starts since Ray 2.50) answers
+    through its SDK; v1 publishes a report in Ray's internal store, as `ray status` reads it."""
+    import ray
+    from ray._private import ray_constants
+    from ray.autoscaler.v2.utils import is_autoscaler_v2
+    from ray.experimental.internal_kv import _internal_kv_get
+
+    if is_autoscaler_v2(fetch_from_server=True):
+        from ray.autoscaler.v2.sdk import get_cluster_status
+
+        status = get_cluster_status(ray.get_runtime_context().gcs_address)
+        nodes = [*status.active_nodes, *status.idle_nodes, *status.pending_nodes, *status.pending_launches]
+        return [node.ray_node_type_name for node in nodes]
+    raw = _internal_kv_get(ray_constants.DEBUG_AUTOSCALING_STATUS)
+    report = (json.loads(raw).get("autoscaler_report") or {}) if raw else {}
+    return [*(report.get("active_nodes") or {}), *(report.get("idle_nodes") or {}),
+            *(report.get("pending_launches") or {})]
 
 
 def cluster_capacity(plan: SweepPlan, local: bool) -> tuple[int, str]:
@@ -206,9 +246,10 @@ def cluster_capacity(plan: SweepPlan, local: bool) -> tuple[int, str]:
 def banner(plan: SweepPlan, at_once: int, cluster: str, dashboard: str) -> str:
     sweep = plan.sweep
     from forecaster.data import split_series
+    from sweeps.tuner import scheduler_metric, scheduler_settings
 
     train, val = split_series(plan.series, sweep.split_after)
-    options = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sweep.scheduler_options.items())
+    options = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in scheduler_settings(sweep).items())
     searched = ", ".join(plan.searched)
     pinned = ", ".join(f"{k}={v}" for k, v in plan.pinned.items())
     index = plan.series.index
@@ -218,7 +259,7 @@ def banner(plan: SweepPlan, at_once: int, cluster: str, dashboard: str) -> str:
         f"({index.freqstr}); {len(train)} training, {len(val)} validation after {sweep.split_after}",
         f"  budget     {sweep.num_samples} trials of up to {sweep.max_epochs} epochs; {sweep.search} search"
         f"{f' (seed {plan.seed})' if plan.seed is not None else ''}; {sweep.scheduler} scheduler"
-        f"{f' ({options})' if options else ''}, ranking on {sweep.metric}",
+        f"{f' ({options})' if options else ''}, ranking on {scheduler_metric(sweep)}",
         f"  searching  {searched}" + (f"; pinned {pinned}" if pinned else ""),
         f"  per trial  {plan.resources.describe()}: {at_once} trial(s) at once on {cluster}",
         f"  dashboard  {dashboard}",
@@ -228,7 +269,23 @@ def banner(plan: SweepPlan, at_once: int, cluster: str, dashboard: str) -> str:
 
 
 def resume_command(plan: SweepPlan) -> str:
-    return f"python -m sweeps.run {plan.sweep.name} --resume --name {plan.name} --storage-path {plan.storage_path}"
+    address = f" --address {plan.address}" if plan.address else ""
+    return (f"python -m sweeps.run {plan.sweep.name} --resume --name {plan.name} "
+            f"--storage-path {plan.storage_path}{address}")
+
+
+def more_trials_command(plan: SweepPlan) -> str:
+    """The sweep's own command with another seed and name: more trials of the same search, beside this one."""
+    arguments, given = [], iter(plan.arguments)
+    for argument in given:
+        if argument.split("=", 1)[0] in ("--name", "--seed", "--storage-path"):
+            if "=" not in argument:
+                next(given, None)  # its value
+            continue
+        arguments.append(shlex.quote(argument))
+    seed = (plan.seed if plan.seed is not None else 0) + 1
+    arguments += ["--seed", str(seed), "--name", f"{plan.name}-seed{seed}", "--storage-path", shlex.quote(plan.storage_path)]
+    return " ".join(["python -m sweeps.run", *arguments])
 
 
 @dataclasses.dataclass
@@ -257,9 +314,11 @@ def run_sweep(plan: SweepPlan, command: list[str], progress: bool = True) -> Swe
     return SweepRun(results, write_results(plan, results), wall, cpu)
 
 
-def interrupted(results) -> bool:
-    """Some trials never finished: the sweep was stopped (Ctrl+C, a lost driver) and can be resumed."""
-    return bool(len(results.trials)) and results.trials["status"].isin(["UNFINISHED", "PENDING"]).any()
+def interrupted(plan: SweepPlan, results) -> bool:
+    """Some trials never finished or never started: the sweep was stopped (Ctrl+C, a lost driver) and can
+    be resumed. A search that proposes trials one at a time (Optuna) has not created the rest yet."""
+    trials = results.trials
+    return len(trials) < plan.sweep.num_samples or bool(trials["status"].isin(["UNFINISHED", "PENDING"]).any())
 
 
 def summary(plan: SweepPlan, results, written: dict[str, str], took: str) -> str:
@@ -269,7 +328,7 @@ def summary(plan: SweepPlan, results, written: dict[str, str], took: str) -> str
     wording = {"COMPLETED": "ran all epochs", "STOPPED": f"stopped early by {plan.sweep.scheduler}",
                "DIVERGED": "diverged (stopped, never chosen)", "ERROR": "failed", "UNFINISHED": "unfinished",
                "PENDING": "not started"}
-    ended = "stopped before its end" if interrupted(results) else "finished"
+    ended = "stopped before its end" if interrupted(plan, results) else "finished"
     lines = [f"Sweep {plan.name} {ended} {took}: {len(results.trials)} trials, "
              + ", ".join(f"{counts[k]} {wording[k]}" for k in wording if counts.get(k)), ""]
     if len(results.trials):
@@ -297,9 +356,10 @@ def summary(plan: SweepPlan, results, written: dict[str, str], took: str) -> str
     lines += [f"  {name}" for name in ["resolved_sweep.json", *written]]
     lines += ["", f"Refit the best configuration:  python -m sweeps.refit {plan.experiment_path}",
               f"Rebuild this report:           python -m sweeps.report {plan.experiment_path}"]
-    if interrupted(results):
+    if interrupted(plan, results):
         lines.append(f"Finish the sweep:              {resume_command(plan)}")
-    lines.append(f"Run more trials:               python -m sweeps.run {plan.sweep.name} --num-samples N --seed S")
+    if plan.arguments:
+        lines.append(f"Run more trials of it:         {more_trials_command(plan)}")
     return "\n".join(lines)
 
 
@@ -314,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: name a sweep; the sweeps are: {', '.join(SWEEPS)} (python -m sweeps.run --list)", file=sys.stderr)
         return 2
     try:
-        plan = plan_from_args(args)
+        plan = plan_from_args(args, parser, sys.argv[1:] if argv is None else argv)
     except PlanError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -326,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         at_once, cluster = cluster_capacity(plan, local=args.address is None)
         print(banner(plan, at_once, cluster, dashboard_line(context)), flush=True)
-        run = run_sweep(plan, [sys.executable, "-m", "sweeps.run", *(argv or sys.argv[1:])])
+        run = run_sweep(plan, [sys.executable, "-m", "sweeps.run", *plan.arguments])
     except PlanError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -334,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
         if started_here:
             ray.shutdown()
     print(summary(plan, run.results, run.written, took=f"after {run.fit_seconds:.1f} s"))
-    if interrupted(run.results):
+    if interrupted(plan, run.results):
         return 130  # as a shell reports a program stopped by Ctrl+C
     return 0 if run.results.best else 1
 

@@ -104,3 +104,37 @@ def test_a_fixed_cluster_refuses_what_no_node_can_hold(cluster, tmp_path, capsys
     error = capsys.readouterr().err
     assert message in error and "no autoscaler can add a node" in error
     assert time.time() - started < 30
+
+
+AUTOSCALES = "import ray; ray.init(address='auto', log_to_driver=False); from sweeps.run import cluster_autoscales; print(cluster_autoscales(wait_s=20))"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize(
+    "head_env, autoscales",
+    [({}, False), ({"RAY_NODE_TYPE_NAME": "ray.head.default", "RAY_CLOUD_INSTANCE_ID": "i-head"}, True)],
+    ids=["fixed", "as-ray-up-starts-it"],
+)
+def test_autoscaler_v2_is_told_apart_from_a_fixed_cluster(tmp_path, head_env, autoscales):
+    """`ray up` starts Ray's autoscaler v2 since Ray 2.50, which publishes no v1 report: a cluster of it whose
+    head is of a named node type autoscales, one started by hand does not."""
+    import subprocess
+    import sys
+
+    import ray
+
+    if ray.is_initialized():
+        ray.shutdown()
+    ray_bin = os.path.join(os.path.dirname(sys.executable), "ray")
+    env = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_enable_autoscaler_v2="1", **head_env)
+    env.pop("RAY_ADDRESS", None)
+    subprocess.run([ray_bin, "stop", "--force"], env=env, capture_output=True, timeout=60)
+    started = subprocess.run([ray_bin, "start", "--head", "--num-cpus=1", "--dashboard-host=127.0.0.1"], env=env,
+                             capture_output=True, text=True, timeout=120)
+    try:
+        assert started.returncode == 0, started.stderr[-2000:]
+        answer = subprocess.run([sys.executable, "-c", AUTOSCALES], env=env, capture_output=True, text=True, timeout=90)
+        assert answer.stdout.strip().splitlines()[-1] == str(autoscales), answer.stderr[-2000:]
+    finally:
+        subprocess.run([ray_bin, "stop", "--force"], env=env, capture_output=True, timeout=60)

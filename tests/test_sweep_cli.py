@@ -138,8 +138,11 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes_without_rerunning_finished_tri
     before = finished_trials(tmp_path / "resumable", 100)
     assert 2 <= len(before) < 6
 
-    done = sweeps_run("air_rnn", "--resume", "--storage-path", str(tmp_path))  # the latest run of air_rnn
+    refused = sweeps_run(*args, "--resume", "--num-samples", "9")
+    assert refused.returncode == 2 and "--num-samples cannot change" in refused.stderr
+    done = sweeps_run(*args, "--resume")  # the same command, resumed
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "Sweep air_rnn - resuming" in done.stdout
     results = pd.read_csv(tmp_path / "resumable" / "results.csv")
     assert len(results) == 6 and (results.status == "COMPLETED").all() and (results.epochs == 100).all()
     for path, (rows, modified) in before.items():  # finished trials were not run again
