@@ -38,7 +38,7 @@ test-fast: setup
 # pytorch_lightning, which must not share one with `lightning`.
 darts-env:
 	$(PYTHON) -m venv .darts-venv
-	.darts-venv/bin/pip install --quiet $(TORCH) $(TORCH_INDEX) "darts==0.48.1"
+	.darts-venv/bin/pip install --quiet $(TORCH) $(TORCH_INDEX) "darts[torch]==0.48.1"
 
 bench: setup
 	$(BIN)/python bench/single_trial.py
