@@ -150,7 +150,7 @@ def make_plan(
         raise PlanError(str(error)) from None
     _check_space(sweep, data_label, train, val)
 
-    storage = storage_path or os.path.abspath(DEFAULT_STORAGE)
+    storage = storage_folder(storage_path)
     name = name or f"{sweep.name}-{datetime.datetime.now():%Y%m%d-%H%M%S}"
     return SweepPlan(sweep=sweep, series=series, data_label=data_label, resources=resources, name=name,
                      storage_path=storage, seed=seed, max_concurrent_trials=max_concurrent_trials,
@@ -190,6 +190,12 @@ def _check_space(sweep: Sweep, data_label: str, train: pd.Series, val: pd.Series
                 f"the search space can produce a configuration that cannot train on {data_label}: {error}. "
                 f"It arises at {searched}; narrow the space, or pin values with --set KEY=VALUE"
             ) from None
+
+
+def storage_folder(storage_path: str | None) -> str:
+    """Where sweeps go: --storage-path (a URI, or a local folder made absolute: trials run elsewhere), or ./results."""
+    path = storage_path or DEFAULT_STORAGE
+    return path if "://" in path else os.path.abspath(path)
 
 
 def latest_run(storage: str, sweep_name: str) -> str | None:

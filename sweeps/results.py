@@ -35,9 +35,10 @@ CHOOSABLE = ("COMPLETED", "STOPPED", "UNFINISHED")
 # --- the folder, wherever it is ------------------------------------------------------------------------
 
 def _filesystem(path: str):
+    """pyarrow's filesystem and path for a folder: a local path (relative ones too), s3://... or gs://..."""
     import pyarrow.fs
 
-    return pyarrow.fs.FileSystem.from_uri(path)
+    return pyarrow.fs.FileSystem.from_uri(path if "://" in path else os.path.abspath(path))
 
 
 def write_bytes(folder: str, name: str, data: bytes) -> str:

@@ -84,8 +84,9 @@ def test_report_rebuilds_the_same_table_from_storage(asha_sweep, capsys):
     assert f"Best: trial {results.best['trial_id']}" in capsys.readouterr().out
 
 
-def test_report_and_refit_work_on_a_copy_of_the_folder(asha_sweep, tmp_path, capsys):
-    """As with a sweep's folder fetched from s3:// to a laptop: the copy's plan points at the copy."""
+def test_report_and_refit_work_on_a_copy_of_the_folder(asha_sweep, tmp_path, capsys, monkeypatch):
+    """As with a sweep's folder fetched from s3:// to a laptop, named by a relative path: the copy's plan
+    points at the copy."""
     import shutil
 
     from sweeps.refit import main as refit
@@ -94,12 +95,13 @@ def test_report_and_refit_work_on_a_copy_of_the_folder(asha_sweep, tmp_path, cap
     plan, results, _ = asha_sweep
     copy = tmp_path / "fetched"
     shutil.copytree(plan.experiment_path, copy, ignore=shutil.ignore_patterns("results.*", "*.png", "best_config.json"))
-    assert report([str(copy)]) == 0
+    monkeypatch.chdir(tmp_path)
+    assert report(["fetched"]) == 0
     assert f"Written to {copy}:" in capsys.readouterr().out
     pd.testing.assert_frame_equal(pd.read_csv(copy / "results.csv"), pd.read_csv(f"{plan.experiment_path}/results.csv"))
     best = json.loads((copy / "best_config.json").read_text())
     assert best["checkpoint"].startswith(str(copy)) and (copy / "forecast.png").exists()
-    assert refit([str(copy)]) == 0
+    assert refit(["fetched"]) == 0
 
 
 def best_model_of(best):
