@@ -150,7 +150,7 @@ def make_plan(
         raise PlanError(str(error)) from None
     _check_space(sweep, data_label, train, val)
 
-    storage = storage_folder(storage_path)
+    storage = located(storage_path or DEFAULT_STORAGE)
     name = name or f"{sweep.name}-{datetime.datetime.now():%Y%m%d-%H%M%S}"
     return SweepPlan(sweep=sweep, series=series, data_label=data_label, resources=resources, name=name,
                      storage_path=storage, seed=seed, max_concurrent_trials=max_concurrent_trials,
@@ -192,9 +192,8 @@ def _check_space(sweep: Sweep, data_label: str, train: pd.Series, val: pd.Series
             ) from None
 
 
-def storage_folder(storage_path: str | None) -> str:
-    """Where sweeps go: --storage-path (a URI, or a local folder made absolute: trials run elsewhere), or ./results."""
-    path = storage_path or DEFAULT_STORAGE
+def located(path: str) -> str:
+    """A folder as Ray and pyarrow need it: a URI (s3://, gs://) as it is, a local path made absolute."""
     return path if "://" in path else os.path.abspath(path)
 
 

@@ -14,7 +14,6 @@ import datetime
 import io
 import json
 import math
-import os
 import pickle
 import platform
 import subprocess
@@ -24,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sweeps.plan import SweepPlan
+from sweeps.plan import SweepPlan, located
 
 PLAN_FILE = "sweep_plan.pkl"
 STATUS_ORDER = {"COMPLETED": 0, "STOPPED": 1, "UNFINISHED": 2, "DIVERGED": 3, "ERROR": 4, "PENDING": 5}
@@ -38,7 +37,7 @@ def _filesystem(path: str):
     """pyarrow's filesystem and path for a folder: a local path (relative ones too), s3://... or gs://..."""
     import pyarrow.fs
 
-    return pyarrow.fs.FileSystem.from_uri(path if "://" in path else os.path.abspath(path))
+    return pyarrow.fs.FileSystem.from_uri(located(path))
 
 
 def write_bytes(folder: str, name: str, data: bytes) -> str:
@@ -80,8 +79,7 @@ def save_plan(plan: SweepPlan, command: list[str]) -> None:
 def load_plan(experiment_path: str) -> SweepPlan:
     """The plan stored in a sweep's folder, pointing at that folder wherever it is now (a local copy of a
     sweep run on s3://, a folder moved since)."""
-    if "://" not in experiment_path:
-        experiment_path = os.path.abspath(experiment_path)
+    experiment_path = located(experiment_path)
     try:
         plan = pickle.loads(read_bytes(experiment_path, PLAN_FILE))
     except (FileNotFoundError, OSError):

@@ -131,12 +131,12 @@ def plan_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser, ar
 
 def _resumed_plan(args: argparse.Namespace) -> SweepPlan:
     """The stored plan of the sweep to resume: the same trials, data and resources as when it started."""
-    from sweeps.plan import latest_run, storage_folder
+    from sweeps.plan import DEFAULT_STORAGE, latest_run, located
     from sweeps.results import load_plan
 
     if args.sweep not in SWEEPS:
         raise PlanError(f"unknown sweep {args.sweep!r}; the sweeps are: {', '.join(SWEEPS)}")
-    storage = storage_folder(args.storage_path)
+    storage = located(args.storage_path or DEFAULT_STORAGE)
     name = args.name or latest_run(storage, args.sweep)
     if name is None:
         raise PlanError(f"--resume: no earlier run of {args.sweep!r} in {storage}; give its --name and --storage-path")
