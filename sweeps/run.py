@@ -146,7 +146,7 @@ def _resumed_plan(args: argparse.Namespace) -> SweepPlan:
         raise PlanError(f"--resume: {error}") from None
     if plan.sweep.name != args.sweep:
         raise PlanError(f"--resume: {name} is a run of {plan.sweep.name!r}, not of {args.sweep!r}")
-    return dataclasses.replace(plan, resume=True, storage_path=storage, name=name)
+    return dataclasses.replace(plan, resume=True)  # load_plan pointed it at the folder it was read from
 
 
 def start_ray(args: argparse.Namespace):
