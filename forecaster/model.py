@@ -14,6 +14,11 @@ fetchers, result collection) costs more than a training step of this model and i
 more than the forecast, so both run once per epoch instead of once per step. The optimizer steps still
 go through `manual_backward` and the Lightning optimizer, so DDP, XLA, precision plugins, `global_step`
 and checkpointing behave as usual.
+
+What that shape gives up, on purpose: there is no `validation_step` (the epoch's score is computed at the end
+of `training_step`, so Lightning's validation loop, `val_check_interval` and `limit_val_batches` do nothing),
+and under manual optimization Lightning never steps an LR scheduler by itself: the model configures none,
+and refuses to train with one rather than silently keeping its learning rate.
 """
 
 from __future__ import annotations
@@ -83,6 +88,11 @@ class RNNForecaster(L.LightningModule):
         self.log_dict(metrics, on_step=False, on_epoch=True, sync_dist=True, batch_size=1)
 
     def on_train_start(self) -> None:
+        if self.trainer.lr_scheduler_configs:
+            raise RuntimeError(
+                f"{type(self).__name__} steps its optimizer by hand (one Lightning batch per epoch), so Lightning "
+                "would never step the LR scheduler configured here; step it at the end of training_step instead"
+            )
         # A checkpoint restores the optimizer with the learning rate it was saved with; a fit resumed with
         # another lr (PBT copies a trial's weights and changes its lr) must train with its own.
         for optimizer in self.trainer.optimizers:

@@ -10,19 +10,34 @@ XLA) the module itself runs.
 
 All tensors are time-major, (time, batch, features), and every sequence starts from a zero state:
 Darts' RNNModel trains each window from scratch.
+
+`FORECASTER_PLAIN_RNN=1` in the environment turns the layers here off: every module then runs itself, which
+is how bench/single_trial.py measures what they save.
 """
 
 from __future__ import annotations
+
+import os
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+PLAIN_MODULES = "FORECASTER_PLAIN_RNN"
+
 
 def hidden_states(rnn: nn.RNNBase, inputs: Tensor) -> Tensor:
-    """The top layer's hidden states for `inputs` (T, B, input_size): `rnn(inputs)[0]`, by the fastest path."""
-    if rnn.mode not in _LAYERS or not inputs.is_cpu or torch.is_autocast_enabled("cpu"):
-        return rnn(inputs)[0]  # mixed precision casts inside the module's own kernels
+    """The top layer's hidden states for `inputs` (T, B, input_size): `rnn(inputs)[0]`, by the fastest path.
+
+    Under CPU mixed precision the recurrence runs in float32 (the layers after it still use the lower
+    precision): oneDNN has no bfloat16 LSTM on CPUs without AVX-512 BF16, and a tiny recurrence gains
+    nothing from it anyway.
+    """
+    if inputs.is_cpu and torch.is_autocast_enabled("cpu"):
+        with torch.autocast("cpu", enabled=False):
+            return hidden_states(rnn, inputs.float())
+    if not fast_path_applies(rnn, inputs):
+        return rnn(inputs)[0]
     layer = _LAYERS[rnn.mode]
     hidden = inputs
     for index in range(rnn.num_layers):
@@ -30,6 +45,22 @@ def hidden_states(rnn: nn.RNNBase, inputs: Tensor) -> Tensor:
             hidden = F.dropout(hidden, rnn.dropout, training=True)
         hidden = layer.apply(hidden, *_layer_weights(rnn, index))
     return hidden
+
+
+def fast_path_applies(rnn: nn.RNNBase, inputs: Tensor) -> bool:
+    """Whether the hand-written layers compute exactly what `rnn` would: they assume a tanh-RNN or GRU module
+    on CPU, time-major (batch_first=False), one direction, with both biases, no proj_size, and inputs of
+    shape (T, B, input_size). Anything else runs the module itself."""
+    return (
+        rnn.mode in _LAYERS
+        and inputs.is_cpu
+        and inputs.dim() == 3
+        and not rnn.batch_first
+        and not rnn.bidirectional
+        and rnn.bias
+        and not getattr(rnn, "proj_size", 0)
+        and os.environ.get(PLAIN_MODULES) != "1"
+    )
 
 
 def _layer_weights(rnn: nn.RNNBase, index: int) -> list[Tensor]:

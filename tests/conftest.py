@@ -1,8 +1,20 @@
-"""Shared fixtures: a real local Ray started on loopback for the tests that need one."""
+"""Shared fixtures: a real local Ray started on loopback for the tests that need one; `gpu` tests skip
+where torch sees no CUDA device."""
 
 import os
 
 import pytest
+
+
+def pytest_collection_modifyitems(config, items):
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU; torch sees none here")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
 
 
 @pytest.fixture(scope="module")

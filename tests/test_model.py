@@ -28,6 +28,34 @@ def test_fast_layers_match_pytorch_forward_and_every_gradient(mode, layers, step
         torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
 
 
+def autograd_node(output) -> str:
+    return type(output.grad_fn).__name__
+
+
+@pytest.mark.parametrize("options", [{"bidirectional": True}, {"batch_first": True}, {"bias": False}],
+                         ids=["bidirectional", "batch-first", "no-bias"])
+@pytest.mark.parametrize("mode", ["RNN", "GRU"])
+def test_modules_outside_the_fast_paths_assumptions_run_themselves(mode, options):
+    torch.manual_seed(3)
+    rnn = CELLS[mode](2, 6, 2, **options)
+    inputs = torch.rand(5, 7, 2)
+    assert not recurrence.fast_path_applies(rnn, inputs)
+    torch.testing.assert_close(recurrence.hidden_states(rnn, inputs), rnn(inputs)[0], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("mode", ["RNN", "GRU"])
+def test_the_plain_modules_can_be_forced_for_comparison(mode, monkeypatch):
+    torch.manual_seed(4)
+    rnn = CELLS[mode](1, 6, 2)
+    inputs = torch.rand(9, 3, 1)
+    fast = recurrence.hidden_states(rnn, inputs)
+    assert autograd_node(fast).startswith(("_TanhLayer", "_GRULayer"))
+    monkeypatch.setenv(recurrence.PLAIN_MODULES, "1")
+    plain = recurrence.hidden_states(rnn, inputs)
+    assert not autograd_node(plain).startswith(("_TanhLayer", "_GRULayer"))
+    torch.testing.assert_close(plain, fast)
+
+
 @pytest.mark.parametrize("mode", ["RNN", "GRU", "LSTM"])
 def test_single_steps_carry_the_state_like_the_whole_sequence(mode):
     torch.manual_seed(1)

@@ -9,6 +9,7 @@ import sys
 import lightning as L
 import pandas as pd
 import pytest
+import torch
 
 from forecaster.config import ForecasterConfig
 from forecaster.data import SeriesError, load_series, split_series
@@ -110,9 +111,38 @@ def test_mixed_precision_trains_every_cell(model):
     assert len(result.history) == 3 and all(math.isfinite(row["val_mape"]) for row in result.history)
 
 
+def test_an_lr_scheduler_is_refused_rather_than_never_stepped():
+    """Under manual optimization Lightning steps no scheduler: a model that configured one would train at a
+    constant learning rate while its author believes otherwise."""
+    from forecaster.data import MinMaxScaler
+    from forecaster.train import SeriesDataModule
+
+    class WithScheduler(RNNForecaster):
+        def configure_optimizers(self):
+            optimizer = torch.optim.Adam(self.parameters(), lr=self.config.lr)
+            return {"optimizer": optimizer, "lr_scheduler": torch.optim.lr_scheduler.StepLR(optimizer, 1)}
+
+    train, val = split_series(load_series("air_passengers"))
+    scaler = MinMaxScaler.fit(train.to_numpy())
+    trainer = L.Trainer(max_epochs=2, logger=False, enable_checkpointing=False, enable_progress_bar=False)
+    with pytest.raises(RuntimeError, match="would never step the LR scheduler"):
+        trainer.fit(WithScheduler(SHORT, scaler.minimum, scaler.scale), datamodule=SeriesDataModule(SHORT, train, val, scaler))
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA device")
 def test_gpu_request_without_cuda_says_so():
     with pytest.raises(AcceleratorError, match="sees no CUDA device"):
         fit(SHORT, accelerator="gpu")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("model", ["RNN", "LSTM", "GRU"])
+def test_a_fit_on_a_gpu_learns_and_forecasts_in_original_units(model):
+    result = fit(ForecasterConfig(model=model, n_epochs=30, hidden_dim=12), accelerator="gpu")
+    assert result.model.device.type == "cuda"
+    assert len(result.history) == 30 and all(math.isfinite(row["val_mape"]) for row in result.history)
+    assert result.history[-1]["train_loss"] < result.history[0]["train_loss"]
+    assert result.forecast.between(50, 1000).all()  # passengers, not scaled values
 
 
 def test_a_user_csv_trains_the_same_way(tmp_path):
