@@ -14,38 +14,21 @@ resumed from, even when it has moved since.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 
+import ray
 from ray import tune
 
-FAULTS_FILE = "faults.json"
+from sweeps.storage import SweepFolder
+
 logger = logging.getLogger(__name__)
 
 
-def load_faults(experiment_path: str) -> list[dict]:
-    """Every recorded event, oldest first: {"trial_id", "event": "retried"|"failed"|"watchdog", "time", ...}."""
-    from sweeps.results import read_bytes
-
-    try:
-        return json.loads(read_bytes(experiment_path, FAULTS_FILE))
-    except (FileNotFoundError, OSError):
-        return []
-
-
 def record_fault(trial, event: str, **details) -> None:
-    """Appended to the sweep's file, not kept in the callback: a resumed sweep unpickles callbacks as they were."""
-    filesystem, path = trial.storage.storage_filesystem, f"{trial.storage.experiment_fs_path}/{FAULTS_FILE}"
-    try:
-        with filesystem.open_input_stream(path) as stream:
-            faults = json.loads(stream.read())
-    except (FileNotFoundError, OSError):
-        faults = []
-    faults.append({"trial_id": trial.trial_id, "event": event, "time": time.time(),
-                   "after_epoch": _last_epoch(trial), **details})
-    with filesystem.open_output_stream(path) as stream:
-        stream.write(json.dumps(faults, indent=2).encode())
+    """Appended to the sweep's faults.json, not kept in the callback: a resumed sweep unpickles callbacks as
+    they were."""
+    SweepFolder.of_trial(trial).append_fault(trial.trial_id, event, after_epoch=_last_epoch(trial), **details)
 
 
 class FaultLog(tune.Callback):
@@ -68,8 +51,6 @@ class HangWatchdog(tune.Callback):
         self.last_seen[trial.trial_id] = time.monotonic()
 
     def on_step_begin(self, iteration, trials, **info) -> None:
-        import ray
-
         now = time.monotonic()
         for trial in trials:
             if trial.status != "RUNNING":

@@ -10,19 +10,23 @@ from __future__ import annotations
 import ast
 import dataclasses
 import datetime
-import os
+import platform
+import subprocess
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
 from forecaster.config import ConfigError, ForecasterConfig, check_known_keys
 from forecaster.data import SeriesError, check_fit_possible, check_mape_defined, load_series, naming, split_series
-from sweeps.registry import SCHEDULERS, SEARCHES, SWEEPS, Sweep
+from sweeps.registry import SWEEPS, Sweep
 from sweeps.resources import ResourceError, TrialResources
+from sweeps.schedulers import SCHEDULERS, SchedulerError
+from sweeps.searches import SEARCHES
 from sweeps.space import SpaceError, check_structure, extremes, is_searched
+from sweeps.storage import DEFAULT_STORAGE, experiment_path, located
 
 SMOKE_TEST = {"num_samples": 4, "max_epochs": 6, "scheduler_options": {"grace_period": 2, "reduction_factor": 2}}
-DEFAULT_STORAGE = "results"
 
 
 class PlanError(ValueError):
@@ -54,11 +58,32 @@ class SweepPlan:
 
     @property
     def experiment_path(self) -> str:
-        return f"{self.storage_path.rstrip('/')}/{self.name}"
+        return experiment_path(self.storage_path, self.name)
 
     @property
     def searched(self) -> list[str]:
         return [key for key, value in self.sweep.space.items() if is_searched(value)]
+
+    def resolved(self, command: Sequence[str]) -> dict[str, Any]:
+        """What the sweep was run with, for people (resolved_sweep.json): the options, the data, the
+        resources, the command, the git commit and the library versions."""
+        return {
+            "name": self.name,
+            "experiment_path": self.experiment_path,
+            "sweep": self.sweep.describe(),
+            "pinned": dict(self.pinned),
+            "data": {"source": self.data_label, "points": len(self.series), "first": str(self.series.index[0].date()),
+                     "last": str(self.series.index[-1].date()), "freq": self.series.index.freqstr,
+                     "split_after": self.sweep.split_after},
+            "resources_per_trial": dataclasses.asdict(self.resources) | {"described": self.resources.describe()},
+            "seed": self.seed,
+            "max_concurrent_trials": self.max_concurrent_trials,
+            "smoke_test": self.smoke_test,
+            "command": " ".join(command),
+            "git_commit": _git_commit(),
+            "started": datetime.datetime.now().isoformat(timespec="seconds"),
+            "versions": _versions(),
+        }
 
 
 def parse_pins(pairs: Sequence[str]) -> dict[str, Any]:
@@ -81,12 +106,19 @@ def parse_pins(pairs: Sequence[str]) -> dict[str, Any]:
     return pins
 
 
+def find_sweep(name: str) -> Sweep:
+    if name not in SWEEPS:
+        raise PlanError(f"unknown sweep {name!r}; the sweeps are: {', '.join(SWEEPS)} (python -m sweeps.run --list)")
+    return SWEEPS[name]
+
+
 def make_plan(
     sweep_name: str,
     *,
     num_samples: int | None = None,
     max_epochs: int | None = None,
     scheduler: str | None = None,
+    scheduler_options: Mapping[str, Any] | None = None,
     search: str | None = None,
     cpus_per_trial: float | None = None,
     gpus_per_trial: float | None = None,
@@ -106,23 +138,25 @@ def make_plan(
     max_failures: int = 1,
     trial_timeout_s: float = 600.0,
 ) -> SweepPlan:
-    if sweep_name not in SWEEPS:
-        raise PlanError(f"unknown sweep {sweep_name!r}; the sweeps are: {', '.join(SWEEPS)} (python -m sweeps.run --list)")
-    sweep = SWEEPS[sweep_name]
+    """The plan of a registered sweep with the given overrides; `scheduler_options` replaces the sweep's own."""
+    sweep = find_sweep(sweep_name)
     pins = dict(pins or {})
     changes: dict[str, Any] = {"space": {**sweep.space, **pins}}
     if smoke_test:
         changes.update(SMOKE_TEST)
     for field, value in (("num_samples", num_samples), ("max_epochs", max_epochs), ("scheduler", scheduler),
-                         ("search", search), ("split_after", split_after)):
+                         ("scheduler_options", scheduler_options), ("search", search), ("split_after", split_after)):
         if value is not None:
             changes[field] = value
     sweep = dataclasses.replace(sweep, **changes)
     _check_budget(sweep)
-    grace = sweep.scheduler_options.get("grace_period")
-    if grace is not None and grace >= sweep.max_epochs:
-        # A smaller budget keeps a meaningful schedule instead of being refused (the banner shows it).
-        sweep = dataclasses.replace(sweep, scheduler_options={**sweep.scheduler_options, "grace_period": max(1, sweep.max_epochs // 4)})
+    scheduler_entry = SCHEDULERS[sweep.scheduler]
+    sweep = dataclasses.replace(sweep, scheduler_options=scheduler_entry.fit_budget(sweep.scheduler_options,
+                                                                                    sweep.max_epochs))
+    try:
+        scheduler_entry.check(sweep)
+    except SchedulerError as error:
+        raise PlanError(str(error)) from None
 
     try:
         resources = TrialResources(
@@ -166,8 +200,6 @@ def _check_budget(sweep: Sweep) -> None:
         raise PlanError(f"--scheduler {sweep.scheduler!r} is not one of {', '.join(SCHEDULERS)}")
     if sweep.search not in SEARCHES:
         raise PlanError(f"--search {sweep.search!r} is not one of {', '.join(SEARCHES)}")
-    if sweep.scheduler == "pbt" and sweep.search != "random":
-        raise PlanError("--scheduler pbt explores by itself: use it with --search random")
 
 
 def _check_space(sweep: Sweep, data_label: str, train: pd.Series, val: pd.Series) -> None:
@@ -192,31 +224,21 @@ def _check_space(sweep: Sweep, data_label: str, train: pd.Series, val: pd.Series
             ) from None
 
 
-def located(path: str) -> str:
-    """A folder as Ray and pyarrow need it: a URI (s3://, gs://) as it is, a local path made absolute."""
-    return path if "://" in path else os.path.abspath(path)
-
-
-def latest_run(storage: str, sweep_name: str) -> str | None:
-    """The folder name of the most recently started run of a sweep in the storage, whatever its name."""
-    import json
-
-    import pyarrow.fs
-
+def _git_commit() -> str | None:
     try:
-        filesystem, root = pyarrow.fs.FileSystem.from_uri(storage)
-        entries = filesystem.get_file_info(pyarrow.fs.FileSelector(root, allow_not_found=True))
-    except (OSError, ValueError):
+        root = Path(__file__).resolve().parent.parent
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
         return None
-    runs = []
-    for entry in entries:
-        if entry.type != pyarrow.fs.FileType.Directory:
-            continue
-        try:
-            with filesystem.open_input_stream(f"{entry.path}/resolved_sweep.json") as stream:
-                resolved = json.loads(stream.read())
-        except (OSError, ValueError):
-            continue  # not a sweep's folder
-        if resolved.get("sweep", {}).get("name") == sweep_name:
-            runs.append((resolved.get("started", ""), entry.base_name))
-    return max(runs)[1] if runs else None
+    if done.returncode != 0:
+        return None
+    return done.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def _versions() -> dict[str, str]:
+    """From the installed metadata: importing torch here would delay the sweep's start by seconds."""
+    from importlib import metadata
+
+    return {"python": platform.python_version()} | {name: metadata.version(name) for name in ("ray", "torch", "lightning", "pandas")}

@@ -8,7 +8,6 @@ PBT perturbed, or that resumed on other hardware, may differ slightly: the diffe
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 
@@ -21,12 +20,13 @@ def main(argv: list[str] | None = None) -> int:
 
     from forecaster.config import ForecasterConfig
     from forecaster.train import fit, quiet_lightning
-    from sweeps.results import load_plan, read_bytes
+    from sweeps.storage import SweepFolder
 
     folder = args.results_dir.rstrip("/")
     try:
-        plan = load_plan(folder)
-        best = json.loads(read_bytes(folder, "best_config.json"))
+        stored = SweepFolder(folder)
+        plan = stored.load_plan()
+        best = stored.best_config()
     except (FileNotFoundError, OSError) as error:
         print(f"error: {error} (run python -m sweeps.report {folder} first if the sweep was interrupted)", file=sys.stderr)
         return 2

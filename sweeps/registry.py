@@ -1,6 +1,7 @@
 """The named sweeps: each one a data entry saying what it is for, what it searches and how it spends its budget.
 
-Adding a sweep means adding an entry to SWEEPS, not writing a class.
+Adding a sweep means adding an entry to SWEEPS, not writing a class. Its scheduler is one of
+sweeps.schedulers.SCHEDULERS, its search one of sweeps.searches.SEARCHES.
 """
 
 from __future__ import annotations
@@ -10,9 +11,6 @@ from typing import Any, Mapping
 
 from forecaster.data import DEFAULT_SPLIT_AFTER
 from sweeps.space import Choice, IntRange, LogUniform, Offset, OnlyWhen, Uniform, describe
-
-SCHEDULERS = ("asha", "hyperband", "median", "pbt", "fifo")
-SEARCHES = ("random", "optuna")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,8 +24,10 @@ class Sweep:
     """Epoch budget of a trial (ASHA's max_t); every trial's n_epochs."""
     num_samples: int
     scheduler: str = "asha"
+    """A name in sweeps.schedulers.SCHEDULERS."""
     scheduler_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     search: str = "random"
+    """A name in sweeps.searches.SEARCHES."""
     dataset: str = "air_passengers"
     split_after: str = DEFAULT_SPLIT_AFTER
     metric: str = "best_val_mape"

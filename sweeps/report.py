@@ -14,11 +14,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("results_dir", help="the sweep's folder, as the sweep printed it")
     args = parser.parse_args(argv)
 
-    from sweeps.results import collect, load_plan, write_results
-    from sweeps.run import summary
+    from sweeps.results import collect
+    from sweeps.storage import SweepFolder
+    from sweeps.summary import summary, write_results
 
     try:
-        plan = load_plan(args.results_dir.rstrip("/"))
+        plan = SweepFolder(args.results_dir).load_plan()
     except FileNotFoundError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

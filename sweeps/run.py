@@ -17,21 +17,21 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
-import os
-import re
-import shlex
 import sys
 import textwrap
 import time
-from typing import TYPE_CHECKING
 
-from sweeps.plan import PlanError, SweepPlan, make_plan, parse_pins
+from sweeps.cluster_probe import cluster_capacity
+from sweeps.plan import PlanError, SweepPlan, find_sweep, make_plan, parse_pins
+from sweeps.registry import SWEEPS
 from sweeps.resources import TrialResources
-
-if TYPE_CHECKING:
-    from sweeps.results import SweepResults
-from sweeps.registry import SCHEDULERS, SEARCHES, SWEEPS
+from sweeps.ray_session import dashboard_line, start_ray
+from sweeps.results import SweepResults, collect
+from sweeps.schedulers import SCHEDULERS, scheduler_of
+from sweeps.searches import SEARCHES
+from sweeps.space import describe
+from sweeps.storage import DEFAULT_STORAGE, SweepFolder, experiment_path, latest_run, located
+from sweeps.summary import interrupted, summary, write_results
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     budget = parser.add_argument_group("budget and search (defaults: the sweep's own)")
     budget.add_argument("--num-samples", type=int, help="how many trials")
     budget.add_argument("--max-epochs", type=int, help="epochs per trial at most (the scheduler's max_t)")
-    budget.add_argument("--scheduler", choices=SCHEDULERS, help="trial scheduler: asha stops weak trials early")
+    budget.add_argument("--scheduler", choices=list(SCHEDULERS), help="trial scheduler: asha stops weak trials early")
     budget.add_argument("--search", choices=SEARCHES, help="random search, or Optuna's TPE (pip install optuna)")
     budget.add_argument("--seed", type=int, help="seed of the search: the same seed samples the same trials")
     budget.add_argument("--set", dest="pins", action="append", default=[], metavar="KEY=VALUE",
@@ -85,8 +85,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def list_sweeps() -> str:
-    from sweeps.space import describe
-
     lines = []
     for sweep in SWEEPS.values():
         options = ", ".join(f"{key.replace('_', ' ')} {value}" for key, value in sweep.scheduler_options.items())
@@ -131,17 +129,13 @@ def plan_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser, ar
 
 def _resumed_plan(args: argparse.Namespace) -> SweepPlan:
     """The stored plan of the sweep to resume: the same trials, data and resources as when it started."""
-    from sweeps.plan import DEFAULT_STORAGE, latest_run, located
-    from sweeps.results import load_plan
-
-    if args.sweep not in SWEEPS:
-        raise PlanError(f"unknown sweep {args.sweep!r}; the sweeps are: {', '.join(SWEEPS)}")
+    find_sweep(args.sweep)
     storage = located(args.storage_path or DEFAULT_STORAGE)
     name = args.name or latest_run(storage, args.sweep)
     if name is None:
         raise PlanError(f"--resume: no earlier run of {args.sweep!r} in {storage}; give its --name and --storage-path")
     try:
-        plan = load_plan(f"{storage.rstrip('/')}/{name}")
+        plan = SweepFolder(experiment_path(storage, name)).load_plan()
     except FileNotFoundError as error:
         raise PlanError(f"--resume: {error}") from None
     if plan.sweep.name != args.sweep:
@@ -149,107 +143,13 @@ def _resumed_plan(args: argparse.Namespace) -> SweepPlan:
     return dataclasses.replace(plan, resume=True)  # load_plan pointed it at the folder it was read from
 
 
-def start_ray(args: argparse.Namespace):
-    """Join the cluster at --address, or start a local Ray whose dashboard only this machine can reach."""
-    import logging
-
-    import ray
-
-    if ray.is_initialized():
-        return ray.get_runtime_context()
-    if args.address:
-        return ray.init(address=args.address, logging_level=logging.WARNING)
-    return ray.init(include_dashboard=True, dashboard_host=args.dashboard_host, dashboard_port=args.dashboard_port,
-                    logging_level=logging.WARNING)
-
-
-def dashboard_line(context) -> str:
-    url = getattr(context, "dashboard_url", None) or ""
-    if not url:
-        return "not running (install ray[default] for the dashboard)"
-    url = url if url.startswith("http") else f"http://{url}"
-    if os.environ.get("RAY_AUTH_MODE", "").lower() == "token":
-        return (f"{url}  (token authentication is on: when the page asks, paste the token that "
-                "`ray get-auth-token` prints)")
-    return url
-
-
-def cluster_autoscales(wait_s: float = 6.0) -> bool:
-    """Whether an autoscaler with a cluster config runs, which may add the nodes a trial needs.
-
-    Ray's autoscaler runs on every head; without a cluster config it only watches, through a read-only
-    provider whose node types are the nodes' ids ("node_<id>"), while a cluster config names them
-    ("ray.worker.gpu"). The head's monitor says which it is a few seconds after the head starts.
-    """
-    deadline = time.monotonic() + wait_s
-    while True:
-        node_types = _autoscaler_node_types()
-        if node_types:
-            return any(not re.fullmatch(r"node_[0-9a-f]+", node_type) for node_type in node_types)
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.5)
-
-
-def _autoscaler_node_types() -> list[str]:
-    """The node types the autoscaler sees: autoscaler v2 (what `ray up` starts since Ray 2.50) answers
-    through its SDK; v1 publishes a report in Ray's internal store, as `ray status` reads it."""
-    import ray
-    from ray._private import ray_constants
-    from ray.autoscaler.v2.utils import is_autoscaler_v2
-    from ray.experimental.internal_kv import _internal_kv_get
-
-    if is_autoscaler_v2(fetch_from_server=True):
-        from ray.autoscaler.v2.sdk import get_cluster_status
-
-        status = get_cluster_status(ray.get_runtime_context().gcs_address)
-        nodes = [*status.active_nodes, *status.idle_nodes, *status.pending_nodes, *status.pending_launches]
-        return [node.ray_node_type_name for node in nodes]
-    raw = _internal_kv_get(ray_constants.DEBUG_AUTOSCALING_STATUS)
-    report = (json.loads(raw).get("autoscaler_report") or {}) if raw else {}
-    return [*(report.get("active_nodes") or {}), *(report.get("idle_nodes") or {}),
-            *(report.get("pending_launches") or {})]
-
-
-def cluster_capacity(plan: SweepPlan, local: bool) -> tuple[int, str]:
-    """How many trials run at once, and the cluster's resources in words.
-
-    A request that no node can hold is refused, unless an autoscaler may add such a node: Ray itself would
-    leave the trials pending forever, warning every minute.
-    """
-    import ray
-
-    from sweeps.tuner import trials_at_once
-
-    nodes = [node for node in ray.nodes() if node.get("Alive")]
-    totals: dict[str, float] = {}
-    for node in nodes:
-        for key, value in node["Resources"].items():
-            if key in ("CPU", "GPU", "TPU"):
-                totals[key] = totals.get(key, 0.0) + value
-    described = ", ".join(f"{value:g} {key}" for key, value in sorted(totals.items())) + f" on {len(nodes)} node(s)"
-    at_once = trials_at_once(plan.resources, nodes)
-    if at_once == 0:
-        if local or not cluster_autoscales():
-            raise PlanError(
-                f"no node of this Ray cluster can hold a trial of {plan.resources.describe()}: it has {described}, "
-                "and no autoscaler can add a node. Ask for less per trial (--cpus-per-trial, --gpus-per-trial, "
-                "--tpu-chips-per-trial), or run on a cluster that has it (--address)"
-            )
-        print(f"note: no node holds a trial of {plan.resources.describe()} yet; trials wait for the autoscaler "
-              "to add one (Ctrl+C stops, --resume continues)", flush=True)
-    if plan.max_concurrent_trials:
-        at_once = min(at_once, plan.max_concurrent_trials)
-    return at_once, described
-
-
 def banner(plan: SweepPlan, at_once: int, cluster: str, dashboard: str) -> str:
-    sweep = plan.sweep
     from forecaster.data import split_series
-    from sweeps.tuner import scheduler_metric, scheduler_settings
 
+    sweep = plan.sweep
+    scheduler = scheduler_of(sweep)
     train, val = split_series(plan.series, sweep.split_after)
-    options = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in scheduler_settings(sweep).items())
+    options = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in scheduler.settings(sweep).items())
     searched = ", ".join(plan.searched)
     pinned = ", ".join(f"{k}={v}" for k, v in plan.pinned.items())
     index = plan.series.index
@@ -259,7 +159,7 @@ def banner(plan: SweepPlan, at_once: int, cluster: str, dashboard: str) -> str:
         f"({index.freqstr}); {len(train)} training, {len(val)} validation after {sweep.split_after}",
         f"  budget     {sweep.num_samples} trials of up to {sweep.max_epochs} epochs; {sweep.search} search"
         f"{f' (seed {plan.seed})' if plan.seed is not None else ''}; {sweep.scheduler} scheduler"
-        f"{f' ({options})' if options else ''}, ranking on {scheduler_metric(sweep)}",
+        f"{f' ({options})' if options else ''}, ranking on {scheduler.metric(sweep)}",
         f"  searching  {searched}" + (f"; pinned {pinned}" if pinned else ""),
         f"  per trial  {plan.resources.describe()}: {at_once} trial(s) at once on {cluster}",
         f"  dashboard  {dashboard}",
@@ -268,29 +168,9 @@ def banner(plan: SweepPlan, at_once: int, cluster: str, dashboard: str) -> str:
     return "\n".join(lines)
 
 
-def resume_command(plan: SweepPlan) -> str:
-    address = f" --address {plan.address}" if plan.address else ""
-    return (f"python -m sweeps.run {plan.sweep.name} --resume --name {plan.name} "
-            f"--storage-path {plan.storage_path}{address}")
-
-
-def more_trials_command(plan: SweepPlan) -> str:
-    """The sweep's own command with another seed and name: more trials of the same search, beside this one."""
-    arguments, given = [], iter(plan.arguments)
-    for argument in given:
-        if argument.split("=", 1)[0] in ("--name", "--seed", "--storage-path"):
-            if "=" not in argument:
-                next(given, None)  # its value
-            continue
-        arguments.append(shlex.quote(argument))
-    seed = (plan.seed if plan.seed is not None else 0) + 1
-    arguments += ["--seed", str(seed), "--name", f"{plan.name}-seed{seed}", "--storage-path", shlex.quote(plan.storage_path)]
-    return " ".join(["python -m sweeps.run", *arguments])
-
-
 @dataclasses.dataclass
 class SweepRun:
-    results: "SweepResults"
+    results: SweepResults
     written: dict[str, str]
     """The files written at the end, name -> path."""
     fit_seconds: float
@@ -301,66 +181,16 @@ class SweepRun:
 
 def run_sweep(plan: SweepPlan, command: list[str], progress: bool = True) -> SweepRun:
     """Run (or resume) the sweep on the Ray session of this process; write and return its results."""
-    from sweeps.results import collect, save_plan, write_results
     from sweeps.tuner import build_tuner
 
     if not plan.resume:
-        save_plan(plan, command)
+        SweepFolder(plan.experiment_path).save_plan(plan, plan.resolved(command))
     tuner = build_tuner(plan, progress=progress)
     wall, cpu = time.perf_counter(), time.process_time()
     tuner.fit()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     results = collect(plan)
     return SweepRun(results, write_results(plan, results), wall, cpu)
-
-
-def interrupted(plan: SweepPlan, results) -> bool:
-    """Some trials never finished or never started: the sweep was stopped (Ctrl+C, a lost driver) and can
-    be resumed. A search that proposes trials one at a time (Optuna) has not created the rest yet."""
-    trials = results.trials
-    return len(trials) < plan.sweep.num_samples or bool(trials["status"].isin(["UNFINISHED", "PENDING"]).any())
-
-
-def summary(plan: SweepPlan, results, written: dict[str, str], took: str) -> str:
-    from sweeps.results import summary_table
-
-    counts = results.trials["status"].value_counts().to_dict() if len(results.trials) else {}
-    wording = {"COMPLETED": "ran all epochs", "STOPPED": f"stopped early by {plan.sweep.scheduler}",
-               "DIVERGED": "diverged (stopped, never chosen)", "ERROR": "failed", "UNFINISHED": "unfinished",
-               "PENDING": "not started"}
-    ended = "stopped before its end" if interrupted(plan, results) else "finished"
-    lines = [f"Sweep {plan.name} {ended} {took}: {len(results.trials)} trials, "
-             + ", ".join(f"{counts[k]} {wording[k]}" for k in wording if counts.get(k)), ""]
-    if len(results.trials):
-        lines += ["Top trials (best validation MAPE over all their epochs):",
-                  textwrap.indent(summary_table(results.trials, plan.searched), "  "), ""]
-    trials = results.trials
-    if len(trials):
-        for _, row in trials[trials["status"] == "ERROR"].head(3).iterrows():
-            lines.append(f"Trial {row['trial_id']} failed {row['failures']} time(s), the last for good: {row['error']}")
-        for _, row in trials[trials["notes"] != ""].head(5).iterrows():
-            lines.append(f"Trial {row['trial_id']}: {row['notes']}")
-        recovered = trials[(trials["failures"] > 0) & (trials["status"] != "ERROR")]
-        if len(recovered):
-            lines.append(f"{len(recovered)} trial(s) failed and were resumed from their latest checkpoint "
-                         f"({int(recovered['failures'].sum())} failure(s) in all)")
-        lines.append("")
-    if results.best:
-        best = results.best
-        config = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in best["config"].items())
-        lines += [f"Best: trial {best['trial_id']}, validation MAPE {best['best_val_mape']:.2f} % at epoch "
-                  f"{best['best_epoch']} (of {best['epochs']} run)", f"  {config}", ""]
-    else:
-        lines += ["No trial reported a result.", ""]
-    lines.append(f"Written to {plan.experiment_path}:")
-    lines += [f"  {name}" for name in ["resolved_sweep.json", *written]]
-    lines += ["", f"Refit the best configuration:  python -m sweeps.refit {plan.experiment_path}",
-              f"Rebuild this report:           python -m sweeps.report {plan.experiment_path}"]
-    if interrupted(plan, results):
-        lines.append(f"Finish the sweep:              {resume_command(plan)}")
-    if plan.arguments:
-        lines.append(f"Run more trials of it:         {more_trials_command(plan)}")
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -382,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     import ray
 
     started_here = not ray.is_initialized()
-    context = start_ray(args)
+    context = start_ray(args.address, args.dashboard_host, args.dashboard_port)
     try:
         at_once, cluster = cluster_capacity(plan, local=args.address is None)
         print(banner(plan, at_once, cluster, dashboard_line(context)), flush=True)

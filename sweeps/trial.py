@@ -16,21 +16,13 @@ from typing import Any
 import pandas as pd
 
 from sweeps.resources import TrialResources
+from sweeps.schedulers import CheckpointSchedule
+from sweeps.storage import CHECKPOINT_FILE
 
 LOGICAL_ACCELERATORS = "SWEEPS_LOGICAL_ACCELERATORS"
 """Set to 1 where the cluster's GPUs and TPU chips are only logical resources, as on the local twins of the
 cloud clusters (Ray's fake_multinode provider): trials are placed by their GPU or TPU request exactly as
 on the real cluster, and train on the CPU."""
-
-
-@dataclasses.dataclass(frozen=True)
-class CheckpointSchedule:
-    every: int
-    """Every this many epochs (and at the last one)."""
-    at: tuple[int, ...] = ()
-    """And at these epochs: where the scheduler decides about a trial."""
-    on_improvement_from: int = 0
-    """And, from this epoch on (0: never), at every epoch that improves the trial's best MAPE."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,7 +42,7 @@ def train_trial(config: dict[str, Any], *, series: pd.Series, settings: TrialSet
     """Tune's trainable: fit the forecaster, resuming from the trial's checkpoint when Tune restarts it."""
     from ray import tune
 
-    from sweeps.reporting import EpochReporter
+    from sweeps.epoch_reporter import EpochReporter
 
     if settings.resources.data_parallel_workers > 1:
         _run_data_parallel(config, series, settings)
@@ -72,7 +64,6 @@ def _with_node(report):
 def _fit(config, series, settings: TrialSettings, reporter, checkpoint, **arguments) -> None:
     from forecaster.config import ForecasterConfig
     from forecaster.train import fit, quiet_lightning
-    from sweeps.reporting import CHECKPOINT_FILE
 
     quiet_lightning()
     logging.getLogger("ray.train").setLevel(logging.WARNING)  # one "checkpoint created" line per checkpoint
@@ -142,7 +133,7 @@ def _data_parallel_worker(loop_config: dict[str, Any]) -> None:
     import ray.train
     from ray.train.lightning import RayDDPStrategy, RayLightningEnvironment, prepare_trainer
 
-    from sweeps.reporting import EpochReporter
+    from sweeps.epoch_reporter import EpochReporter
 
     settings: TrialSettings = loop_config["settings"]
     arguments = _trainer_arguments(settings.resources)

@@ -2,134 +2,13 @@
 
 from __future__ import annotations
 
-import math
 import os
-from typing import Any
 
 from sweeps.faults import FaultLog, HangWatchdog
 from sweeps.plan import PlanError, SweepPlan
-from sweeps.registry import Sweep
-from sweeps.resources import TrialResources
-from sweeps.space import Choice, LogUniform, to_optuna, to_tune
-from sweeps.trial import CheckpointSchedule, TrialSettings, train_trial
-
-
-def checkpoints_kept(sweep: Sweep) -> int:
-    """Per trial, the latest ones: each holds the training state to resume from and the trial's best model.
-
-    PBT copies other trials' checkpoints, and needs them kept a little longer.
-    """
-    return 4 if sweep.scheduler == "pbt" else 2
-
-
-def scheduler_settings(sweep: Sweep) -> dict[str, Any]:
-    """The settings the sweep's scheduler runs with: what build_scheduler uses and the banner shows."""
-    options = sweep.scheduler_options
-    grace = int(options.get("grace_period", 1))
-    reduction = options.get("reduction_factor", 3)
-    if sweep.scheduler in ("asha", "hyperband"):
-        return {"grace_period": grace, "reduction_factor": reduction}
-    if sweep.scheduler == "median":
-        return {"grace_period": grace}
-    if sweep.scheduler == "pbt":
-        return {"perturbation_interval": int(options.get("perturbation_interval", max(1, sweep.max_epochs // 10)))}
-    return {}
-
-
-def checkpoint_schedule(sweep: Sweep) -> CheckpointSchedule:
-    """When a trial checkpoints: so that whenever its scheduler stops it, its last checkpoint holds its best model.
-
-    ASHA stops a trial right after the report of a rung's epoch (grace_period * reduction_factor^k): a
-    checkpoint there. The median rule may stop a trial at any epoch after its grace period: a checkpoint at
-    the grace period and at every improvement after it. PBT copies checkpoints every perturbation interval.
-    """
-    settings = scheduler_settings(sweep)
-    if sweep.scheduler == "pbt":
-        return CheckpointSchedule(every=settings["perturbation_interval"])
-    if sweep.scheduler == "median":
-        return CheckpointSchedule(every=25, at=(settings["grace_period"],), on_improvement_from=settings["grace_period"])
-    if sweep.scheduler in ("asha", "hyperband"):  # every bracket's rungs are among the first bracket's
-        return CheckpointSchedule(every=25, at=rungs(sweep))
-    return CheckpointSchedule(every=25)
-
-
-def rungs(sweep: Sweep) -> tuple[int, ...]:
-    """The epochs where ASHA judges trials: grace_period * reduction_factor^k, below the epoch budget."""
-    settings = scheduler_settings(sweep)
-    found, rung = [], settings["grace_period"]
-    while rung < sweep.max_epochs:
-        found.append(math.ceil(rung))
-        rung *= settings["reduction_factor"]
-    return tuple(found)
-
-
-def hyperband_brackets(sweep: Sweep) -> int:
-    """As many brackets as ASHA has rungs, plus one that runs every trial to the end."""
-    return len(rungs(sweep)) + 1
-
-
-def scheduler_metric(sweep: Sweep) -> str:
-    """PBT copies a trial's current weights, so it compares current scores; the others, each trial's best."""
-    return "val_mape" if sweep.scheduler == "pbt" else sweep.metric
-
-
-def build_scheduler(sweep: Sweep):
-    from ray import tune
-    from ray.tune.schedulers import AsyncHyperBandScheduler, FIFOScheduler, MedianStoppingRule, PopulationBasedTraining
-
-    settings = scheduler_settings(sweep)
-    if sweep.scheduler in ("asha", "hyperband"):
-        # HyperBand as Ray's asynchronous HyperBand: ASHA run in several brackets, the later ones judging
-        # trials first at grace_period * reduction_factor^s, which hedges against a grace period too short.
-        # (Ray's synchronous HyperBandScheduler pauses trials at every milestone and, with a function
-        # trainable, left some paused for good when the sweep ended.)
-        return AsyncHyperBandScheduler(time_attr="epoch", max_t=sweep.max_epochs, brackets=hyperband_brackets(sweep)
-                                       if sweep.scheduler == "hyperband" else 1, **settings)
-    if sweep.scheduler == "median":
-        return MedianStoppingRule(time_attr="epoch", min_samples_required=3, **settings)
-    if sweep.scheduler == "pbt":
-        # Only what can change in the middle of training: the learning rate and the batch size.
-        mutations: dict[str, Any] = {}
-        lr, batch = sweep.space.get("lr"), sweep.space.get("batch_size")
-        if isinstance(lr, LogUniform):
-            mutations["lr"] = tune.loguniform(lr.low, lr.high)
-        if isinstance(batch, Choice):
-            mutations["batch_size"] = list(batch.values)
-        if not mutations:
-            raise PlanError("--scheduler pbt needs lr (log-uniform) or batch_size (a choice) searched, to mutate them")
-        return PopulationBasedTraining(time_attr="epoch", hyperparam_mutations=mutations, **settings)
-    return FIFOScheduler()
-
-
-def build_search(plan: SweepPlan):
-    """The search algorithm and the param_space it goes with."""
-    from ray.tune.search import BasicVariantGenerator
-
-    if plan.sweep.search == "optuna":
-        try:
-            import optuna
-            from ray.tune.search.optuna import OptunaSearch
-        except ImportError:
-            raise PlanError("--search optuna needs Optuna: pip install optuna (or the project's [optuna] extra)") from None
-        sampler = optuna.samplers.TPESampler(seed=plan.seed)
-        return OptunaSearch(space=to_optuna(plan.sweep.space), sampler=sampler, metric=scheduler_metric(plan.sweep),
-                            mode=plan.sweep.mode), {}
-    return BasicVariantGenerator(random_state=plan.seed), to_tune(plan.sweep.space, plan.seed)
-
-
-def trials_at_once(resources: TrialResources, nodes: list[dict[str, Any]]) -> int:
-    """How many trials the cluster's nodes can hold at the same time (0: not one, anywhere)."""
-
-    def fits(bundle: dict[str, float], capacity: dict[str, float]) -> int:
-        counts = [math.floor(capacity.get(key, 0.0) / need + 1e-9) for key, need in bundle.items() if need > 0]
-        return min(counts) if counts else 0
-
-    capacities = [node["Resources"] for node in nodes if node.get("Alive")]
-    workers = resources.data_parallel_workers
-    if workers > 1:
-        slots = sum(fits(resources.worker_bundle(), capacity) for capacity in capacities)
-        return slots // workers
-    return sum(fits(resources.trial_bundle(), capacity) for capacity in capacities)
+from sweeps.schedulers import scheduler_of
+from sweeps.searches import SearchError, build_search
+from sweeps.trial import TrialSettings, train_trial
 
 
 def make_trainable(plan: SweepPlan):
@@ -139,7 +18,7 @@ def make_trainable(plan: SweepPlan):
         split_after=plan.sweep.split_after,
         max_epochs=plan.sweep.max_epochs,
         resources=plan.resources,
-        checkpoints=checkpoint_schedule(plan.sweep),
+        checkpoints=scheduler_of(plan.sweep).checkpoints(plan.sweep),
         storage_path=plan.storage_path,
     )
     trainable = tune.with_parameters(train_trial, series=plan.series, settings=settings)
@@ -186,23 +65,27 @@ def build_tuner(plan: SweepPlan, progress: bool = True):
         # Trials that ended in ERROR spent their retries already: they stay as they ended.
         return tune.Tuner.restore(plan.experiment_path, trainable=trainable, resume_unfinished=True,
                                   resume_errored=False)
-    search, param_space = build_search(plan)
+    sweep, scheduler = plan.sweep, scheduler_of(plan.sweep)
+    try:
+        search, param_space = build_search(sweep.search, sweep.space, plan.seed, scheduler.metric(sweep), sweep.mode)
+    except SearchError as error:
+        raise PlanError(str(error)) from None
     return tune.Tuner(
         trainable,
         param_space=param_space,
         tune_config=tune.TuneConfig(
-            metric=scheduler_metric(plan.sweep),
-            mode=plan.sweep.mode,
-            scheduler=build_scheduler(plan.sweep),
+            metric=scheduler.metric(sweep),
+            mode=sweep.mode,
+            scheduler=scheduler.build(sweep),
             search_alg=search,
-            num_samples=plan.sweep.num_samples,
+            num_samples=sweep.num_samples,
             max_concurrent_trials=plan.max_concurrent_trials,
             reuse_actors=True,  # a fresh worker per trial costs ~4 s of process start and imports
         ),
         run_config=tune.RunConfig(
             name=plan.name,
             storage_path=plan.storage_path,
-            checkpoint_config=tune.CheckpointConfig(num_to_keep=checkpoints_kept(plan.sweep)),
+            checkpoint_config=tune.CheckpointConfig(num_to_keep=scheduler.checkpoints_kept),
             callbacks=[CSVLoggerCallback(), FaultLog(), HangWatchdog(plan.trial_timeout_s)],
             failure_config=tune.FailureConfig(max_failures=plan.max_failures),
             progress_reporter=progress_reporter(plan) if progress else None,

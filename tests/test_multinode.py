@@ -10,7 +10,7 @@ import pytest
 
 from sweeps.plan import make_plan
 from sweeps.run import main, run_sweep
-from tests.test_reliability import SLOW_TRIAL, trial_progress
+from tests.helpers import SLOW_TRIAL, trial_progress
 
 
 @pytest.fixture
@@ -98,15 +98,13 @@ def test_a_fixed_cluster_refuses_what_no_node_can_hold(cluster, tmp_path, capsys
     cluster.add_node(num_cpus=2)
     cluster.wait_for_nodes()
     time.sleep(6)  # the head's monitor has reported (from its read-only provider): not an autoscaler either
-    started = time.time()
     code = main(["air_rnn", "--address", cluster.address, "--storage-path", str(tmp_path), *request_])
     assert code == 2
     error = capsys.readouterr().err
     assert message in error and "no autoscaler can add a node" in error
-    assert time.time() - started < 30
 
 
-AUTOSCALES = "import ray; ray.init(address='auto', log_to_driver=False); from sweeps.run import cluster_autoscales; print(cluster_autoscales(wait_s=20))"
+AUTOSCALES = "import ray; ray.init(address='auto', log_to_driver=False); from sweeps.cluster_probe import cluster_autoscales; print(cluster_autoscales(wait_s=20))"
 
 
 @pytest.mark.slow

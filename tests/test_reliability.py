@@ -14,24 +14,18 @@ import pandas as pd
 import pytest
 
 from sweeps.plan import make_plan
-from sweeps.run import run_sweep, summary
+from sweeps.run import run_sweep
+from sweeps.schedulers import CHECKPOINT_EVERY_EPOCHS
 from sweeps.space import Choice
-from tests.progress import trial_histories
+from sweeps.summary import summary
+from tests.helpers import SLOW_TRIAL, trial_progress
 
 RAY_INIT = {"num_cpus": 2}
-# A model slow enough (about 40 ms an epoch) for a fault to land in the middle of a trial.
-SLOW_TRIAL = {"model": "GRU", "hidden_dim": 64, "n_rnn_layers": 2, "dropout": 0.1, "batch_size": 8}
 
 
 def plan_for(tmp_path, name, **options):
     pins = options.pop("pins", SLOW_TRIAL)
     return make_plan("air_rnn", seed=1, storage_path=str(tmp_path), name=name, pins=pins, **options)
-
-
-def trial_progress(experiment_path):
-    """{trial folder: (last epoch, pid of its latest process)} for the trials that reported."""
-    return {folder: (int(history["epoch"].iloc[-1]), int(history["pid"].iloc[-1]))
-            for folder, history in trial_histories(experiment_path).items() if "pid" in history}
 
 
 class FaultInjector(threading.Thread):
@@ -97,8 +91,8 @@ def test_a_crashed_trial_is_retried_from_its_latest_checkpoint(local_ray, tmp_pa
     assert len(retried) and (retried.pid != injector.hit_pids[0]).all()
     # The retry continued from the latest checkpoint (every 25 epochs) the killed process had reported,
     # not from scratch: the work lost is at most the epochs since that checkpoint.
-    latest_checkpoint = killed.epoch.max() // 25 * 25
-    assert latest_checkpoint >= 25 and retried.epoch.iloc[0] == latest_checkpoint + 1
+    latest_checkpoint = killed.epoch.max() // CHECKPOINT_EVERY_EPOCHS * CHECKPOINT_EVERY_EPOCHS
+    assert latest_checkpoint >= CHECKPOINT_EVERY_EPOCHS and retried.epoch.iloc[0] == latest_checkpoint + 1
     assert retried.epoch.iloc[-1] == 120 and list(results.histories[crashed.trial_id.iloc[0]].epoch) == list(range(1, 121))
 
 
@@ -119,12 +113,11 @@ def test_a_trial_that_fails_every_time_ends_as_error_and_the_sweep_finishes(loca
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)  # a watchdog that never fires would leave the sweep waiting for the frozen trial
 def test_a_hung_trial_is_killed_by_the_watchdog_and_retried(local_ray, tmp_path):
     plan = plan_for(tmp_path, "hung", num_samples=2, max_epochs=120, scheduler="fifo", trial_timeout_s=8)
     injector = FaultInjector(plan.experiment_path, signal.SIGSTOP, after_epoch=30)
-    started = time.time()
     results = run_with_fault(plan, injector).results
-    assert time.time() - started < 180
     trials = results.trials
     assert list(trials.status) == ["COMPLETED", "COMPLETED"]
     hung = trials[trials.failures == 1].iloc[0]

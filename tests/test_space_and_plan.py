@@ -144,28 +144,11 @@ def test_fractional_tpu_is_refused_before_any_ray_starts(tmp_path):
     assert not ray.is_initialized()
 
 
-def test_checkpoints_fall_where_each_scheduler_may_stop_a_trial(tmp_path):
-    from sweeps.tuner import build_scheduler, checkpoint_schedule
-
-    def plan(scheduler, **options):
-        made = make_plan("air_rnn", scheduler=scheduler, max_epochs=300, storage_path=str(tmp_path))
-        return made.sweep if not options else made.sweep.__class__(**{**made.sweep.__dict__, "scheduler_options": options})
-
-    assert checkpoint_schedule(plan("asha")).at == (60, 180)  # ASHA's rungs
-    median = checkpoint_schedule(plan("median"))
-    assert median.at == (60,) and median.on_improvement_from == 60  # it may stop a trial at any later epoch
-    assert checkpoint_schedule(plan("hyperband")).at == (60, 180)
-    assert checkpoint_schedule(plan("pbt")).every == 30 and checkpoint_schedule(plan("fifo")).at == ()
-    # HyperBand's brackets judge trials first at 60, 180 epochs, or never: none before the grace period.
-    hyperband = build_scheduler(plan("hyperband", grace_period=60, reduction_factor=3))
-    assert [[milestone for milestone, _ in bracket._rungs] for bracket in hyperband._brackets] == [[180, 60], [180], []]
-
-
 def test_a_run_that_ended_before_creating_every_trial_is_unfinished(tmp_path):
     import pandas as pd
 
     from sweeps.results import SweepResults
-    from sweeps.run import interrupted
+    from sweeps.summary import interrupted
 
     plan = make_plan("air_rnn", num_samples=3, storage_path=str(tmp_path))
     done = pd.DataFrame({"status": ["COMPLETED", "STOPPED"]})
@@ -178,7 +161,8 @@ def test_a_run_that_ended_before_creating_every_trial_is_unfinished(tmp_path):
 def test_the_command_for_more_trials_repeats_the_sweep_with_a_new_seed_and_name(tmp_path):
     import dataclasses
 
-    from sweeps.run import build_parser, more_trials_command
+    from sweeps.run import build_parser
+    from sweeps.summary import more_trials_command
 
     arguments = ["air_rnn", "--name", "first", "--seed=4", "--set", "model=GRU", "--storage-path", str(tmp_path),
                  "--max-epochs", "50"]

@@ -12,7 +12,7 @@ import pytest
 import ray
 
 from sweeps.run import main
-from tests.progress import trial_histories
+from tests.helpers import trial_histories
 
 ENV = dict(os.environ, RAY_AUTH_MODE="disabled")
 AIR_PASSENGERS = os.path.join(os.path.dirname(__file__), "..", "forecaster", "datasets", "air_passengers.csv")
@@ -101,10 +101,8 @@ def test_bad_options_are_refused_before_ray_starts(tmp_path, capsys, name):
 
 
 def test_smoke_test_runs_the_whole_cli(tmp_path):
-    started = time.time()
     done = sweeps_run("air_rnn", "--smoke-test", "--storage-path", str(tmp_path), "--name", "smoke")
     assert done.returncode == 0, done.stderr[-3000:]
-    assert time.time() - started < 60
     out = done.stdout
     assert "Sweep air_rnn (smoke test)" in out and "dashboard" in out
     assert "4 trials of up to 6 epochs" in out and "Best: trial" in out

@@ -1,7 +1,10 @@
 """Trials on GPU fractions, TPU chips and data-parallel workers, on a local Ray with logical GPUs and TPU
 chips: Ray places and labels them as on a real cluster, while torch on this machine sees no accelerator."""
 
+import importlib.util
+
 import pytest
+import torch
 
 from sweeps.plan import make_plan
 from sweeps.run import run_sweep
@@ -14,6 +17,7 @@ def sweep(tmp_path, name, **options):
     return run_sweep(plan, ["test"]).results
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="asserts what a trial says where torch sees no CUDA device")
 def test_four_quarter_gpu_trials_share_one_gpu_and_each_sees_it(local_ray, tmp_path):
     results = sweep(tmp_path, "quarters", gpus_per_trial=0.25, num_samples=4, max_epochs=2)
     trials = results.trials
@@ -25,6 +29,7 @@ def test_four_quarter_gpu_trials_share_one_gpu_and_each_sees_it(local_ray, tmp_p
         assert "sees no CUDA device" in error
 
 
+@pytest.mark.skipif(importlib.util.find_spec("torch_xla") is not None, reason="asserts what a trial says without torch-xla")
 def test_tpu_trials_get_whole_chips_of_their_own(local_ray, tmp_path):
     results = sweep(tmp_path, "tpu", tpu_chips_per_trial=2, num_samples=2, max_epochs=2)
     errors = list(results.trials.error)

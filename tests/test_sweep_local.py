@@ -17,10 +17,8 @@ RAY_INIT = {"num_cpus": 2}
 def asha_sweep(local_ray, tmp_path_factory):
     """Eight trials of up to 12 epochs, one at a time so that ASHA's decisions are deterministic."""
     plan = make_plan("air_rnn", num_samples=8, max_epochs=12, seed=11, max_concurrent_trials=1,
-                     pins={"hidden_dim": 8, "n_rnn_layers": 1},
+                     scheduler_options={"grace_period": 3, "reduction_factor": 2}, pins={"hidden_dim": 8, "n_rnn_layers": 1},
                      storage_path=str(tmp_path_factory.mktemp("sweeps")), name="asha")
-    plan = plan.__class__(**{**plan.__dict__, "sweep": plan.sweep.__class__(
-        **{**plan.sweep.__dict__, "scheduler_options": {"grace_period": 3, "reduction_factor": 2}})})
     run = run_sweep(plan, ["test"])
     return plan, run.results, run.written
 
@@ -131,9 +129,8 @@ def test_optuna_search_runs_a_sweep(local_ray, tmp_path):
 @pytest.mark.slow
 def test_pbt_exploits_and_mutates_trials_from_their_checkpoints(local_ray, tmp_path):
     plan = make_plan("air_rnn", num_samples=4, max_epochs=12, scheduler="pbt", seed=5,
+                     scheduler_options={"perturbation_interval": 3},
                      pins={"hidden_dim": 8, "n_rnn_layers": 1, "model": "GRU"}, storage_path=str(tmp_path), name="pbt")
-    plan = plan.__class__(**{**plan.__dict__, "sweep": plan.sweep.__class__(
-        **{**plan.sweep.__dict__, "scheduler_options": {"perturbation_interval": 3}})})
     results = run_sweep(plan, ["test"]).results
     assert list(results.trials.status) == ["COMPLETED"] * 4
     # PBT's own log: each line is an exploitation, a trial restarting from another's checkpoint, mutated.
@@ -158,9 +155,8 @@ def test_median_stopping_rule_runs_a_sweep(local_ray, tmp_path):
 @pytest.mark.slow
 def test_hyperband_first_judges_trials_at_the_grace_period(local_ray, tmp_path):
     plan = make_plan("air_rnn", num_samples=12, max_epochs=8, scheduler="hyperband", seed=6, max_concurrent_trials=1,
+                     scheduler_options={"grace_period": 4, "reduction_factor": 2},
                      pins={"hidden_dim": 8, "n_rnn_layers": 1}, storage_path=str(tmp_path), name="hyperband")
-    plan = plan.__class__(**{**plan.__dict__, "sweep": plan.sweep.__class__(
-        **{**plan.sweep.__dict__, "scheduler_options": {"grace_period": 4, "reduction_factor": 2}})})
     trials = run_sweep(plan, ["test"]).results.trials
     assert len(trials) == 12 and trials.status.isin(["COMPLETED", "STOPPED"]).all()  # none left paused
     stopped = trials[trials.status == "STOPPED"]

@@ -1,4 +1,4 @@
-"""The Lightning callback that tells Ray Tune how a trial is doing, every epoch.
+"""EpochReporter: the Lightning callback that reports every epoch of a trial to Ray Tune and checkpoints it.
 
 It lives in sweeps/ so that the forecaster never imports Ray: a trial passes it to forecaster.fit.
 """
@@ -8,18 +8,14 @@ from __future__ import annotations
 import math
 import os
 import tempfile
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import lightning as L
 import torch
 
-if TYPE_CHECKING:
-    from sweeps.trial import CheckpointSchedule
+from sweeps.schedulers import CheckpointSchedule
+from sweeps.storage import BEST_MODEL_FILE, CHECKPOINT_FILE
 
-CHECKPOINT_FILE = "checkpoint.ckpt"
-"""The full training state of the latest checkpointed epoch: what a retried or resumed trial continues from."""
-BEST_MODEL_FILE = "best_model.ckpt"
-"""The trial's best model so far (lowest val_mape), loadable with RNNForecaster.load_from_checkpoint."""
 DIVERGED_LOSS = 100.0
 """A training MSE above this, on a series scaled to [0, 1], means errors ten times the training range."""
 
@@ -50,7 +46,7 @@ class EpochReporter(L.Callback):
     flags `diverged`, and stops training.
     """
 
-    def __init__(self, report: Callable, checkpoint_class: type, schedule: "CheckpointSchedule"):
+    def __init__(self, report: Callable, checkpoint_class: type, schedule: CheckpointSchedule):
         self.report = report
         self.checkpoint_class = checkpoint_class
         self.schedule = schedule

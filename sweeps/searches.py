@@ -1,0 +1,35 @@
+"""The search algorithms that propose each trial's configuration from a sweep's space (sweeps.space).
+
+- random: Ray Tune's BasicVariantGenerator over the space's Tune domains, seeded: the same seed samples the
+  same trials.
+- optuna: Optuna's TPE through Ray's OptunaSearch, which learns from finished trials (pip install optuna).
+
+Adding a search is a name in SEARCHES and a branch in `build_search`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from sweeps.space import to_optuna, to_tune
+
+SEARCHES = ("random", "optuna")
+
+
+class SearchError(ValueError):
+    """The search cannot run here; the message says what to install or change."""
+
+
+def build_search(search: str, space: Mapping[str, Any], seed: int | None, metric: str, mode: str):
+    """The search algorithm and the param_space that goes with it."""
+    from ray.tune.search import BasicVariantGenerator
+
+    if search == "optuna":
+        try:
+            import optuna
+            from ray.tune.search.optuna import OptunaSearch
+        except ImportError:
+            raise SearchError("--search optuna needs Optuna: pip install optuna (or the project's [optuna] extra)") from None
+        sampler = optuna.samplers.TPESampler(seed=seed)
+        return OptunaSearch(space=to_optuna(space), sampler=sampler, metric=metric, mode=mode), {}
+    return BasicVariantGenerator(random_state=seed), to_tune(space, seed)

@@ -1,0 +1,126 @@
+"""A sweep's folder, local or on s3:// or gs://: every file a sweep keeps there, by name, written and read back.
+
+    <storage>/<name>/
+      sweep_plan.pkl        the plan, the series included: resume, report and refit need nothing but the folder
+      resolved_sweep.json   the same for people: options, data, resources, git commit, library versions
+      faults.json           every trial failure, retry and watchdog kill, appended as they happen
+      <trial folders>/      Tune's: progress.csv, and checkpoints holding checkpoint.ckpt and best_model.ckpt
+      results.csv, results.parquet, best_config.json, forecast.png, mape_by_epoch.png   written at the end
+
+Every read and write goes through pyarrow's filesystems, so a local folder and a bucket behave alike.
+Nothing here knows what a plan or a trial is beyond the bytes it stores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import time
+from typing import Any
+
+DEFAULT_STORAGE = "results"
+PLAN_FILE = "sweep_plan.pkl"
+RESOLVED_FILE = "resolved_sweep.json"
+FAULTS_FILE = "faults.json"
+RESULTS_CSV = "results.csv"
+RESULTS_PARQUET = "results.parquet"
+BEST_CONFIG_FILE = "best_config.json"
+FORECAST_PLOT = "forecast.png"
+CURVES_PLOT = "mape_by_epoch.png"
+CHECKPOINT_FILE = "checkpoint.ckpt"
+"""In a trial's checkpoint: the full training state of its latest checkpointed epoch, to continue from."""
+BEST_MODEL_FILE = "best_model.ckpt"
+"""In a trial's checkpoint: its best model so far (lowest val_mape), for RNNForecaster.load_from_checkpoint."""
+
+
+def located(path: str) -> str:
+    """A folder as Ray and pyarrow need it: a URI (s3://, gs://) as it is, a local path made absolute."""
+    return path if "://" in path else os.path.abspath(path)
+
+
+def experiment_path(storage_path: str, name: str) -> str:
+    return f"{storage_path.rstrip('/')}/{name}"
+
+
+class SweepFolder:
+    """One sweep's folder. `path` is what users see and pass around; reads and writes go to `filesystem`."""
+
+    def __init__(self, path: str, filesystem=None, root: str | None = None):
+        import pyarrow.fs
+
+        self.path = path.rstrip("/") if filesystem else located(path).rstrip("/")
+        if filesystem is None:
+            filesystem, root = pyarrow.fs.FileSystem.from_uri(self.path)
+        self.filesystem, self.root = filesystem, root.rstrip("/")
+
+    @classmethod
+    def of_trial(cls, trial) -> "SweepFolder":
+        """The folder of the sweep a Tune trial belongs to: where it runs now, even after a move and a resume."""
+        storage = trial.storage
+        return cls(storage.experiment_fs_path, storage.storage_filesystem, storage.experiment_fs_path)
+
+    def write(self, name: str, data: bytes) -> str:
+        self.filesystem.create_dir(self.root, recursive=True)
+        with self.filesystem.open_output_stream(f"{self.root}/{name}") as stream:
+            stream.write(data)
+        return f"{self.path}/{name}"
+
+    def read(self, name: str) -> bytes:
+        with self.filesystem.open_input_stream(f"{self.root}/{name}") as stream:
+            return stream.read()
+
+    def save_plan(self, plan: Any, resolved: dict[str, Any]) -> None:
+        self.write(PLAN_FILE, pickle.dumps(plan))
+        self.write(RESOLVED_FILE, json.dumps(resolved, indent=2, default=str).encode())
+
+    def load_plan(self) -> Any:
+        """The plan stored here, pointing at this folder wherever it is now (a local copy of a sweep run on
+        s3://, a folder moved since)."""
+        import dataclasses
+
+        try:
+            plan = pickle.loads(self.read(PLAN_FILE))
+        except (FileNotFoundError, OSError):
+            raise FileNotFoundError(f"{self.path} holds no {PLAN_FILE}: is it the folder of a sweep?") from None
+        storage_path, _, name = self.path.rpartition("/")
+        return dataclasses.replace(plan, storage_path=storage_path, name=name)
+
+    def faults(self) -> list[dict[str, Any]]:
+        """Every recorded fault, oldest first: {"trial_id", "event": "retried"|"failed"|"watchdog", "time", ...}."""
+        try:
+            return json.loads(self.read(FAULTS_FILE))
+        except (FileNotFoundError, OSError):
+            return []
+
+    def append_fault(self, trial_id: str, event: str, **details: Any) -> None:
+        """Appended to the file, not kept in memory: a resumed sweep's driver starts from what is stored."""
+        faults = self.faults()
+        faults.append({"trial_id": trial_id, "event": event, "time": time.time(), **details})
+        self.write(FAULTS_FILE, json.dumps(faults, indent=2).encode())
+
+    def best_config(self) -> dict[str, Any]:
+        return json.loads(self.read(BEST_CONFIG_FILE))
+
+
+def latest_run(storage_path: str, sweep_name: str) -> str | None:
+    """The folder name of the most recently started run of a sweep in the storage, whatever its name."""
+    import pyarrow.fs
+
+    try:
+        filesystem, root = pyarrow.fs.FileSystem.from_uri(located(storage_path))
+        entries = filesystem.get_file_info(pyarrow.fs.FileSelector(root, allow_not_found=True))
+    except (OSError, ValueError):
+        return None
+    runs = []
+    for entry in entries:
+        if entry.type != pyarrow.fs.FileType.Directory:
+            continue
+        try:
+            with filesystem.open_input_stream(f"{entry.path}/{RESOLVED_FILE}") as stream:
+                resolved = json.loads(stream.read())
+        except (OSError, ValueError):
+            continue  # not a sweep's folder
+        if resolved.get("sweep", {}).get("name") == sweep_name:
+            runs.append((resolved.get("started", ""), entry.base_name))
+    return max(runs)[1] if runs else None

@@ -1,0 +1,78 @@
+"""The code's shape, as a newcomer relies on it: no import cycle between the project's modules (imports
+inside functions count too), forecaster/ usable without sweeps/ or Ray, and in sweeps/ Ray's private APIs
+read in one module only. (cluster/check.py validates cluster files with Ray's own private checker.)"""
+
+import ast
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PACKAGES = ("forecaster", "sweeps", "cluster")
+RAY_PRIVATE = ("ray._private", "ray.autoscaler", "ray.experimental")
+
+
+def imports_of_every_module() -> dict[str, set[str]]:
+    """{module: every module it imports, anywhere in its code}."""
+    found = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+            names = set()
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Import):
+                    names |= {alias.name for alias in node.names}
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+            found[module] = names
+    return found
+
+
+def project_graph() -> dict[str, set[str]]:
+    imports = imports_of_every_module()
+    return {module: {name for name in names if name in imports and name != module} for module, names in imports.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    visiting, done = [], set()
+
+    def visit(module):
+        if module in visiting:
+            return visiting[visiting.index(module):] + [module]
+        if module in done:
+            return None
+        visiting.append(module)
+        for imported in sorted(graph[module]):
+            cycle = visit(imported)
+            if cycle:
+                return cycle
+        visiting.pop()
+        done.add(module)
+        return None
+
+    for module in sorted(graph):
+        cycle = visit(module)
+        if cycle:
+            return cycle
+    return None
+
+
+def test_no_module_imports_itself_through_others():
+    graph = project_graph()
+    assert {"sweeps.run", "sweeps.storage", "forecaster.train"} <= set(graph)  # the walk found the code
+    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_forecaster_needs_neither_sweeps_nor_ray():
+    for module, names in imports_of_every_module().items():
+        if module.startswith("forecaster"):
+            assert not {name for name in names if name.split(".")[0] in ("sweeps", "cluster", "ray")}, module
+
+
+def test_in_sweeps_only_the_cluster_probe_reads_rays_private_apis():
+    readers = {module for module, names in imports_of_every_module().items()
+               if module.startswith("sweeps") and any(name.startswith(RAY_PRIVATE) for name in names)}
+    assert readers == {"sweeps.cluster_probe"}

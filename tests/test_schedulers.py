@@ -1,0 +1,62 @@
+"""Each scheduler entry: its settings, the metric it ranks on, where its trials checkpoint, how many
+checkpoints they keep, what it refuses, and the Ray Tune scheduler it builds."""
+
+import pytest
+
+from sweeps.plan import PlanError, make_plan
+from sweeps.schedulers import CHECKPOINT_EVERY_EPOCHS, SCHEDULERS
+
+
+def sweep_with(tmp_path, scheduler, **options):
+    return make_plan("air_rnn", scheduler=scheduler, max_epochs=300, scheduler_options=options or None,
+                     storage_path=str(tmp_path)).sweep
+
+
+def test_checkpoints_fall_where_each_scheduler_may_stop_a_trial(tmp_path):
+    def checkpoints(scheduler, **options):
+        return SCHEDULERS[scheduler].checkpoints(sweep_with(tmp_path, scheduler, **options))
+
+    assert checkpoints("asha").at == (60, 180)  # ASHA's rungs
+    median = checkpoints("median")
+    assert median.at == (60,) and median.on_improvement_from == 60  # it may stop a trial at any later epoch
+    assert checkpoints("hyperband").at == (60, 180)
+    assert checkpoints("pbt").every == 30 and checkpoints("fifo").at == ()
+    assert checkpoints("fifo").every == CHECKPOINT_EVERY_EPOCHS
+    # HyperBand's brackets judge trials first at 60, 180 epochs, or never: none before the grace period.
+    hyperband = SCHEDULERS["hyperband"].build(sweep_with(tmp_path, "hyperband", grace_period=60, reduction_factor=3))
+    assert [[milestone for milestone, _ in bracket._rungs] for bracket in hyperband._brackets] == [[180, 60], [180], []]
+
+
+@pytest.mark.parametrize("name", SCHEDULERS)
+def test_every_scheduler_builds_ranks_and_keeps_checkpoints(tmp_path, name):
+    from ray.tune.schedulers import TrialScheduler
+
+    scheduler = SCHEDULERS[name]
+    sweep = sweep_with(tmp_path, name)
+    assert isinstance(scheduler.build(sweep), TrialScheduler)
+    assert scheduler.metric(sweep) == ("val_mape" if name == "pbt" else "best_val_mape")
+    assert scheduler.checkpoints_kept == (4 if name == "pbt" else 2)
+    assert scheduler.checkpoints(sweep).every >= 1
+
+
+def test_the_command_line_offers_every_scheduler():
+    from sweeps.run import build_parser
+
+    for name in SCHEDULERS:
+        assert build_parser().parse_args(["air_rnn", "--scheduler", name]).scheduler == name
+
+
+def test_a_grace_period_as_long_as_the_budget_shrinks(tmp_path):
+    plan = make_plan("air_rnn", max_epochs=8, scheduler_options={"grace_period": 8, "reduction_factor": 2},
+                     storage_path=str(tmp_path))
+    assert plan.sweep.scheduler_options == {"grace_period": 2, "reduction_factor": 2}
+
+
+def test_pbt_refuses_what_it_cannot_work_with_before_ray_starts(tmp_path):
+    import ray
+
+    with pytest.raises(PlanError, match="--scheduler pbt explores by itself: use it with --search random"):
+        make_plan("air_rnn", scheduler="pbt", search="optuna", storage_path=str(tmp_path))
+    with pytest.raises(PlanError, match="needs lr \\(log-uniform\\) or batch_size \\(a choice\\) searched"):
+        make_plan("air_rnn", scheduler="pbt", pins={"lr": 0.01, "batch_size": 16}, storage_path=str(tmp_path))
+    assert not ray.is_initialized()
