@@ -1,9 +1,11 @@
 """One fit of the seed config (and its LSTM and GRU variants): time, CPU, speed, accuracy, memory.
 
 Each measurement is a fresh process, `python -m forecaster.fit --threads 1 --json`, as a user runs it.
-With a Darts environment (`make darts-env`), the peer runs in the same loop, interleaved, so the CPU
-ratio compares two figures taken side by side on the same noisy machine; the peer runs both at torch's
-default thread count (the reference condition) and on one thread. Medians over --runs.
+Each fit also runs with FORECASTER_PLAIN_RNN=1 (PyTorch's own nn.RNN/nn.GRU instead of the hand-written
+layers of forecaster/recurrence.py), interleaved, to show what those layers save. With a Darts environment
+(`make darts-env`), the peer runs in the same loop, interleaved, so the CPU ratio compares two figures taken
+side by side on the same noisy machine; the peer runs both at torch's default thread count (the reference
+condition) and on one thread. Medians over --runs.
 
     python bench/single_trial.py [--runs 3] [--models RNN LSTM GRU] [--darts-python .darts-venv/bin/python]
                                  [--seeds 10]
@@ -24,16 +26,17 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DARTS = ROOT / ".darts-venv" / "bin" / "python"
 
 
-def run_json(command: list[str]) -> dict:
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+def run_json(command: list[str], env: dict | None = None) -> dict:
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def ours(model: str, seed: int = 42) -> dict:
-    return run_json([sys.executable, "-m", "forecaster.fit", "--model", model, "--threads", "1",
-                     "--random-state", str(seed), "--json"])
+def ours(model: str, seed: int = 42, plain_modules: bool = False) -> dict:
+    command = [sys.executable, "-m", "forecaster.fit", "--model", model, "--threads", "1", "--random-state", str(seed),
+               "--json"]
+    return run_json(command, env=dict(os.environ, FORECASTER_PLAIN_RNN="1" if plain_modules else "0"))
 
 
 def peer(darts_python: str, model: str, *extra: str) -> dict:
@@ -61,11 +64,13 @@ def main() -> None:
     import torch
 
     ours_rows = {m: [] for m in args.models}
+    plain_rows = {m: [] for m in args.models}
     peer_rows = {m: [] for m in args.models}
     peer_one_thread = {m: [] for m in args.models}
     for _ in range(args.runs):
-        for model in args.models:  # interleaved: ours, peer, peer on one thread
+        for model in args.models:  # interleaved: ours, ours on the plain modules, peer, peer on one thread
             ours_rows[model].append(ours(model))
+            plain_rows[model].append(ours(model, plain_modules=True))
             if args.darts_python:
                 peer_rows[model].append(peer(args.darts_python, model))
                 peer_one_thread[model].append(peer(args.darts_python, model, "--threads", "1"))
@@ -85,6 +90,12 @@ def main() -> None:
             "best_epoch": rows[0]["best_epoch"],
             "val_mape_identical_in_all_runs": len({row["val_mape"] for row in rows}) == 1,
         }
+    report["plain_modules"] = {
+        model: medians(rows, timing) | {"val_mape": rows[0]["val_mape"],
+                                        "fit_cpu_ratio_to_ours": statistics.median(row["fit_cpu_seconds"] for row in rows)
+                                        / report["ours"][model]["fit_cpu_seconds"]}
+        for model, rows in plain_rows.items()
+    }
     if args.darts_python:
         report["darts"] = {
             model: {"default_threads": medians(peer_rows[model], timing) | {"threads": peer_rows[model][0]["threads"],

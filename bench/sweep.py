@@ -16,7 +16,6 @@ trial (process start and imports, scheduling, reporting between trials), per tri
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import glob
 import json
 import os
@@ -43,14 +42,11 @@ def run_workload(name: str, seed: int, storage: str, cpus: int) -> dict:
     from sweeps.run import run_sweep
 
     settings = dict(WORKLOADS[name])
-    options = settings.pop("scheduler_options", None)
     started = time.perf_counter()
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False)
     ray_started = time.perf_counter()
     plan = make_plan("air_rnn", seed=seed, storage_path=storage, name=f"{name}-{seed}", **settings)
-    if options:
-        plan = dataclasses.replace(plan, sweep=dataclasses.replace(plan.sweep, scheduler_options=options))
     fit_started = time.time()
     run = run_sweep(plan, ["bench/sweep.py", name], progress=False)
     results, fit_seconds = run.results, run.fit_seconds
