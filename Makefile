@@ -9,7 +9,7 @@ TORCH_INDEX ?=
 SWEEP ?= air_rnn
 BIN := $(VENV)/bin
 
-.PHONY: setup run fit test test-fast bench darts-env clean
+.PHONY: setup run fit test test-fast lint format bench darts-env clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,15 @@ test: setup
 
 test-fast: setup
 	$(BIN)/python -m pytest -m "not slow"
+
+# ruff, configured in pyproject.toml: the linter and the formatter's check, on the whole tree.
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: setup
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
 
 # The peer for bench/single_trial.py --darts-python: Darts in its own environment, since it brings
 # pytorch_lightning, which must not share one with `lightning`.

@@ -57,9 +57,17 @@ def run_once(args, seed: int, storage: str, kill_every: float | None) -> dict:
         cluster.add_node(num_cpus=args.cpus_per_node)
     cluster.wait_for_nodes()
     ray.init(address=cluster.address, log_to_driver=False)
-    plan = make_plan("air_rnn", num_samples=args.trials, max_epochs=args.epochs, scheduler="fifo", seed=seed,
-                     pins=TRIAL, max_failures=args.max_failures, storage_path=storage,
-                     name=f"kill-every-{kill_every}-{seed}")
+    plan = make_plan(
+        "air_rnn",
+        num_samples=args.trials,
+        max_epochs=args.epochs,
+        scheduler="fifo",
+        seed=seed,
+        pins=TRIAL,
+        max_failures=args.max_failures,
+        storage_path=storage,
+        name=f"kill-every-{kill_every}-{seed}",
+    )
     outcome, done = {}, threading.Event()
 
     def sweep() -> None:
@@ -71,7 +79,9 @@ def run_once(args, seed: int, storage: str, kill_every: float | None) -> dict:
     sweeper = threading.Thread(target=sweep)
     sweeper.start()
     try:
-        killed = kill_nodes_until(done, cluster, args.cpus_per_node, kill_every, random.Random(seed)) if kill_every else 0
+        killed = (
+            kill_nodes_until(done, cluster, args.cpus_per_node, kill_every, random.Random(seed)) if kill_every else 0
+        )
         sweeper.join()
     finally:
         ray.shutdown()
@@ -104,8 +114,13 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=100)
     parser.add_argument("--workers", type=int, default=2, help="worker nodes (the head trains nothing)")
     parser.add_argument("--cpus-per-node", type=int, default=1, help="one trial per CPU")
-    parser.add_argument("--kill-every", type=float, nargs="+", default=[8.0, 15.0, 30.0],
-                        help="seconds between node kills, on average: one faulty sweep for each")
+    parser.add_argument(
+        "--kill-every",
+        type=float,
+        nargs="+",
+        default=[8.0, 15.0, 30.0],
+        help="seconds between node kills, on average: one faulty sweep for each",
+    )
     parser.add_argument("--max-failures", type=int, default=10, help="retries per trial")
     args = parser.parse_args()
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
@@ -122,15 +137,21 @@ def main() -> None:
     report = {
         "benchmark": "chaos",
         "settings": vars(args),
-        "without_faults": {"median_tuner_fit_seconds": statistics.median(r["tuner_fit_seconds"] for r in calm),
-                           "runs": calm},
+        "without_faults": {
+            "median_tuner_fit_seconds": statistics.median(r["tuner_fit_seconds"] for r in calm),
+            "runs": calm,
+        },
         "with_faults": [
             {
                 "kill_every_seconds": every,
-                "median": {key: statistics.median(r[key] for r in runs)
-                           for key in ("tuner_fit_seconds", "time_ratio", "nodes_killed", "retries")},
-                "total": {key: sum(r[key] for r in runs)
-                          for key in ("planned", "completed", "errored", "lost", "duplicated", "retries", "nodes_killed")},
+                "median": {
+                    key: statistics.median(r[key] for r in runs)
+                    for key in ("tuner_fit_seconds", "time_ratio", "nodes_killed", "retries")
+                },
+                "total": {
+                    key: sum(r[key] for r in runs)
+                    for key in ("planned", "completed", "errored", "lost", "duplicated", "retries", "nodes_killed")
+                },
                 "runs": runs,
             }
             for every, runs in chaotic.items()

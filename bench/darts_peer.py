@@ -41,8 +41,15 @@ train_scaled = scaler.fit_transform(train)
 
 def fit_and_score(random_state):
     model = RNNModel(
-        model=args.model, hidden_dim=20, dropout=0, batch_size=16, n_epochs=300, optimizer_kwargs={"lr": 1e-3},
-        training_length=20, input_chunk_length=14, random_state=random_state,
+        model=args.model,
+        hidden_dim=20,
+        dropout=0,
+        batch_size=16,
+        n_epochs=300,
+        optimizer_kwargs={"lr": 1e-3},
+        training_length=20,
+        input_chunk_length=14,
+        random_state=random_state,
         pl_trainer_kwargs={"enable_progress_bar": False, "enable_model_summary": False, "logger": False},
     )
     wall, cpu = time.perf_counter(), time.process_time()
@@ -56,5 +63,14 @@ if args.seeds:
     print(json.dumps({"model": args.model, "val_mape_by_seed": [fit_and_score(seed)[2] for seed in range(args.seeds)]}))
 else:
     wall, cpu, val_mape = fit_and_score(42)
-    print(json.dumps({"model": args.model, "threads": torch.get_num_threads(), "fit_wall_seconds": wall,
-                      "fit_cpu_seconds": cpu, "val_mape": val_mape}))
+    print(
+        json.dumps(
+            {
+                "model": args.model,
+                "threads": torch.get_num_threads(),
+                "fit_wall_seconds": wall,
+                "fit_cpu_seconds": cpu,
+                "val_mape": val_mape,
+            }
+        )
+    )

@@ -34,8 +34,18 @@ def run_json(command: list[str], env: dict | None = None) -> dict:
 
 
 def ours(model: str, seed: int = 42, plain_modules: bool = False) -> dict:
-    command = [sys.executable, "-m", "forecaster.fit", "--model", model, "--threads", "1", "--random-state", str(seed),
-               "--json"]
+    command = [
+        sys.executable,
+        "-m",
+        "forecaster.fit",
+        "--model",
+        model,
+        "--threads",
+        "1",
+        "--random-state",
+        str(seed),
+        "--json",
+    ]
     return run_json(command, env=dict(os.environ, FORECASTER_PLAIN_RNN="1" if plain_modules else "0"))
 
 
@@ -55,8 +65,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--models", nargs="+", default=["RNN", "LSTM", "GRU"])
-    parser.add_argument("--darts-python", default=str(DEFAULT_DARTS) if DEFAULT_DARTS.exists() else None,
-                        help="Python of an environment with darts 0.48.1 (default: .darts-venv if present)")
+    parser.add_argument(
+        "--darts-python",
+        default=str(DEFAULT_DARTS) if DEFAULT_DARTS.exists() else None,
+        help="Python of an environment with darts 0.48.1 (default: .darts-venv if present)",
+    )
     parser.add_argument("--seeds", type=int, default=0, help="also report the val MAPE of seeds 0..N-1 (both sides)")
     args = parser.parse_args()
 
@@ -78,35 +91,46 @@ def main() -> None:
     timing = ["fit_wall_seconds", "fit_cpu_seconds"]
     report = {
         "benchmark": "single_trial",
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "torch": torch.__version__,
-                    "lightning": lightning.__version__},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "lightning": lightning.__version__,
+        },
         "config": ours_rows[args.models[0]][0]["config"] | {"model": "varies", "threads": 1},
         "ours": {},
     }
     for model, rows in ours_rows.items():
-        report["ours"][model] = medians(rows, timing + ["epochs_per_second", "peak_rss_mb"]) | {
+        report["ours"][model] = medians(rows, [*timing, "epochs_per_second", "peak_rss_mb"]) | {
             "val_mape": rows[0]["val_mape"],  # deterministic: the same in every run
             "best_val_mape": rows[0]["best_val_mape"],
             "best_epoch": rows[0]["best_epoch"],
             "val_mape_identical_in_all_runs": len({row["val_mape"] for row in rows}) == 1,
         }
     report["plain_modules"] = {
-        model: medians(rows, timing) | {"val_mape": rows[0]["val_mape"],
-                                        "fit_cpu_ratio_to_ours": statistics.median(row["fit_cpu_seconds"] for row in rows)
-                                        / report["ours"][model]["fit_cpu_seconds"]}
+        model: medians(rows, timing)
+        | {
+            "val_mape": rows[0]["val_mape"],
+            "fit_cpu_ratio_to_ours": statistics.median(row["fit_cpu_seconds"] for row in rows)
+            / report["ours"][model]["fit_cpu_seconds"],
+        }
         for model, rows in plain_rows.items()
     }
     if args.darts_python:
         report["darts"] = {
-            model: {"default_threads": medians(peer_rows[model], timing) | {"threads": peer_rows[model][0]["threads"],
-                                                                            "val_mape": peer_rows[model][0]["val_mape"]},
-                    "one_thread": medians(peer_one_thread[model], timing)}
+            model: {
+                "default_threads": medians(peer_rows[model], timing)
+                | {"threads": peer_rows[model][0]["threads"], "val_mape": peer_rows[model][0]["val_mape"]},
+                "one_thread": medians(peer_one_thread[model], timing),
+            }
             for model in args.models
         }
         report["cpu_speedup_vs_darts"] = {
             model: {
-                "default_threads": report["darts"][model]["default_threads"]["fit_cpu_seconds"] / report["ours"][model]["fit_cpu_seconds"],
-                "one_thread": report["darts"][model]["one_thread"]["fit_cpu_seconds"] / report["ours"][model]["fit_cpu_seconds"],
+                "default_threads": report["darts"][model]["default_threads"]["fit_cpu_seconds"]
+                / report["ours"][model]["fit_cpu_seconds"],
+                "one_thread": report["darts"][model]["one_thread"]["fit_cpu_seconds"]
+                / report["ours"][model]["fit_cpu_seconds"],
             }
             for model in args.models
         }

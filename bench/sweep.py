@@ -30,7 +30,11 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 WORKLOADS = {
-    "reference_budget": {"num_samples": 16, "max_epochs": 100, "scheduler_options": {"grace_period": 3, "reduction_factor": 2}},
+    "reference_budget": {
+        "num_samples": 16,
+        "max_epochs": 100,
+        "scheduler_options": {"grace_period": 3, "reduction_factor": 2},
+    },
     "air_rnn_default": {},
 }
 
@@ -89,8 +93,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as storage:
         for name in args.workloads:
             runs = [run_workload(name, seed, storage, args.cpus) for seed in range(args.runs)]
-            keys = ["tuner_fit_seconds", "command_seconds", "trials_per_minute", "seconds_to_first_result",
-                    "best_val_mape", "epochs_total", "scheduling_overhead_seconds_per_trial", "driver_cpu_seconds_in_fit"]
+            keys = [
+                "tuner_fit_seconds",
+                "command_seconds",
+                "trials_per_minute",
+                "seconds_to_first_result",
+                "best_val_mape",
+                "epochs_total",
+                "scheduling_overhead_seconds_per_trial",
+                "driver_cpu_seconds_in_fit",
+            ]
             report["workloads"][name] = {
                 "median": {key: statistics.median(run[key] for run in runs) for key in keys},
                 "best_val_mape_of_each_run": [run["best_val_mape"] for run in runs],

@@ -45,8 +45,12 @@ def check_file(path: str) -> list[str]:
 def _ray_schema(config: dict[str, Any]) -> list[str]:
     import copy
 
-    from ray.autoscaler._private.util import (fill_node_type_min_max_workers, merge_setup_commands, prepare_config,
-                                              validate_config)
+    from ray.autoscaler._private.util import (
+        fill_node_type_min_max_workers,
+        merge_setup_commands,
+        prepare_config,
+        validate_config,
+    )
 
     try:
         if config.get("provider", {}).get("type") == "fake_multinode":
@@ -70,33 +74,46 @@ def security_problems(config: dict[str, Any]) -> list[str]:
     if provider == "aws":
         for name, node_type in node_types.items():
             if not node_type.get("node_config", {}).get("SecurityGroupIds"):
-                problems.append(f"node type {name!r} names no SecurityGroupIds: Ray would create a security group "
-                                "with SSH open to 0.0.0.0/0; give it one that allows SSH from your address only")
+                problems.append(
+                    f"node type {name!r} names no SecurityGroupIds: Ray would create a security group "
+                    "with SSH open to 0.0.0.0/0; give it one that allows SSH from your address only"
+                )
         head = node_types.get(config.get("head_node_type"), {}).get("node_config", {})
         if not head.get("IamInstanceProfile"):
-            problems.append("the head names no IamInstanceProfile: Ray would create a role with full EC2 and S3 "
-                            "access; give it the narrow one of cluster/aws-iam/")
+            problems.append(
+                "the head names no IamInstanceProfile: Ray would create a role with full EC2 and S3 "
+                "access; give it the narrow one of cluster/aws-iam/"
+            )
     if provider == "gcp":
         for name, node_type in node_types.items():
             node_config = node_type.get("node_config", {})
             if "networkInterfaces" not in node_config and "networkConfig" not in node_config:
-                problems.append(f"node type {name!r} names no subnet: the default network opens SSH to the world; "
-                                "give it the cluster's own network")
-    commands = [str(c) for key in ("head_start_ray_commands", "worker_start_ray_commands") for c in config.get(key) or []]
+                problems.append(
+                    f"node type {name!r} names no subnet: the default network opens SSH to the world; "
+                    "give it the cluster's own network"
+                )
+    commands = [
+        str(c) for key in ("head_start_ray_commands", "worker_start_ray_commands") for c in config.get(key) or []
+    ]
     for command in commands + [str(c) for c in config.get("setup_commands") or []]:
         if re.search(r"--dashboard-host[= ]+(0\.0\.0\.0|::|'0\.0\.0\.0'|\"0\.0\.0\.0\")", command):
-            problems.append(f"the dashboard is bound to all interfaces in {command!r}: leave it on 127.0.0.1 and "
-                            "use `ray dashboard FILE.yaml`")
+            problems.append(
+                f"the dashboard is bound to all interfaces in {command!r}: leave it on 127.0.0.1 and "
+                "use `ray dashboard FILE.yaml`"
+            )
     if provider != "fake_multinode":
         for command in commands:
             if re.search(r"\bray start\b", command) and "RAY_AUTH_MODE=token" not in command:
-                problems.append(f"{command!r} starts Ray without RAY_AUTH_MODE=token: every node must use token "
-                                "authentication")
+                problems.append(
+                    f"{command!r} starts Ray without RAY_AUTH_MODE=token: every node must use token authentication"
+                )
         if not any(re.search(r"\bray start\b.*--head", command) for command in commands):
             problems.append("no head_start_ray_commands start Ray with --head and token authentication")
         if TOKEN_FILE not in (config.get("file_mounts") or {}):
-            problems.append(f"file_mounts does not copy the Ray token ({TOKEN_FILE}) to the nodes: workers could "
-                            "not join a cluster with token authentication")
+            problems.append(
+                f"file_mounts does not copy the Ray token ({TOKEN_FILE}) to the nodes: workers could "
+                "not join a cluster with token authentication"
+            )
     return problems
 
 
@@ -114,8 +131,10 @@ def _world_open_ingress(config: dict[str, Any]) -> list[str]:
         else:
             named = [f"{port} ({name})" for port, name in RAY_PORTS.items() if low <= port <= high]
             opened = ", ".join(named) or (f"port {low}" if low == high else f"ports {low}-{high}")
-        problems.append(f"an ingress rule opens {opened} to the whole internet: narrow it to your address "
-                        "(SSH) or to the cluster's own security group (Ray's ports)")
+        problems.append(
+            f"an ingress rule opens {opened} to the whole internet: narrow it to your address "
+            "(SSH) or to the cluster's own security group (Ray's ports)"
+        )
     return problems
 
 

@@ -10,7 +10,8 @@ import dataclasses
 import difflib
 import math
 import numbers
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 MODELS = ("RNN", "LSTM", "GRU")
 MAX_RANDOM_STATE = 2**32 - 1
@@ -60,8 +61,10 @@ class ForecasterConfig:
         ):
             object.__setattr__(self, name, _whole_number(name, getattr(self, name), minimum))
         if self.random_state > MAX_RANDOM_STATE:
-            raise ConfigError(f"random_state={self.random_state} must be at most {MAX_RANDOM_STATE} (2**32 - 1), "
-                              "as NumPy's and Darts' seeds")
+            raise ConfigError(
+                f"random_state={self.random_state} must be at most {MAX_RANDOM_STATE} (2**32 - 1), "
+                "as NumPy's and Darts' seeds"
+            )
         dropout = _real_number("dropout", self.dropout)
         if not 0.0 <= dropout < 1.0:
             raise ConfigError(f"dropout={self.dropout!r} must be in [0, 1): it is the probability of zeroing a unit")
@@ -82,7 +85,7 @@ class ForecasterConfig:
         return tuple(f.name for f in dataclasses.fields(cls))
 
     @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> "ForecasterConfig":
+    def from_dict(cls, values: Mapping[str, Any]) -> ForecasterConfig:
         """Build a config from a mapping (a Tune trial's config, a JSON file), refusing unknown keys."""
         check_known_keys(values)
         return cls(**values)
@@ -90,7 +93,7 @@ class ForecasterConfig:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
-    def replace(self, **changes: Any) -> "ForecasterConfig":
+    def replace(self, **changes: Any) -> ForecasterConfig:
         check_known_keys(changes)
         return dataclasses.replace(self, **changes)
 

@@ -11,7 +11,8 @@ import dataclasses
 import importlib.resources
 import os
 import warnings
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -61,21 +62,29 @@ def check_series(series: pd.Series) -> None:
     """Refuse a series built in code, not read by `load_series`, that the forecaster cannot use as it is."""
     label = source_of(series) or "the series"
     if not isinstance(series, pd.Series) or not isinstance(series.index, pd.DatetimeIndex):
-        raise SeriesError(f"{label}: needs a pandas Series indexed by dates (a DatetimeIndex); "
-                          "load a CSV with load_series, or set the index with pd.to_datetime")
+        raise SeriesError(
+            f"{label}: needs a pandas Series indexed by dates (a DatetimeIndex); "
+            "load a CSV with load_series, or set the index with pd.to_datetime"
+        )
     dates = series.index
     if dates.has_duplicates:
-        raise SeriesError(f"{label}: date {dates[dates.duplicated()][0]} appears more than once; keep one value per date")
+        raise SeriesError(
+            f"{label}: date {dates[dates.duplicated()][0]} appears more than once; keep one value per date"
+        )
     if not dates.is_monotonic_increasing:
         raise SeriesError(f"{label}: the dates are not in order; sort them first (series.sort_index())")
     if dates.freq is None and _infer_freq(dates) is None:
-        raise SeriesError(f"{label}: the dates are not evenly spaced (gaps, or no regular frequency); "
-                          "resample it to a regular frequency, e.g. series.asfreq('MS').interpolate()")
+        raise SeriesError(
+            f"{label}: the dates are not evenly spaced (gaps, or no regular frequency); "
+            "resample it to a regular frequency, e.g. series.asfreq('MS').interpolate()"
+        )
     values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(values))
     if len(bad):
-        raise SeriesError(f"{label}: the value at {series.index[bad[0]]} ({series.iloc[bad[0]]}) is not a finite "
-                          f"number ({len(bad)} such value(s)); fill them in, for example by interpolation")
+        raise SeriesError(
+            f"{label}: the value at {series.index[bad[0]]} ({series.iloc[bad[0]]}) is not a finite "
+            f"number ({len(bad)} such value(s)); fill them in, for example by interpolation"
+        )
 
 
 def source_of(series: pd.Series) -> str | None:
@@ -95,7 +104,9 @@ def naming(label: str | None):
         raise
 
 
-def split_series(series: pd.Series, split_after: str | pd.Timestamp = DEFAULT_SPLIT_AFTER) -> tuple[pd.Series, pd.Series]:
+def split_series(
+    series: pd.Series, split_after: str | pd.Timestamp = DEFAULT_SPLIT_AFTER
+) -> tuple[pd.Series, pd.Series]:
     """Split by time as Darts' `split_after`: the training part ends at `split_after`, inclusive."""
     try:
         cut = pd.Timestamp(split_after)
@@ -108,7 +119,9 @@ def split_series(series: pd.Series, split_after: str | pd.Timestamp = DEFAULT_SP
     if len(train) == 0:
         raise SeriesError(f"split_after={split_after} is before the first date ({first}): the training part is empty")
     if len(val) == 0:
-        raise SeriesError(f"split_after={split_after} is at or after the last date ({last}): nothing is left to validate on")
+        raise SeriesError(
+            f"split_after={split_after} is at or after the last date ({last}): nothing is left to validate on"
+        )
     return train, val
 
 
@@ -123,7 +136,7 @@ def check_mape_defined(val: pd.Series) -> None:
         )
 
 
-def check_fit_possible(config: "ForecasterConfig", train: pd.Series, val: pd.Series) -> None:
+def check_fit_possible(config: ForecasterConfig, train: pd.Series, val: pd.Series) -> None:
     """Refuse, before training, data too short for the windows or a validation part where MAPE is undefined."""
     if len(train) <= config.training_length:
         raise SeriesError(
@@ -142,7 +155,7 @@ class MinMaxScaler:
     scale: float
 
     @classmethod
-    def fit(cls, values: Iterable[float]) -> "MinMaxScaler":
+    def fit(cls, values: Iterable[float]) -> MinMaxScaler:
         values = np.asarray(values, dtype=np.float64)
         low, high = float(values.min()), float(values.max())
         return cls(minimum=low, scale=(high - low) or 1.0)  # a constant series maps to 0, as in scikit-learn
@@ -176,7 +189,9 @@ def _drop_trailing_blank_rows(table: pd.DataFrame) -> pd.DataFrame:
     return table.iloc[:end]
 
 
-def _pick_columns(table: pd.DataFrame, label: str, date_column: str | None, value_column: str | None) -> tuple[str, str]:
+def _pick_columns(
+    table: pd.DataFrame, label: str, date_column: str | None, value_column: str | None
+) -> tuple[str, str]:
     columns = [str(c) for c in table.columns]
     for role, name in (("date", date_column), ("value", value_column)):
         if name is not None and name not in columns:
@@ -208,7 +223,9 @@ def _parse_dates(column: pd.Series, label: str, name: str) -> pd.DatetimeIndex:
     text = column.str.strip()
     if (text == "").any():
         row = int(np.flatnonzero(text == "")[0])
-        raise SeriesError(f"{label}, line {_line(row)}: the date in column {name!r} is missing; fill it in or delete the line")
+        raise SeriesError(
+            f"{label}, line {_line(row)}: the date in column {name!r} is missing; fill it in or delete the line"
+        )
     try:
         dates = pd.to_datetime(text, errors="coerce")
     except ValueError as error:  # e.g. offsets that change with daylight saving time
@@ -272,8 +289,11 @@ def _check_frequency(dates: pd.DatetimeIndex, label: str, freq: str | None) -> s
         if freq is None:
             steps = np.asarray((dates[1:] - dates[:-1]) / pd.Timedelta(days=1))
             monthly = len(steps) and steps.min() >= 28 and steps.max() <= 31
-            hint = ("monthly dates must all fall on the first day of their month (freq 'MS') or on its last "
-                    "(freq 'ME'); " if monthly else "")
+            hint = (
+                "monthly dates must all fall on the first day of their month (freq 'MS') or on its last (freq 'ME'); "
+                if monthly
+                else ""
+            )
             raise SeriesError(
                 f"{label}: the dates are not evenly spaced and no regular frequency fits them; {hint}"
                 "resample the series to a regular frequency, or pass freq= (e.g. 'MS', 'D')"
@@ -281,7 +301,9 @@ def _check_frequency(dates: pd.DatetimeIndex, label: str, freq: str | None) -> s
     try:
         expected = pd.date_range(dates[0], dates[-1], freq=freq)
     except ValueError:
-        raise SeriesError(f"freq={freq!r} is not a pandas frequency; use an alias such as 'D', 'W', 'MS' or 'h'") from None
+        raise SeriesError(
+            f"freq={freq!r} is not a pandas frequency; use an alias such as 'D', 'W', 'MS' or 'h'"
+        ) from None
     off_grid = dates.difference(expected)
     if len(off_grid):
         row = int(dates.get_loc(off_grid[0]))
@@ -309,8 +331,26 @@ def _infer_freq(dates: pd.DatetimeIndex) -> str | None:
     return getattr(freq, "freqstr", freq)
 
 
-_CANDIDATE_FREQUENCIES = ("YS", "YE", "QS", "QE", "MS", "ME", "W-SUN", "W-MON", "W-TUE", "W-WED", "W-THU", "W-FRI",
-                          "W-SAT", "B", "D", "h", "min", "s")
+_CANDIDATE_FREQUENCIES = (
+    "YS",
+    "YE",
+    "QS",
+    "QE",
+    "MS",
+    "ME",
+    "W-SUN",
+    "W-MON",
+    "W-TUE",
+    "W-WED",
+    "W-THU",
+    "W-FRI",
+    "W-SAT",
+    "B",
+    "D",
+    "h",
+    "min",
+    "s",
+)
 
 
 def _coarsest_fitting_frequency(dates: pd.DatetimeIndex) -> str | None:

@@ -34,17 +34,31 @@ def build_parser() -> argparse.ArgumentParser:
             help=f"{field.metadata['help']} (default: {field.default})",
         )
     data = parser.add_argument_group("data")
-    data.add_argument("--data", default="air_passengers", help="a CSV file, or a built-in dataset (default: air_passengers)")
+    data.add_argument(
+        "--data", default="air_passengers", help="a CSV file, or a built-in dataset (default: air_passengers)"
+    )
     data.add_argument("--date-column", help="date column of the CSV (found automatically when it has two columns)")
     data.add_argument("--value-column", help="value column of the CSV (found automatically when it has two columns)")
     data.add_argument("--freq", help="pandas frequency of the dates, e.g. MS or D (default: inferred)")
-    data.add_argument("--split-after", default=DEFAULT_SPLIT_AFTER, help="last date of the training part (default: %(default)s)")
+    data.add_argument(
+        "--split-after", default=DEFAULT_SPLIT_AFTER, help="last date of the training part (default: %(default)s)"
+    )
     run = parser.add_argument_group("run")
-    run.add_argument("--accelerator", default="cpu", choices=["cpu", "gpu", "tpu", "auto"],
-                     help="hardware; the seed model is fastest on one CPU thread (default: cpu)")
-    run.add_argument("--devices", type=_devices, default=1, help="device count, or comma-separated GPU ids (default: 1)")
-    run.add_argument("--threads", type=int, default=1,
-                     help="torch CPU threads; more pay off only for large hidden_dim and batch_size (default: 1)")
+    run.add_argument(
+        "--accelerator",
+        default="cpu",
+        choices=["cpu", "gpu", "tpu", "auto"],
+        help="hardware; the seed model is fastest on one CPU thread (default: cpu)",
+    )
+    run.add_argument(
+        "--devices", type=_devices, default=1, help="device count, or comma-separated GPU ids (default: 1)"
+    )
+    run.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch CPU threads; more pay off only for large hidden_dim and batch_size (default: 1)",
+    )
     run.add_argument("--plot", metavar="FILE.png", help="draw train, validation and forecast to this PNG")
     run.add_argument("--json", action="store_true", help="print the result as one JSON line instead of text")
     return parser
@@ -57,7 +71,9 @@ def _devices(text: str) -> int | list[int] | str:
     try:
         parts = [int(part) for part in text.split(",")]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not 'auto', a device count or comma-separated ids like 0,3") from None
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not 'auto', a device count or comma-separated ids like 0,3"
+        ) from None
     return parts if len(parts) > 1 else parts[0]
 
 
@@ -71,8 +87,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = ForecasterConfig(**{field: getattr(args, field) for field in ForecasterConfig.field_names()})
         series = load_series(args.data, args.date_column, args.value_column, args.freq)
-        result = fit(config, series, split_after=args.split_after, accelerator=args.accelerator,
-                     devices=args.devices, threads=args.threads)
+        result = fit(
+            config,
+            series,
+            split_after=args.split_after,
+            accelerator=args.accelerator,
+            devices=args.devices,
+            threads=args.threads,
+        )
     except (ConfigError, SeriesError, AcceleratorError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -93,15 +115,24 @@ def main(argv: list[str] | None = None) -> int:
         from forecaster.plot import plot_forecast
 
         train, val = split_series(series, args.split_after)
-        plot_forecast(train, val, result.forecast, args.plot,
-                      title=f"{config.model} forecast, validation MAPE {result.val_mape:.2f} %")
+        plot_forecast(
+            train,
+            val,
+            result.forecast,
+            args.plot,
+            title=f"{config.model} forecast, validation MAPE {result.val_mape:.2f} %",
+        )
     if args.json:
         print(json.dumps(summary))
     else:
-        print(f"validation MAPE {result.val_mape:.2f} % after {len(result.history)} epochs "
-              f"(lowest {best['val_mape']:.2f} % at epoch {best['epoch']})")
-        print(f"fit: {result.fit_seconds:.2f} s wall, {result.cpu_seconds:.2f} s CPU, "
-              f"{result.epochs_per_second:.0f} epochs/s, peak RSS {summary['peak_rss_mb']:.0f} MB")
+        print(
+            f"validation MAPE {result.val_mape:.2f} % after {len(result.history)} epochs "
+            f"(lowest {best['val_mape']:.2f} % at epoch {best['epoch']})"
+        )
+        print(
+            f"fit: {result.fit_seconds:.2f} s wall, {result.cpu_seconds:.2f} s CPU, "
+            f"{result.epochs_per_second:.0f} epochs/s, peak RSS {summary['peak_rss_mb']:.0f} MB"
+        )
         if args.plot:
             print(f"plot: {args.plot}")
     return 0

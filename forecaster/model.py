@@ -24,7 +24,8 @@ and refuses to train with one rather than silently keeping its learning rate.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import lightning as L
 import numpy as np
@@ -55,7 +56,9 @@ class EpochBatch:
 class RNNForecaster(L.LightningModule):
     """The forecaster, with the scaler of its training data so that a checkpoint forecasts in original units."""
 
-    def __init__(self, config: ForecasterConfig | Mapping[str, Any], scaler_minimum: float = 0.0, scaler_scale: float = 1.0):
+    def __init__(
+        self, config: ForecasterConfig | Mapping[str, Any], scaler_minimum: float = 0.0, scaler_scale: float = 1.0
+    ):
         super().__init__()
         config = config if isinstance(config, ForecasterConfig) else ForecasterConfig.from_dict(config)
         self.config = config
@@ -125,7 +128,9 @@ class RNNForecaster(L.LightningModule):
         """Forecast `steps` points after `history` (original units, oldest first) in original units."""
         history = np.asarray(history, dtype=np.float64)
         if len(history) < self.config.input_chunk_length:
-            raise ValueError(f"history has {len(history)} points; the model reads the last {self.config.input_chunk_length}")
+            raise ValueError(
+                f"history has {len(history)} points; the model reads the last {self.config.input_chunk_length}"
+            )
         context = self.scaler.transform(history[-self.config.input_chunk_length :])
         context = torch.as_tensor(context, dtype=torch.float32, device=self.device).view(-1, 1, 1)
         was_training = self.training

@@ -7,7 +7,9 @@ import os
 import pandas as pd
 
 
-def plot_forecast(train: pd.Series, val: pd.Series, forecast: pd.Series, path: str | os.PathLike, title: str = "") -> None:
+def plot_forecast(
+    train: pd.Series, val: pd.Series, forecast: pd.Series, path: str | os.PathLike, title: str = ""
+) -> None:
     """Draw the training part, the validation part and the forecast of it, and save to `path` (PNG)."""
     import matplotlib
 

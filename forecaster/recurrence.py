@@ -97,8 +97,14 @@ def _input_projection(inputs: Tensor, weight_ih: Tensor, bias: Tensor) -> Tensor
     return torch.addmm(bias, inputs.reshape(steps * batch, -1), weight_ih.t()).view(steps, batch, -1)
 
 
-def _parameter_grads(grad_input_gates: Tensor, grad_hidden_gates: Tensor, inputs: Tensor, hidden: Tensor,
-                     weight_ih: Tensor, needs_input_grad: bool):
+def _parameter_grads(
+    grad_input_gates: Tensor,
+    grad_hidden_gates: Tensor,
+    inputs: Tensor,
+    hidden: Tensor,
+    weight_ih: Tensor,
+    needs_input_grad: bool,
+):
     """Gradients of (inputs, W_ih, W_hh, b_ih, b_hh) from those of every step's gate pre-activations.
 
     The input-side and hidden-side gate gradients are the same tensor except in a GRU, whose candidate
@@ -152,7 +158,7 @@ class _GRULayer(torch.autograd.Function):
         size = weight_hh.shape[1]
         gates = _input_projection(inputs, weight_ih, bias_ih)  # r, z, n, activated in place
         hidden_gates = torch.empty_like(gates)  # W_hh h_{t-1} + b_hh, kept for the backward pass
-        hidden = gates.new_empty(gates.shape[:2] + (size,))
+        hidden = gates.new_empty((*gates.shape[:2], size))
         weight_hh_t = weight_hh.t()
         previous = hidden.new_zeros(hidden.shape[1:])
         for rz, r, z, n, h_gates, h_rz, h_n, current in zip(
@@ -195,10 +201,10 @@ class _GRULayer(torch.autograd.Function):
                 torch.addcmul(upstream[t - 1], total[t], keep[t], out=total[t - 1]).addmm_(
                     grad_hidden_gates[t], weight_hh
                 )
-        grad_input_gates = (input_factors.view(steps, batch, 3, size) * grad_h.unsqueeze(2)).view(steps, batch, 3 * size)
-        return _parameter_grads(
-            grad_input_gates, grad_hidden_gates, inputs, hidden, weight_ih, ctx.needs_input_grad[0]
+        grad_input_gates = (input_factors.view(steps, batch, 3, size) * grad_h.unsqueeze(2)).view(
+            steps, batch, 3 * size
         )
+        return _parameter_grads(grad_input_gates, grad_hidden_gates, inputs, hidden, weight_ih, ctx.needs_input_grad[0])
 
 
 _LAYERS = {"RNN_TANH": _TanhLayer, "GRU": _GRULayer}

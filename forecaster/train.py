@@ -16,7 +16,8 @@ import math
 import os
 import time
 import warnings
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import lightning as L
 import numpy as np
@@ -25,8 +26,16 @@ import torch
 from torch import Tensor
 
 from forecaster.config import ForecasterConfig
-from forecaster.data import (DEFAULT_SPLIT_AFTER, MinMaxScaler, check_fit_possible, check_series, load_series, naming,
-                             source_of, split_series)
+from forecaster.data import (
+    DEFAULT_SPLIT_AFTER,
+    MinMaxScaler,
+    check_fit_possible,
+    check_series,
+    load_series,
+    naming,
+    source_of,
+    split_series,
+)
 from forecaster.model import EpochBatch, RNNForecaster
 
 ACCELERATORS = ("cpu", "gpu", "tpu", "auto")
@@ -67,8 +76,17 @@ class EpochBatches:
     padded to equal length as DistributedSampler does, so that all ranks step together.
     """
 
-    def __init__(self, windows: Tensor, context: Tensor, actual: Tensor, batch_size: int, seed: int,
-                 epoch: Callable[[], int], rank: int = 0, world_size: int = 1):
+    def __init__(
+        self,
+        windows: Tensor,
+        context: Tensor,
+        actual: Tensor,
+        batch_size: int,
+        seed: int,
+        epoch: Callable[[], int],
+        rank: int = 0,
+        world_size: int = 1,
+    ):
         self.windows, self.context, self.actual = windows, context, actual
         self.batch_size, self.seed, self.epoch = batch_size, seed, epoch
         self.rank, self.world_size = rank, world_size

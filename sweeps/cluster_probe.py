@@ -65,8 +65,11 @@ def _autoscaler_node_types() -> list[str]:
         return [node.ray_node_type_name for node in nodes]
     raw = _internal_kv_get(ray_constants.DEBUG_AUTOSCALING_STATUS)
     report = (json.loads(raw).get("autoscaler_report") or {}) if raw else {}
-    return [*(report.get("active_nodes") or {}), *(report.get("idle_nodes") or {}),
-            *(report.get("pending_launches") or {})]
+    return [
+        *(report.get("active_nodes") or {}),
+        *(report.get("idle_nodes") or {}),
+        *(report.get("pending_launches") or {}),
+    ]
 
 
 def cluster_capacity(plan: SweepPlan, local: bool) -> tuple[int, str]:
@@ -91,8 +94,11 @@ def cluster_capacity(plan: SweepPlan, local: bool) -> tuple[int, str]:
                 "and no autoscaler can add a node. Ask for less per trial (--cpus-per-trial, --gpus-per-trial, "
                 "--tpu-chips-per-trial), or run on a cluster that has it (--address)"
             )
-        print(f"note: no node holds a trial of {plan.resources.describe()} yet; trials wait for the autoscaler "
-              "to add one (Ctrl+C stops, --resume continues)", flush=True)
+        print(
+            f"note: no node holds a trial of {plan.resources.describe()} yet; trials wait for the autoscaler "
+            "to add one (Ctrl+C stops, --resume continues)",
+            flush=True,
+        )
     if plan.max_concurrent_trials:
         at_once = min(at_once, plan.max_concurrent_trials)
     return at_once, described

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import os
 import tempfile
-from typing import Callable
+from collections.abc import Callable
 
 import lightning as L
 import torch
@@ -58,8 +58,16 @@ class EpochReporter(L.Callback):
         val_mape = float(trainer.callback_metrics["val_mape"])
         train_loss = float(trainer.callback_metrics["train_loss"])
         if diverged(train_loss, val_mape):
-            self.report({"val_mape": val_mape if math.isfinite(val_mape) else math.inf, "best_val_mape": math.inf,
-                         "best_epoch": self.best_epoch, "train_loss": train_loss, "epoch": epoch, "diverged": 1})
+            self.report(
+                {
+                    "val_mape": val_mape if math.isfinite(val_mape) else math.inf,
+                    "best_val_mape": math.inf,
+                    "best_epoch": self.best_epoch,
+                    "train_loss": train_loss,
+                    "epoch": epoch,
+                    "diverged": 1,
+                }
+            )
             trainer.should_stop = True
             return
         improved = val_mape < self.best
@@ -75,8 +83,12 @@ class EpochReporter(L.Callback):
             "diverged": 0,
         }
         schedule = self.schedule
-        if not (epoch in schedule.at or epoch % schedule.every == 0 or epoch == trainer.max_epochs
-                or (improved and 0 < schedule.on_improvement_from <= epoch)):
+        if not (
+            epoch in schedule.at
+            or epoch % schedule.every == 0
+            or epoch == trainer.max_epochs
+            or (improved and 0 < schedule.on_improvement_from <= epoch)
+        ):
             self.report(metrics)
             return
         with tempfile.TemporaryDirectory() as folder:

@@ -62,8 +62,13 @@ class HangWatchdog(tune.Callback):
             actor = trial.temporary_state.ray_actor
             if actor is None:
                 continue
-            logger.warning("Trial %s reported nothing for %.0f s (last epoch %s): killing it so that Tune "
-                           "retries it from its checkpoint", trial.trial_id, now - seen, _last_epoch(trial))
+            logger.warning(
+                "Trial %s reported nothing for %.0f s (last epoch %s): killing it so that Tune "
+                "retries it from its checkpoint",
+                trial.trial_id,
+                now - seen,
+                _last_epoch(trial),
+            )
             ray.kill(actor, no_restart=True)
             self.last_seen[trial.trial_id] = now  # the retry gets a full timeout of its own
             record_fault(trial, "watchdog", silent_seconds=round(now - seen, 1))

@@ -12,8 +12,9 @@ import dataclasses
 import datetime
 import platform
 import subprocess
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -72,9 +73,14 @@ class SweepPlan:
             "experiment_path": self.experiment_path,
             "sweep": self.sweep.describe(),
             "pinned": dict(self.pinned),
-            "data": {"source": self.data_label, "points": len(self.series), "first": str(self.series.index[0].date()),
-                     "last": str(self.series.index[-1].date()), "freq": self.series.index.freqstr,
-                     "split_after": self.sweep.split_after},
+            "data": {
+                "source": self.data_label,
+                "points": len(self.series),
+                "first": str(self.series.index[0].date()),
+                "last": str(self.series.index[-1].date()),
+                "freq": self.series.index.freqstr,
+                "split_after": self.sweep.split_after,
+            },
             "resources_per_trial": dataclasses.asdict(self.resources) | {"described": self.resources.describe()},
             "seed": self.seed,
             "max_concurrent_trials": self.max_concurrent_trials,
@@ -144,15 +150,21 @@ def make_plan(
     changes: dict[str, Any] = {"space": {**sweep.space, **pins}}
     if smoke_test:
         changes.update(SMOKE_TEST)
-    for field, value in (("num_samples", num_samples), ("max_epochs", max_epochs), ("scheduler", scheduler),
-                         ("scheduler_options", scheduler_options), ("search", search), ("split_after", split_after)):
-        if value is not None:
-            changes[field] = value
+    overrides = {
+        "num_samples": num_samples,
+        "max_epochs": max_epochs,
+        "scheduler": scheduler,
+        "scheduler_options": scheduler_options,
+        "search": search,
+        "split_after": split_after,
+    }
+    changes.update({field: value for field, value in overrides.items() if value is not None})
     sweep = dataclasses.replace(sweep, **changes)
     _check_budget(sweep)
     scheduler_entry = SCHEDULERS[sweep.scheduler]
-    sweep = dataclasses.replace(sweep, scheduler_options=scheduler_entry.fit_budget(sweep.scheduler_options,
-                                                                                    sweep.max_epochs))
+    sweep = dataclasses.replace(
+        sweep, scheduler_options=scheduler_entry.fit_budget(sweep.scheduler_options, sweep.max_epochs)
+    )
     try:
         scheduler_entry.check(sweep)
     except SchedulerError as error:
@@ -186,9 +198,20 @@ def make_plan(
 
     storage = located(storage_path or DEFAULT_STORAGE)
     name = name or f"{sweep.name}-{datetime.datetime.now():%Y%m%d-%H%M%S}"
-    return SweepPlan(sweep=sweep, series=series, data_label=data_label, resources=resources, name=name,
-                     storage_path=storage, seed=seed, max_concurrent_trials=max_concurrent_trials,
-                     smoke_test=smoke_test, pinned=pins, max_failures=max_failures, trial_timeout_s=trial_timeout_s)
+    return SweepPlan(
+        sweep=sweep,
+        series=series,
+        data_label=data_label,
+        resources=resources,
+        name=name,
+        storage_path=storage,
+        seed=seed,
+        max_concurrent_trials=max_concurrent_trials,
+        smoke_test=smoke_test,
+        pinned=pins,
+        max_failures=max_failures,
+        trial_timeout_s=trial_timeout_s,
+    )
 
 
 def _check_budget(sweep: Sweep) -> None:
@@ -228,8 +251,13 @@ def _git_commit() -> str | None:
     try:
         root = Path(__file__).resolve().parent.parent
         done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=5)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     if done.returncode != 0:
@@ -241,4 +269,6 @@ def _versions() -> dict[str, str]:
     """From the installed metadata: importing torch here would delay the sweep's start by seconds."""
     from importlib import metadata
 
-    return {"python": platform.python_version()} | {name: metadata.version(name) for name in ("ray", "torch", "lightning", "pandas")}
+    return {"python": platform.python_version()} | {
+        name: metadata.version(name) for name in ("ray", "torch", "lightning", "pandas")
+    }

@@ -18,8 +18,12 @@ def start_ray(address: str | None, dashboard_host: str, dashboard_port: int):
         return ray.get_runtime_context()
     if address:
         return ray.init(address=address, logging_level=logging.WARNING)
-    return ray.init(include_dashboard=True, dashboard_host=dashboard_host, dashboard_port=dashboard_port,
-                    logging_level=logging.WARNING)
+    return ray.init(
+        include_dashboard=True,
+        dashboard_host=dashboard_host,
+        dashboard_port=dashboard_port,
+        logging_level=logging.WARNING,
+    )
 
 
 def dashboard_line(context) -> str:
@@ -28,6 +32,7 @@ def dashboard_line(context) -> str:
         return "not running (install ray[default] for the dashboard)"
     url = url if url.startswith("http") else f"http://{url}"
     if os.environ.get("RAY_AUTH_MODE", "").lower() == "token":
-        return (f"{url}  (token authentication is on: when the page asks, paste the token that "
-                "`ray get-auth-token` prints)")
+        return (
+            f"{url}  (token authentication is on: when the page asks, paste the token that `ray get-auth-token` prints)"
+        )
     return url

@@ -14,7 +14,9 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sweeps.refit", description=__doc__.splitlines()[0])
     parser.add_argument("results_dir", help="the sweep's folder, as the sweep printed it")
-    parser.add_argument("--tolerance", type=float, default=0.01, help="allowed MAPE difference, in points (default 0.01)")
+    parser.add_argument(
+        "--tolerance", type=float, default=0.01, help="allowed MAPE difference, in points (default 0.01)"
+    )
     parser.add_argument("--plot", metavar="FILE.png", help="draw the refit model's forecast")
     args = parser.parse_args(argv)
 
@@ -28,7 +30,9 @@ def main(argv: list[str] | None = None) -> int:
         plan = stored.load_plan()
         best = stored.best_config()
     except (FileNotFoundError, OSError) as error:
-        print(f"error: {error} (run python -m sweeps.report {folder} first if the sweep was interrupted)", file=sys.stderr)
+        print(
+            f"error: {error} (run python -m sweeps.report {folder} first if the sweep was interrupted)", file=sys.stderr
+        )
         return 2
     quiet_lightning()
     config = ForecasterConfig.from_dict({**best["config"], "n_epochs": best["best_epoch"]})
@@ -36,15 +40,19 @@ def main(argv: list[str] | None = None) -> int:
     result = fit(config, plan.series, split_after=plan.sweep.split_after, threads=threads)
     difference = result.val_mape - best["best_val_mape"]
     reproduced = abs(difference) <= args.tolerance
-    print(f"Refit of trial {best['trial_id']} ({config.model}, {best['best_epoch']} epochs): validation MAPE "
-          f"{result.val_mape:.4f} % against {best['best_val_mape']:.4f} % in the sweep "
-          f"({'reproduced' if reproduced else f'differs by {difference:+.4f} points'}); fit {result.fit_seconds:.1f} s")
+    print(
+        f"Refit of trial {best['trial_id']} ({config.model}, {best['best_epoch']} epochs): validation MAPE "
+        f"{result.val_mape:.4f} % against {best['best_val_mape']:.4f} % in the sweep "
+        f"({'reproduced' if reproduced else f'differs by {difference:+.4f} points'}); fit {result.fit_seconds:.1f} s"
+    )
     if args.plot:
         from forecaster.data import split_series
         from forecaster.plot import plot_forecast
 
         train, val = split_series(plan.series, plan.sweep.split_after)
-        plot_forecast(train, val, result.forecast, args.plot, title=f"refit of {best['trial_id']}: MAPE {result.val_mape:.2f} %")
+        plot_forecast(
+            train, val, result.forecast, args.plot, title=f"refit of {best['trial_id']}: MAPE {result.val_mape:.2f} %"
+        )
         print(f"plot: {args.plot}")
     return 0 if reproduced else 1
 

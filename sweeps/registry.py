@@ -7,7 +7,8 @@ sweeps.schedulers.SCHEDULERS, its search one of sweeps.searches.SEARCHES.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from forecaster.data import DEFAULT_SPLIT_AFTER
 from sweeps.space import Choice, IntRange, LogUniform, Offset, OnlyWhen, Uniform, describe

@@ -48,7 +48,9 @@ class TrialResources:
             )
         object.__setattr__(self, "tpu_chips", int(self.tpu_chips))
         if self.gpus and self.tpu_chips:
-            raise ResourceError("a trial can use GPUs or TPU chips, not both: drop --gpus-per-trial or --tpu-chips-per-trial")
+            raise ResourceError(
+                "a trial can use GPUs or TPU chips, not both: drop --gpus-per-trial or --tpu-chips-per-trial"
+            )
         if self.workers < 0:
             raise ResourceError(f"--workers-per-trial {self.workers} must be 0 (automatic) or more")
         if self.workers > 1 and self.tpu_chips:

@@ -57,8 +57,11 @@ def collect(plan: SweepPlan) -> SweepResults:
     trials = pd.DataFrame(rows)
     if len(trials):
         trials["best_epoch"] = trials["best_epoch"].astype("Int64")
-        trials = trials.sort_values(["best_val_mape", "status"], key=lambda c: c.map(STATUS_ORDER) if c.name == "status" else c,
-                                    na_position="last").reset_index(drop=True)
+        trials = trials.sort_values(
+            ["best_val_mape", "status"],
+            key=lambda c: c.map(STATUS_ORDER) if c.name == "status" else c,
+            na_position="last",
+        ).reset_index(drop=True)
     return SweepResults(trials=trials, histories=histories, best=_best(trials, analysis))
 
 
@@ -76,19 +79,21 @@ def _trial_row(trial, history, plan: SweepPlan, faults: list[str]) -> dict[str, 
     best_val_mape, best_epoch = _trial_best(history) if reported else (math.nan, None)
     row = {"trial_id": trial.trial_id, "status": status}
     row.update({key: trial.config.get(key) for key in plan.sweep.space})
-    row.update({
-        "best_val_mape": best_val_mape,
-        "best_epoch": best_epoch,
-        "last_val_mape": float(history["val_mape"].iloc[-1]) if reported else math.nan,
-        "epochs": epochs,
-        "train_loss": float(history["train_loss"].iloc[-1]) if reported else math.nan,
-        "seconds": float(trial.last_result.get("time_total_s", math.nan)) if trial.last_result else math.nan,
-        # Each retried from the latest checkpoint while retries remain.
-        "failures": max(int(trial.num_failures), faults.count("retried") + faults.count("failed")),
-        "node": str(history["node"].iloc[-1]) if reported and "node" in history else "",
-        "error": _error_line(trial) if status == "ERROR" else "",
-        "notes": _notes(status, history, faults.count("watchdog"), plan),
-    })
+    row.update(
+        {
+            "best_val_mape": best_val_mape,
+            "best_epoch": best_epoch,
+            "last_val_mape": float(history["val_mape"].iloc[-1]) if reported else math.nan,
+            "epochs": epochs,
+            "train_loss": float(history["train_loss"].iloc[-1]) if reported else math.nan,
+            "seconds": float(trial.last_result.get("time_total_s", math.nan)) if trial.last_result else math.nan,
+            # Each retried from the latest checkpoint while retries remain.
+            "failures": max(int(trial.num_failures), faults.count("retried") + faults.count("failed")),
+            "node": str(history["node"].iloc[-1]) if reported and "node" in history else "",
+            "error": _error_line(trial) if status == "ERROR" else "",
+            "notes": _notes(status, history, faults.count("watchdog"), plan),
+        }
+    )
     return row
 
 
@@ -111,11 +116,14 @@ def _notes(status: str, history, watchdog_kills: int, plan: SweepPlan) -> str:
     notes = []
     if status == "DIVERGED":
         row = history.iloc[-1]
-        notes.append(f"diverged at epoch {int(row['epoch'])} (training loss {row['train_loss']:.3g}): stopped, "
-                     "never chosen as best")
+        notes.append(
+            f"diverged at epoch {int(row['epoch'])} (training loss {row['train_loss']:.3g}): stopped, "
+            "never chosen as best"
+        )
     if watchdog_kills:
-        notes.append(f"reported nothing for {plan.trial_timeout_s:g} s and was killed by the watchdog "
-                     f"{watchdog_kills} time(s)")
+        notes.append(
+            f"reported nothing for {plan.trial_timeout_s:g} s and was killed by the watchdog {watchdog_kills} time(s)"
+        )
     return "; ".join(notes)
 
 

@@ -23,9 +23,9 @@ import time
 
 from sweeps.cluster_probe import cluster_capacity
 from sweeps.plan import PlanError, SweepPlan, find_sweep, make_plan, parse_pins
+from sweeps.ray_session import dashboard_line, start_ray
 from sweeps.registry import SWEEPS
 from sweeps.resources import TrialResources
-from sweeps.ray_session import dashboard_line, start_ray
 from sweeps.results import SweepResults, collect
 from sweeps.schedulers import SCHEDULERS, scheduler_of
 from sweeps.searches import SEARCHES
@@ -49,32 +49,62 @@ def build_parser() -> argparse.ArgumentParser:
     budget.add_argument("--scheduler", choices=list(SCHEDULERS), help="trial scheduler: asha stops weak trials early")
     budget.add_argument("--search", choices=SEARCHES, help="random search, or Optuna's TPE (pip install optuna)")
     budget.add_argument("--seed", type=int, help="seed of the search: the same seed samples the same trials")
-    budget.add_argument("--set", dest="pins", action="append", default=[], metavar="KEY=VALUE",
-                        help="pin a hyperparameter instead of searching it (repeatable), e.g. --set model=GRU")
+    budget.add_argument(
+        "--set",
+        dest="pins",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="pin a hyperparameter instead of searching it (repeatable), e.g. --set model=GRU",
+    )
     budget.add_argument("--smoke-test", action="store_true", help="a tiny budget (4 trials, 6 epochs) to check a setup")
     hardware = parser.add_argument_group("hardware per trial")
     hardware.add_argument("--cpus-per-trial", type=float, help="CPUs per trial (torch threads); default 1")
-    hardware.add_argument("--gpus-per-trial", type=float,
-                          help="GPUs per trial: 0.25 packs four trials on a card; 2 or more trains data-parallel")
+    hardware.add_argument(
+        "--gpus-per-trial",
+        type=float,
+        help="GPUs per trial: 0.25 packs four trials on a card; 2 or more trains data-parallel",
+    )
     hardware.add_argument("--tpu-chips-per-trial", type=float, help="TPU chips per trial: 1, 2, 4 or 8")
-    hardware.add_argument("--workers-per-trial", type=int, default=0,
-                          help="data-parallel workers (Ray Train, DDP); default: one per GPU when a trial has several")
+    hardware.add_argument(
+        "--workers-per-trial",
+        type=int,
+        default=0,
+        help="data-parallel workers (Ray Train, DDP); default: one per GPU when a trial has several",
+    )
     hardware.add_argument("--max-concurrent-trials", type=int, help="run at most this many trials at once")
     faults = parser.add_argument_group("faults")
-    faults.add_argument("--max-failures", type=int, default=1,
-                        help="retries of a failed trial, each from its latest checkpoint (default 1)")
-    faults.add_argument("--trial-timeout", type=float, default=600.0, metavar="SECONDS",
-                        help="kill and retry a trial that reports nothing for this long (default 600)")
+    faults.add_argument(
+        "--max-failures",
+        type=int,
+        default=1,
+        help="retries of a failed trial, each from its latest checkpoint (default 1)",
+    )
+    faults.add_argument(
+        "--trial-timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="kill and retry a trial that reports nothing for this long (default 600)",
+    )
     cluster = parser.add_argument_group("cluster and storage")
-    cluster.add_argument("--address", help="join a running Ray cluster ('auto' or host:port); default: start a local one")
-    cluster.add_argument("--dashboard-host", default="127.0.0.1",
-                         help="where a local Ray's dashboard listens (default 127.0.0.1: this machine only)")
+    cluster.add_argument(
+        "--address", help="join a running Ray cluster ('auto' or host:port); default: start a local one"
+    )
+    cluster.add_argument(
+        "--dashboard-host",
+        default="127.0.0.1",
+        help="where a local Ray's dashboard listens (default 127.0.0.1: this machine only)",
+    )
     cluster.add_argument("--dashboard-port", type=int, default=8265)
     cluster.add_argument("--storage-path", help="where results go: a folder, s3://... or gs://... (default ./results)")
     cluster.add_argument("--name", help="the sweep's folder name in the storage (default: SWEEP-date-time)")
-    cluster.add_argument("--resume", action="store_true",
-                         help="continue a stopped sweep (--name, default the latest of this sweep): finished "
-                              "trials are kept, unfinished ones continue from their checkpoints")
+    cluster.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue a stopped sweep (--name, default the latest of this sweep): finished "
+        "trials are kept, unfinished ones continue from their checkpoints",
+    )
     data = parser.add_argument_group("data (default: the sweep's dataset)")
     data.add_argument("--data", help="a CSV file with a date and a value column, or a built-in dataset")
     data.add_argument("--date-column", help="the CSV's date column (found automatically with two columns)")
@@ -88,11 +118,13 @@ def list_sweeps() -> str:
     lines = []
     for sweep in SWEEPS.values():
         options = ", ".join(f"{key.replace('_', ' ')} {value}" for key, value in sweep.scheduler_options.items())
-        lines.append(f"{sweep.name}: {sweep.num_samples} trials of up to {sweep.max_epochs} epochs, "
-                     f"{sweep.scheduler} scheduler ({options}), {sweep.search} search, ranking on {sweep.metric} "
-                     f"({sweep.mode}), data {sweep.dataset} split after {sweep.split_after}, "
-                     f"{TrialResources(sweep.cpus_per_trial, sweep.gpus_per_trial, sweep.tpu_chips_per_trial).describe()} "
-                     "per trial")
+        lines.append(
+            f"{sweep.name}: {sweep.num_samples} trials of up to {sweep.max_epochs} epochs, "
+            f"{sweep.scheduler} scheduler ({options}), {sweep.search} search, ranking on {sweep.metric} "
+            f"({sweep.mode}), data {sweep.dataset} split after {sweep.split_after}, "
+            f"{TrialResources(sweep.cpus_per_trial, sweep.gpus_per_trial, sweep.tpu_chips_per_trial).describe()} "
+            "per trial"
+        )
         lines.extend(textwrap.wrap(sweep.purpose, 100, initial_indent="    ", subsequent_indent="    "))
         lines.extend(f"    {name:<19} {value}" for name, value in describe(sweep.space).items())
     return "\n".join(lines)
@@ -107,22 +139,42 @@ def plan_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser, ar
         plan = _resumed_plan(args)
         # The same command with --resume added is fine; an option that would change the plan is refused.
         defaults, stored = parser.parse_args([]), parser.parse_args(list(plan.arguments))
-        changed = [name for name, value in vars(args).items() if name not in RESUMABLE_OPTIONS
-                   and value != getattr(defaults, name) and value != getattr(stored, name)]
+        changed = [
+            name
+            for name, value in vars(args).items()
+            if name not in RESUMABLE_OPTIONS and value != getattr(defaults, name) and value != getattr(stored, name)
+        ]
         if changed:
             options = ", ".join("--" + name.replace("_", "-").replace("pins", "set") for name in changed)
-            raise PlanError(f"--resume continues {plan.name} as it was planned ({' '.join(plan.arguments)}), so "
-                            f"{options} cannot change; drop {'it' if len(changed) == 1 else 'them'}, or start a "
-                            "new sweep with another --name")
+            raise PlanError(
+                f"--resume continues {plan.name} as it was planned ({' '.join(plan.arguments)}), so "
+                f"{options} cannot change; drop {'it' if len(changed) == 1 else 'them'}, or start a "
+                "new sweep with another --name"
+            )
         return dataclasses.replace(plan, address=args.address)
     plan = make_plan(
-        args.sweep, num_samples=args.num_samples, max_epochs=args.max_epochs, scheduler=args.scheduler,
-        search=args.search, cpus_per_trial=args.cpus_per_trial, gpus_per_trial=args.gpus_per_trial,
-        tpu_chips_per_trial=args.tpu_chips_per_trial, workers_per_trial=args.workers_per_trial,
-        max_concurrent_trials=args.max_concurrent_trials, data=args.data, date_column=args.date_column,
-        value_column=args.value_column, freq=args.freq, split_after=args.split_after,
-        pins=parse_pins(args.pins), seed=args.seed, name=args.name, storage_path=args.storage_path,
-        smoke_test=args.smoke_test, max_failures=args.max_failures, trial_timeout_s=args.trial_timeout,
+        args.sweep,
+        num_samples=args.num_samples,
+        max_epochs=args.max_epochs,
+        scheduler=args.scheduler,
+        search=args.search,
+        cpus_per_trial=args.cpus_per_trial,
+        gpus_per_trial=args.gpus_per_trial,
+        tpu_chips_per_trial=args.tpu_chips_per_trial,
+        workers_per_trial=args.workers_per_trial,
+        max_concurrent_trials=args.max_concurrent_trials,
+        data=args.data,
+        date_column=args.date_column,
+        value_column=args.value_column,
+        freq=args.freq,
+        split_after=args.split_after,
+        pins=parse_pins(args.pins),
+        seed=args.seed,
+        name=args.name,
+        storage_path=args.storage_path,
+        smoke_test=args.smoke_test,
+        max_failures=args.max_failures,
+        trial_timeout_s=args.trial_timeout,
     )
     return dataclasses.replace(plan, address=args.address, arguments=tuple(arguments))
 
@@ -154,7 +206,8 @@ def banner(plan: SweepPlan, at_once: int, cluster: str, dashboard: str) -> str:
     pinned = ", ".join(f"{k}={v}" for k, v in plan.pinned.items())
     index = plan.series.index
     lines = [
-        f"Sweep {sweep.name}{' (smoke test)' if plan.smoke_test else ''}{' - resuming' if plan.resume else ''}: {sweep.purpose}",
+        f"Sweep {sweep.name}{' (smoke test)' if plan.smoke_test else ''}{' - resuming' if plan.resume else ''}: "
+        f"{sweep.purpose}",
         f"  data       {plan.data_label}: {len(plan.series)} points, {index[0].date()} to {index[-1].date()} "
         f"({index.freqstr}); {len(train)} training, {len(val)} validation after {sweep.split_after}",
         f"  budget     {sweep.num_samples} trials of up to {sweep.max_epochs} epochs; {sweep.search} search"
@@ -201,7 +254,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.sweep:
         parser.print_usage(sys.stderr)
-        print(f"error: name a sweep; the sweeps are: {', '.join(SWEEPS)} (python -m sweeps.run --list)", file=sys.stderr)
+        print(
+            f"error: name a sweep; the sweeps are: {', '.join(SWEEPS)} (python -m sweeps.run --list)", file=sys.stderr
+        )
         return 2
     try:
         plan = plan_from_args(args, parser, sys.argv[1:] if argv is None else argv)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from sweeps.registry import Sweep
 from sweeps.space import Choice, LogUniform
@@ -89,8 +90,10 @@ class Asha(Scheduler):
 
     def settings(self, sweep: Sweep) -> dict[str, Any]:
         options = sweep.scheduler_options
-        return {"grace_period": int(options.get("grace_period", 1)),
-                "reduction_factor": options.get("reduction_factor", 3)}
+        return {
+            "grace_period": int(options.get("grace_period", 1)),
+            "reduction_factor": options.get("reduction_factor", 3),
+        }
 
     def rungs(self, sweep: Sweep) -> tuple[int, ...]:
         """The epochs where trials are judged, below the epoch budget."""
@@ -112,8 +115,9 @@ class Asha(Scheduler):
     def build(self, sweep: Sweep):
         from ray.tune.schedulers import AsyncHyperBandScheduler
 
-        return AsyncHyperBandScheduler(time_attr="epoch", max_t=sweep.max_epochs, brackets=self.brackets(sweep),
-                                       **self.settings(sweep))
+        return AsyncHyperBandScheduler(
+            time_attr="epoch", max_t=sweep.max_epochs, brackets=self.brackets(sweep), **self.settings(sweep)
+        )
 
 
 class HyperBand(Asha):
@@ -179,18 +183,21 @@ class PopulationBased(Scheduler):
             raise SchedulerError("--scheduler pbt explores by itself: use it with --search random")
         lr, batch = sweep.space.get("lr"), sweep.space.get("batch_size")
         if not isinstance(lr, LogUniform) and not isinstance(batch, Choice):
-            raise SchedulerError("--scheduler pbt needs lr (log-uniform) or batch_size (a choice) searched, "
-                                 "to mutate them")
+            raise SchedulerError(
+                "--scheduler pbt needs lr (log-uniform) or batch_size (a choice) searched, to mutate them"
+            )
 
     def build(self, sweep: Sweep):
         from ray.tune.schedulers import PopulationBasedTraining
 
-        return PopulationBasedTraining(time_attr="epoch", hyperparam_mutations=self.mutations(sweep),
-                                       **self.settings(sweep))
+        return PopulationBasedTraining(
+            time_attr="epoch", hyperparam_mutations=self.mutations(sweep), **self.settings(sweep)
+        )
 
 
-SCHEDULERS: dict[str, Scheduler] = {scheduler.name: scheduler
-                                    for scheduler in (Asha(), HyperBand(), MedianRule(), PopulationBased(), Fifo())}
+SCHEDULERS: dict[str, Scheduler] = {
+    scheduler.name: scheduler for scheduler in (Asha(), HyperBand(), MedianRule(), PopulationBased(), Fifo())
+}
 
 
 def scheduler_of(sweep: Sweep) -> Scheduler:

@@ -9,7 +9,8 @@ Adding a search is a name in SEARCHES and a branch in `build_search`.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from sweeps.space import to_optuna, to_tune
 
@@ -29,7 +30,9 @@ def build_search(search: str, space: Mapping[str, Any], seed: int | None, metric
             import optuna
             from ray.tune.search.optuna import OptunaSearch
         except ImportError:
-            raise SearchError("--search optuna needs Optuna: pip install optuna (or the project's [optuna] extra)") from None
+            raise SearchError(
+                "--search optuna needs Optuna: pip install optuna (or the project's [optuna] extra)"
+            ) from None
         sampler = optuna.samplers.TPESampler(seed=seed)
         return OptunaSearch(space=to_optuna(space), sampler=sampler, metric=metric, mode=mode), {}
     return BasicVariantGenerator(random_state=seed), to_tune(space, seed)

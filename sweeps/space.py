@@ -13,7 +13,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from typing import Any, Mapping, Union
+from collections.abc import Mapping
+from typing import Any
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,7 +57,7 @@ class IntRange:
         return f"integer in [{self.low}, {self.high}]"
 
 
-Independent = Union[Choice, Uniform, LogUniform, IntRange]
+Independent = Choice | Uniform | LogUniform | IntRange
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,7 +160,7 @@ def to_tune(space: Space, seed: int | None = None) -> dict[str, Any]:
     return param_space
 
 
-def to_optuna(space: Space) -> "OptunaDefineByRun":
+def to_optuna(space: Space) -> OptunaDefineByRun:
     """An Optuna define-by-run function for Ray's OptunaSearch: it suggests, and returns the constants."""
     return OptunaDefineByRun(dict(space))
 
@@ -213,7 +214,9 @@ def extremes(space: Space, limit: int = 50_000) -> list[dict[str, Any]]:
         return (dist.low, dist.high) if dist.low != dist.high else (dist.low,)
 
     names = [name for name, _ in _independent_first(space)]
-    independent = {name: corners(v) if is_searched(v) else (v,) for name, v in space.items() if not isinstance(v, _DEPENDENT)}
+    independent = {
+        name: corners(v) if is_searched(v) else (v,) for name, v in space.items() if not isinstance(v, _DEPENDENT)
+    }
     count = math.prod(len(values) for values in independent.values())
     if count > limit:
         raise SpaceError(f"the space has {count} corner combinations, more than the {limit} checked; use fewer choices")
@@ -222,8 +225,11 @@ def extremes(space: Space, limit: int = 50_000) -> list[dict[str, Any]]:
         partial = [dict(zip(independent, combination))]
         for name, value in space.items():
             if isinstance(value, OnlyWhen):
-                partial = [c | {name: v} for c in partial
-                           for v in (corners(value.then) if c[value.key] > value.above else (value.otherwise,))]
+                partial = [
+                    c | {name: v}
+                    for c in partial
+                    for v in (corners(value.then) if c[value.key] > value.above else (value.otherwise,))
+                ]
             elif isinstance(value, Offset):
                 partial = [c | {name: c[value.key] + extra} for c in partial for extra in corners(value.extra)]
         configs.extend({name: config[name] for name in names} for config in partial)

@@ -55,7 +55,7 @@ class SweepFolder:
         self.filesystem, self.root = filesystem, root.rstrip("/")
 
     @classmethod
-    def of_trial(cls, trial) -> "SweepFolder":
+    def of_trial(cls, trial) -> SweepFolder:
         """The folder of the sweep a Tune trial belongs to: where it runs now, even after a move and a resume."""
         storage = trial.storage
         return cls(storage.experiment_fs_path, storage.storage_filesystem, storage.experiment_fs_path)

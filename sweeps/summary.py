@@ -19,12 +19,25 @@ import pandas as pd
 
 from sweeps.plan import SweepPlan
 from sweeps.results import SweepResults
-from sweeps.storage import (BEST_CONFIG_FILE, BEST_MODEL_FILE, CURVES_PLOT, FORECAST_PLOT, RESOLVED_FILE, RESULTS_CSV,
-                            RESULTS_PARQUET, SweepFolder)
+from sweeps.storage import (
+    BEST_CONFIG_FILE,
+    BEST_MODEL_FILE,
+    CURVES_PLOT,
+    FORECAST_PLOT,
+    RESOLVED_FILE,
+    RESULTS_CSV,
+    RESULTS_PARQUET,
+    SweepFolder,
+)
 
-STATUS_WORDING = {"COMPLETED": "ran all epochs", "STOPPED": "stopped early by {scheduler}",
-                  "DIVERGED": "diverged (stopped, never chosen)", "ERROR": "failed", "UNFINISHED": "unfinished",
-                  "PENDING": "not started"}
+STATUS_WORDING = {
+    "COMPLETED": "ran all epochs",
+    "STOPPED": "stopped early by {scheduler}",
+    "DIVERGED": "diverged (stopped, never chosen)",
+    "ERROR": "failed",
+    "UNFINISHED": "unfinished",
+    "PENDING": "not started",
+}
 
 
 def interrupted(plan: SweepPlan, results: SweepResults) -> bool:
@@ -36,8 +49,10 @@ def interrupted(plan: SweepPlan, results: SweepResults) -> bool:
 
 def resume_command(plan: SweepPlan) -> str:
     address = f" --address {plan.address}" if plan.address else ""
-    return (f"python -m sweeps.run {plan.sweep.name} --resume --name {plan.name} "
-            f"--storage-path {plan.storage_path}{address}")
+    return (
+        f"python -m sweeps.run {plan.sweep.name} --resume --name {plan.name} "
+        f"--storage-path {plan.storage_path}{address}"
+    )
 
 
 def more_trials_command(plan: SweepPlan) -> str:
@@ -50,7 +65,14 @@ def more_trials_command(plan: SweepPlan) -> str:
             continue
         arguments.append(shlex.quote(argument))
     seed = (plan.seed if plan.seed is not None else 0) + 1
-    arguments += ["--seed", str(seed), "--name", f"{plan.name}-seed{seed}", "--storage-path", shlex.quote(plan.storage_path)]
+    arguments += [
+        "--seed",
+        str(seed),
+        "--name",
+        f"{plan.name}-seed{seed}",
+        "--storage-path",
+        shlex.quote(plan.storage_path),
+    ]
     return " ".join(["python -m sweeps.run", *arguments])
 
 
@@ -58,11 +80,17 @@ def summary(plan: SweepPlan, results: SweepResults, written: dict[str, str], too
     counts = results.trials["status"].value_counts().to_dict() if len(results.trials) else {}
     wording = {status: words.format(scheduler=plan.sweep.scheduler) for status, words in STATUS_WORDING.items()}
     ended = "stopped before its end" if interrupted(plan, results) else "finished"
-    lines = [f"Sweep {plan.name} {ended} {took}: {len(results.trials)} trials, "
-             + ", ".join(f"{counts[k]} {wording[k]}" for k in wording if counts.get(k)), ""]
+    lines = [
+        f"Sweep {plan.name} {ended} {took}: {len(results.trials)} trials, "
+        + ", ".join(f"{counts[k]} {wording[k]}" for k in wording if counts.get(k)),
+        "",
+    ]
     if len(results.trials):
-        lines += ["Top trials (best validation MAPE over all their epochs):",
-                  textwrap.indent(summary_table(results.trials, plan.searched), "  "), ""]
+        lines += [
+            "Top trials (best validation MAPE over all their epochs):",
+            textwrap.indent(summary_table(results.trials, plan.searched), "  "),
+            "",
+        ]
     trials = results.trials
     if len(trials):
         for _, row in trials[trials["status"] == "ERROR"].head(3).iterrows():
@@ -71,20 +99,29 @@ def summary(plan: SweepPlan, results: SweepResults, written: dict[str, str], too
             lines.append(f"Trial {row['trial_id']}: {row['notes']}")
         recovered = trials[(trials["failures"] > 0) & (trials["status"] != "ERROR")]
         if len(recovered):
-            lines.append(f"{len(recovered)} trial(s) failed and were resumed from their latest checkpoint "
-                         f"({int(recovered['failures'].sum())} failure(s) in all)")
+            lines.append(
+                f"{len(recovered)} trial(s) failed and were resumed from their latest checkpoint "
+                f"({int(recovered['failures'].sum())} failure(s) in all)"
+            )
         lines.append("")
     if results.best:
         best = results.best
         config = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in best["config"].items())
-        lines += [f"Best: trial {best['trial_id']}, validation MAPE {best['best_val_mape']:.2f} % at epoch "
-                  f"{best['best_epoch']} (of {best['epochs']} run)", f"  {config}", ""]
+        lines += [
+            f"Best: trial {best['trial_id']}, validation MAPE {best['best_val_mape']:.2f} % at epoch "
+            f"{best['best_epoch']} (of {best['epochs']} run)",
+            f"  {config}",
+            "",
+        ]
     else:
         lines += ["No trial reported a result.", ""]
     lines.append(f"Written to {plan.experiment_path}:")
     lines += [f"  {name}" for name in [RESOLVED_FILE, *written]]
-    lines += ["", f"Refit the best configuration:  python -m sweeps.refit {plan.experiment_path}",
-              f"Rebuild this report:           python -m sweeps.report {plan.experiment_path}"]
+    lines += [
+        "",
+        f"Refit the best configuration:  python -m sweeps.refit {plan.experiment_path}",
+        f"Rebuild this report:           python -m sweeps.report {plan.experiment_path}",
+    ]
     if interrupted(plan, results):
         lines.append(f"Finish the sweep:              {resume_command(plan)}")
     if plan.arguments:
@@ -110,8 +147,11 @@ def write_results(plan: SweepPlan, results: SweepResults) -> dict[str, str]:
     results.trials.to_parquet(buffer, index=False)
     written[RESULTS_PARQUET] = folder.write(RESULTS_PARQUET, buffer.getvalue())
     if results.best:
-        best = results.best | {"max_epochs": plan.sweep.max_epochs, "split_after": plan.sweep.split_after,
-                               "refit": f"python -m sweeps.refit {plan.experiment_path}"}
+        best = results.best | {
+            "max_epochs": plan.sweep.max_epochs,
+            "split_after": plan.sweep.split_after,
+            "refit": f"python -m sweeps.refit {plan.experiment_path}",
+        }
         written[BEST_CONFIG_FILE] = folder.write(BEST_CONFIG_FILE, json.dumps(best, indent=2).encode())
         forecast_png = _forecast_plot(plan, results.best)
         if forecast_png:
@@ -141,8 +181,14 @@ def _forecast_plot(plan: SweepPlan, best: dict[str, Any]) -> bytes | None:
     error = float(mape(val.to_numpy(), forecast.to_numpy()))
     buffer = io.BytesIO()
     c = best["config"]
-    plot_forecast(train, val, forecast, buffer, title=f"{plan.name}: best trial {best['trial_id']} ({c['model']}, "
-                  f"hidden {c['hidden_dim']} x {c['n_rnn_layers']}), its best model: MAPE {error:.2f} %")
+    plot_forecast(
+        train,
+        val,
+        forecast,
+        buffer,
+        title=f"{plan.name}: best trial {best['trial_id']} ({c['model']}, "
+        f"hidden {c['hidden_dim']} x {c['n_rnn_layers']}), its best model: MAPE {error:.2f} %",
+    )
     return buffer.getvalue()
 
 
@@ -159,9 +205,15 @@ def _curves_plot(plan: SweepPlan, results: SweepResults) -> bytes:
     for trial_id, history in results.histories.items():
         values = history["val_mape"].where(np.isfinite(history["val_mape"]))
         is_best = trial_id == best_id
-        axes.plot(history["epoch"], values, linewidth=2.0 if is_best else 0.7, alpha=1.0 if is_best else 0.45,
-                  color="tab:red" if is_best else ("0.55" if status.get(trial_id) == "STOPPED" else "tab:blue"),
-                  label=f"best trial {trial_id}" if is_best else None, zorder=3 if is_best else 1)
+        axes.plot(
+            history["epoch"],
+            values,
+            linewidth=2.0 if is_best else 0.7,
+            alpha=1.0 if is_best else 0.45,
+            color="tab:red" if is_best else ("0.55" if status.get(trial_id) == "STOPPED" else "tab:blue"),
+            label=f"best trial {trial_id}" if is_best else None,
+            zorder=3 if is_best else 1,
+        )
         ceiling = max(ceiling, float(np.nanpercentile(values, 90)) if values.notna().any() else 0.0)
     axes.set_ylim(0, max(ceiling, 1.0) * 1.1)
     axes.set_xlabel("epoch")

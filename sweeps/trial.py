@@ -90,6 +90,7 @@ def _trainer_arguments(resources: TrialResources) -> dict[str, Any]:
 def _check_hardware(accelerator: str) -> None:
     """A trial given a GPU (or TPU chips) that torch cannot see fails at once, saying what Ray gave it."""
     import ray
+
     from forecaster.train import AcceleratorError, check_accelerator
 
     try:

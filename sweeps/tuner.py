@@ -29,9 +29,17 @@ def progress_reporter(plan: SweepPlan):
     """Ray's table of trials, cut down to the columns that matter and the best trials first."""
     from ray.tune import CLIReporter
 
-    short = {"model": "model", "hidden_dim": "hidden", "n_rnn_layers": "layers", "dropout": "dropout",
-             "batch_size": "batch", "lr": "lr", "input_chunk_length": "in_len", "training_length": "train_len",
-             "random_state": "seed"}
+    short = {
+        "model": "model",
+        "hidden_dim": "hidden",
+        "n_rnn_layers": "layers",
+        "dropout": "dropout",
+        "batch_size": "batch",
+        "lr": "lr",
+        "input_chunk_length": "in_len",
+        "training_length": "train_len",
+        "random_state": "seed",
+    }
     return CLIReporter(
         metric_columns={"best_val_mape": "best MAPE %", "best_epoch": "at epoch", "epoch": "epochs"},
         parameter_columns={key: short.get(key, key) for key in plan.searched if key != "random_state"},
@@ -46,7 +54,6 @@ def progress_reporter(plan: SweepPlan):
 def build_tuner(plan: SweepPlan, progress: bool = True):
     """A new Tuner for the plan, or the stored one when resuming; `progress` prints Tune's live table."""
     from ray import tune
-
     from ray.tune.logger import CSVLoggerCallback
 
     # Ray's newer console output ignores a custom reporter; the classic one shows the table we choose.
@@ -63,8 +70,9 @@ def build_tuner(plan: SweepPlan, progress: bool = True):
             raise PlanError(f"--resume: nothing to resume at {plan.experiment_path}")
         # Restored with its stored RunConfig, whose callbacks (loggers, fault log, watchdog) come back with it.
         # Trials that ended in ERROR spent their retries already: they stay as they ended.
-        return tune.Tuner.restore(plan.experiment_path, trainable=trainable, resume_unfinished=True,
-                                  resume_errored=False)
+        return tune.Tuner.restore(
+            plan.experiment_path, trainable=trainable, resume_unfinished=True, resume_errored=False
+        )
     sweep, scheduler = plan.sweep, scheduler_of(plan.sweep)
     try:
         search, param_space = build_search(sweep.search, sweep.space, plan.seed, scheduler.metric(sweep), sweep.mode)

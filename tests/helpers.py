@@ -22,8 +22,11 @@ def trial_histories(experiment_path) -> dict[str, pd.DataFrame]:
 
 def trial_progress(experiment_path):
     """{trial folder: (last epoch, pid of its latest process)} for the trials that reported."""
-    return {folder: (int(history["epoch"].iloc[-1]), int(history["pid"].iloc[-1]))
-            for folder, history in trial_histories(experiment_path).items() if "pid" in history}
+    return {
+        folder: (int(history["epoch"].iloc[-1]), int(history["pid"].iloc[-1]))
+        for folder, history in trial_histories(experiment_path).items()
+        if "pid" in history
+    }
 
 
 # A model slow enough (about 40 ms an epoch) for a fault to land in the middle of a trial.

@@ -52,10 +52,18 @@ def test_the_files_are_the_promised_ones():
     assert tpu["available_node_types"]["ray_tpu"]["resources"]["TPU"] == 4
     twins = {"local-gpu.yaml": gpu, "local-tpu.yaml": tpu}
     for twin, cloud in twins.items():  # the twins have the cloud files' worker resources (scaled CPUs aside)
-        accelerators = {key: value for node in load(twin)["available_node_types"].values()
-                        for key, value in node["resources"].items() if key != "CPU"}
-        assert accelerators == {key: value for node in cloud["available_node_types"].values()
-                                for key, value in node["resources"].items() if key != "CPU"}
+        accelerators = {
+            key: value
+            for node in load(twin)["available_node_types"].values()
+            for key, value in node["resources"].items()
+            if key != "CPU"
+        }
+        assert accelerators == {
+            key: value
+            for node in cloud["available_node_types"].values()
+            for key, value in node["resources"].items()
+            if key != "CPU"
+        }
 
 
 def spoiled(change) -> dict:
@@ -67,24 +75,57 @@ def spoiled(change) -> dict:
 @pytest.mark.parametrize(
     "change, problem",
     [
-        (lambda c: c["provider"].update(security_group={"GroupName": "open", "IpPermissions": [
-            {"FromPort": 8265, "ToPort": 8265, "IpProtocol": "tcp", "IpRanges": [{"CidrIp": "0.0.0.0/0"}]}]}),
-         "opens 8265 (dashboard) to the whole internet"),
-        (lambda c: c["provider"].update(security_group={"GroupName": "open", "IpPermissions": [
-            {"FromPort": 0, "ToPort": 65535, "IpProtocol": "tcp", "Ipv6Ranges": [{"CidrIpv6": "::/0"}]}]}),
-         "opens 6379 (GCS), 8265 (dashboard), 10001 (Ray client)"),
-        (lambda c: c["available_node_types"]["ray.worker.gpu"]["node_config"].pop("SecurityGroupIds"),
-         "'ray.worker.gpu' names no SecurityGroupIds: Ray would create a security group with SSH open to 0.0.0.0/0"),
-        (lambda c: c["available_node_types"]["ray.head.default"]["node_config"].pop("IamInstanceProfile"),
-         "the head names no IamInstanceProfile"),
-        (lambda c: c.update(head_start_ray_commands=["RAY_AUTH_MODE=token ray start --head --dashboard-host=0.0.0.0"]),
-         "the dashboard is bound to all interfaces"),
-        (lambda c: c.update(worker_start_ray_commands=["ray start --address=$RAY_HEAD_IP:6379"]),
-         "starts Ray without RAY_AUTH_MODE=token"),
+        (
+            lambda c: c["provider"].update(
+                security_group={
+                    "GroupName": "open",
+                    "IpPermissions": [
+                        {"FromPort": 8265, "ToPort": 8265, "IpProtocol": "tcp", "IpRanges": [{"CidrIp": "0.0.0.0/0"}]}
+                    ],
+                }
+            ),
+            "opens 8265 (dashboard) to the whole internet",
+        ),
+        (
+            lambda c: c["provider"].update(
+                security_group={
+                    "GroupName": "open",
+                    "IpPermissions": [
+                        {"FromPort": 0, "ToPort": 65535, "IpProtocol": "tcp", "Ipv6Ranges": [{"CidrIpv6": "::/0"}]}
+                    ],
+                }
+            ),
+            "opens 6379 (GCS), 8265 (dashboard), 10001 (Ray client)",
+        ),
+        (
+            lambda c: c["available_node_types"]["ray.worker.gpu"]["node_config"].pop("SecurityGroupIds"),
+            "'ray.worker.gpu' names no SecurityGroupIds: Ray would create a security group with SSH open to 0.0.0.0/0",
+        ),
+        (
+            lambda c: c["available_node_types"]["ray.head.default"]["node_config"].pop("IamInstanceProfile"),
+            "the head names no IamInstanceProfile",
+        ),
+        (
+            lambda c: c.update(
+                head_start_ray_commands=["RAY_AUTH_MODE=token ray start --head --dashboard-host=0.0.0.0"]
+            ),
+            "the dashboard is bound to all interfaces",
+        ),
+        (
+            lambda c: c.update(worker_start_ray_commands=["ray start --address=$RAY_HEAD_IP:6379"]),
+            "starts Ray without RAY_AUTH_MODE=token",
+        ),
         (lambda c: c["file_mounts"].pop("~/.ray/auth_token"), "does not copy the Ray token"),
     ],
-    ids=["dashboard-port", "all-ports-ipv6", "no-security-group", "broad-role", "dashboard-host", "no-token-auth",
-         "no-token-file"],
+    ids=[
+        "dashboard-port",
+        "all-ports-ipv6",
+        "no-security-group",
+        "broad-role",
+        "dashboard-host",
+        "no-token-auth",
+        "no-token-file",
+    ],
 )
 def test_the_security_rules_catch_an_open_cluster(change, problem):
     assert load("aws-gpu.yaml") and not security_problems(load("aws-gpu.yaml"))
@@ -101,9 +142,16 @@ def test_a_gcp_node_on_the_default_network_and_a_file_ray_refuses_are_caught(tmp
     path = tmp_path / "typo.yaml"
     path.write_text(yaml.safe_dump(broken))
     problems = check_file(str(path))
-    assert len(problems) == 1 and "Ray's cluster-config checker refuses it" in problems[0] and "max_wokers" in problems[0]
-    done = subprocess.run([sys.executable, "-m", "cluster.check", str(path), *CLUSTER_FILES], capture_output=True,
-                          text=True, cwd=ROOT, timeout=60)
+    assert (
+        len(problems) == 1 and "Ray's cluster-config checker refuses it" in problems[0] and "max_wokers" in problems[0]
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "cluster.check", str(path), *CLUSTER_FILES],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert done.returncode == 1 and "max_wokers" in done.stderr and done.stderr.count("\n") == 1
     (tmp_path / "broken.yaml").write_text("a: [\n")
     assert "cannot read it as YAML" in check_file(str(tmp_path / "broken.yaml"))[0]
@@ -120,8 +168,9 @@ def ray_env(**extra: str) -> dict[str, str]:
 
 
 def ray_command(*args: str, env: dict, timeout: float) -> subprocess.CompletedProcess:
-    return subprocess.run([os.path.join(BIN, "ray"), *args], capture_output=True, text=True, env=env, cwd=ROOT,
-                          timeout=timeout)
+    return subprocess.run(
+        [os.path.join(BIN, "ray"), *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=timeout
+    )
 
 
 @contextlib.contextmanager
@@ -132,7 +181,9 @@ def ray_head(env: dict, *options: str):
     if ray.is_initialized():
         ray.shutdown()
     ray_command("stop", "--force", env=env, timeout=60)
-    started = ray_command("start", "--head", "--num-cpus=0", "--dashboard-host=127.0.0.1", *options, env=env, timeout=120)
+    started = ray_command(
+        "start", "--head", "--num-cpus=0", "--dashboard-host=127.0.0.1", *options, env=env, timeout=120
+    )
     assert started.returncode == 0, started.stderr[-2000:]
     try:
         yield
@@ -142,8 +193,20 @@ def ray_head(env: dict, *options: str):
 
 def submit(env: dict, *args: str, runtime_env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     options = ["--runtime-env-json", json.dumps(runtime_env)] if runtime_env else []
-    return ray_command("job", "submit", "--address", DASHBOARD, *options, "--", "python", "-m", "sweeps.run", *args,
-                       env=env, timeout=timeout)
+    return ray_command(
+        "job",
+        "submit",
+        "--address",
+        DASHBOARD,
+        *options,
+        "--",
+        "python",
+        "-m",
+        "sweeps.run",
+        *args,
+        env=env,
+        timeout=timeout,
+    )
 
 
 NODES_WITH = """import json, sys, ray
@@ -160,19 +223,40 @@ def written_folder(output: str) -> str:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "twin, request_, accelerator",
-    [("local-gpu.yaml", ["--gpus-per-trial", "0.25"], "GPU"), ("local-tpu.yaml", ["--tpu-chips-per-trial", "2"], "TPU")],
+    [
+        ("local-gpu.yaml", ["--gpus-per-trial", "0.25"], "GPU"),
+        ("local-tpu.yaml", ["--tpu-chips-per-trial", "2"], "TPU"),
+    ],
     ids=["gpu", "tpu"],
 )
 def test_the_local_twin_autoscales_accelerator_workers_for_a_submitted_sweep(tmp_path, twin, request_, accelerator):
     env = ray_env(RAY_AUTH_MODE="disabled", RAY_FAKE_CLUSTER="1")
     with ray_head(env, f"--autoscaling-config={os.path.join(ROOT, 'cluster', twin)}"):
-        job = submit(env, "air_rnn", "--smoke-test", "--address", "auto", *request_, "--storage-path", str(tmp_path),
-                     runtime_env={"env_vars": {"SWEEPS_LOGICAL_ACCELERATORS": "1"}}, timeout=240)
+        job = submit(
+            env,
+            "air_rnn",
+            "--smoke-test",
+            "--address",
+            "auto",
+            *request_,
+            "--storage-path",
+            str(tmp_path),
+            runtime_env={"env_vars": {"SWEEPS_LOGICAL_ACCELERATORS": "1"}},
+            timeout=240,
+        )
         assert job.returncode == 0, (job.stdout + job.stderr)[-3000:]
         assert "trials wait for the autoscaler to add one" in job.stdout  # the head alone holds no trial
-        added = set(json.loads(subprocess.run(  # in a process of its own: a driver of this cluster in the
-            [sys.executable, "-c", NODES_WITH, accelerator],  # test process breaks the next local Ray's actors
-            capture_output=True, text=True, env=env, timeout=60).stdout.splitlines()[-1]))
+        added = set(
+            json.loads(
+                subprocess.run(  # in a process of its own: a driver of this cluster in the
+                    [sys.executable, "-c", NODES_WITH, accelerator],  # test process breaks the next local Ray's actors
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                    timeout=60,
+                ).stdout.splitlines()[-1]
+            )
+        )
     assert added, f"the autoscaler added no {accelerator} worker"
     results = pd.read_csv(os.path.join(written_folder(job.stdout), "results.csv"))
     assert len(results) == 4 and results.status.isin(["COMPLETED", "STOPPED"]).all()
@@ -193,29 +277,49 @@ def test_a_sweep_submitted_as_a_job_with_token_authentication(tmp_path):
         results = pd.read_csv(os.path.join(written_folder(job.stdout), "results.csv"))
         assert len(results) == 4 and written_folder(job.stdout).startswith(str(tmp_path / "results"))
 
-        with urllib.request.urlopen(urllib.request.Request(
-                f"{DASHBOARD}/api/jobs/", headers={"Authorization": f"Bearer {'a' * 32}"}), timeout=30) as answer:
+        with urllib.request.urlopen(
+            urllib.request.Request(f"{DASHBOARD}/api/jobs/", headers={"Authorization": f"Bearer {'a' * 32}"}),
+            timeout=30,
+        ) as answer:
             jobs = json.load(answer)
         assert [job["status"] for job in jobs if "sweeps.run air_rnn" in job["entrypoint"]] == ["SUCCEEDED"]
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(f"{DASHBOARD}/api/jobs/", timeout=30)
         assert refused.value.code == 401
-        unauthorized = ray_command("job", "list", "--address", DASHBOARD, env=ray_env(RAY_AUTH_MODE="token",
-                                   RAY_AUTH_TOKEN="b" * 32), timeout=60)
+        unauthorized = ray_command(
+            "job",
+            "list",
+            "--address",
+            DASHBOARD,
+            env=ray_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN="b" * 32),
+            timeout=60,
+        )
         assert unauthorized.returncode != 0
 
 
-CHROMIUM = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM = [
+    "chromium",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 ARTIFACTS = os.path.join(ROOT, "test-artifacts")
 
 
 def browse(url: str, profile, *options: str) -> str:
     """The page as headless Chromium renders it once its scripts have run (the dashboard is a React app), or
     what `options` ask for instead (a screenshot)."""
-    done = subprocess.run([*CHROMIUM, f"--user-data-dir={profile}", "--virtual-time-budget=10000",
-                           *(options or ["--dump-dom"]), url],
-                          capture_output=True, text=True, timeout=90)
+    done = subprocess.run(
+        [*CHROMIUM, f"--user-data-dir={profile}", "--virtual-time-budget=10000", *(options or ["--dump-dom"]), url],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
     return done.stdout
 
 
@@ -226,18 +330,50 @@ def test_the_dashboard_in_a_real_browser_shows_the_running_sweep(tmp_path):
     env = ray_env(RAY_AUTH_MODE="disabled")
     with ray_head(env):
         ray_command("start", "--address=127.0.0.1:6379", "--num-cpus=2", env=env, timeout=120)
-        args = ["air_rnn", "--num-samples", "8", "--max-epochs", "300", "--scheduler", "fifo", "--set", "model=GRU",
-                "--set", "hidden_dim=64", "--set", "n_rnn_layers=2", "--address", "auto", "--storage-path", str(tmp_path)]
-        job = ray_command("job", "submit", "--no-wait", "--address", DASHBOARD, "--", "python", "-m", "sweeps.run",
-                          *args, env=env, timeout=60)
+        args = [
+            "air_rnn",
+            "--num-samples",
+            "8",
+            "--max-epochs",
+            "300",
+            "--scheduler",
+            "fifo",
+            "--set",
+            "model=GRU",
+            "--set",
+            "hidden_dim=64",
+            "--set",
+            "n_rnn_layers=2",
+            "--address",
+            "auto",
+            "--storage-path",
+            str(tmp_path),
+        ]
+        job = ray_command(
+            "job",
+            "submit",
+            "--no-wait",
+            "--address",
+            DASHBOARD,
+            "--",
+            "python",
+            "-m",
+            "sweeps.run",
+            *args,
+            env=env,
+            timeout=60,
+        )
         assert job.returncode == 0, job.stderr[-2000:]
         deadline, trial_rows = time.time() + 120, []
         while time.time() < deadline and not trial_rows:
             actors = browse(f"{DASHBOARD}/#/actors", tmp_path / "profile")
             # A row per running trial: Tune's actor class, the trainable's name, ALIVE, and the actor's id,
             # which ends with the id of the job that created it.
-            trial_rows = [re.search(r"#/actors/\w{24}(\w{8})", row).group(1) for row in actors.split("<tr")[1:]
-                          if "ImplicitFunc<" in row and ">train_trial<" in row and ">ALIVE<" in row]
+            trial_rows = [
+                re.search(r"#/actors/\w{24}(\w{8})", row).group(1)
+                for row in actors.split("<tr")[1:]
+                if "ImplicitFunc<" in row and ">train_trial<" in row and ">ALIVE<" in row
+            ]
         assert trial_rows, "no trial of the sweep on the dashboard's actors page"
         jobs = browse(f"{DASHBOARD}/#/jobs", tmp_path / "profile")
         assert "python -m sweeps.run air_rnn --num-samples 8" in jobs and "RUNNING" in jobs

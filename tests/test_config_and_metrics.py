@@ -12,8 +12,16 @@ from forecaster.metrics import mape
 
 def test_defaults_are_the_seed_config():
     assert ForecasterConfig().to_dict() == {
-        "model": "RNN", "hidden_dim": 20, "n_rnn_layers": 1, "dropout": 0.0, "batch_size": 16, "n_epochs": 300,
-        "lr": 1e-3, "training_length": 20, "input_chunk_length": 14, "random_state": 42,
+        "model": "RNN",
+        "hidden_dim": 20,
+        "n_rnn_layers": 1,
+        "dropout": 0.0,
+        "batch_size": 16,
+        "n_epochs": 300,
+        "lr": 1e-3,
+        "training_length": 20,
+        "input_chunk_length": 14,
+        "random_state": 42,
     }
 
 
@@ -39,7 +47,9 @@ def test_impossible_values_fail_naming_the_value(values, message):
 
 
 def test_unknown_keys_are_refused_with_a_suggestion_and_the_valid_names():
-    with pytest.raises(ConfigError, match=r"unknown hyperparameter 'hiden_dim' \(did you mean 'hidden_dim'\?\)") as error:
+    with pytest.raises(
+        ConfigError, match=r"unknown hyperparameter 'hiden_dim' \(did you mean 'hidden_dim'\?\)"
+    ) as error:
         ForecasterConfig.from_dict({"hiden_dim": 8})
     assert "valid ones are: model, hidden_dim, n_rnn_layers" in str(error.value)
 

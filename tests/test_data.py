@@ -79,26 +79,42 @@ def test_named_columns_pick_from_a_wider_csv(tmp_path):
 @pytest.mark.parametrize(
     "body, message",
     [
-        ("2000-01,1\n2000-02,2\nnot a date,3\n2000-04,4\n",
-         r"line 4: cannot read 'not a date' in column 'month' as a date"),
-        ("2000-01,1\n2000-02,2\n2000-02,3\n2000-03,4\n",
-         r"line 4: date 2000-02-01 00:00:00 already appears on line 3; keep one row per date"),
-        ("2000-01,1\n2000-03,2\n2000-02,3\n2000-04,4\n",
-         r"line 4: date 2000-02-01 00:00:00 comes after 2000-03-01 00:00:00 \(line 3\); sort the rows by date"),
-        ("2000-01,1\n2000-02,2\n2000-03,3\n2000-05,5\n2000-06,6\n2000-07,7\n",
-         r"line 5: gap in the 'MS' series, 1 date\(s\) missing, the first being 2000-04-01"),
-        ("2000-01,1\n2000-02,2\n2000-03,three\n2000-04,4\n",
-         r"line 4: 'three' in column 'sales' is not a finite number"),
-        ("2000-01,1\n2000-02,\n2000-03,3\n2000-04,4\n",
-         r"line 3: the value in column 'sales' is missing"),
-        ("2000-01,1\n2000-02,NaN\n2000-03,3\n2000-04,4\n",
-         r"line 3: the value in column 'sales' is missing \('NaN'\)"),
-        ("2000-01,1\n,2\n2000-03,3\n2000-04,4\n",
-         r"line 3: the date in column 'month' is missing"),
-        ("2000-01,1\n2000-02,2\n",
-         r"only 2 rows"),
+        (
+            "2000-01,1\n2000-02,2\nnot a date,3\n2000-04,4\n",
+            r"line 4: cannot read 'not a date' in column 'month' as a date",
+        ),
+        (
+            "2000-01,1\n2000-02,2\n2000-02,3\n2000-03,4\n",
+            r"line 4: date 2000-02-01 00:00:00 already appears on line 3; keep one row per date",
+        ),
+        (
+            "2000-01,1\n2000-03,2\n2000-02,3\n2000-04,4\n",
+            r"line 4: date 2000-02-01 00:00:00 comes after 2000-03-01 00:00:00 \(line 3\); sort the rows by date",
+        ),
+        (
+            "2000-01,1\n2000-02,2\n2000-03,3\n2000-05,5\n2000-06,6\n2000-07,7\n",
+            r"line 5: gap in the 'MS' series, 1 date\(s\) missing, the first being 2000-04-01",
+        ),
+        (
+            "2000-01,1\n2000-02,2\n2000-03,three\n2000-04,4\n",
+            r"line 4: 'three' in column 'sales' is not a finite number",
+        ),
+        ("2000-01,1\n2000-02,\n2000-03,3\n2000-04,4\n", r"line 3: the value in column 'sales' is missing"),
+        ("2000-01,1\n2000-02,NaN\n2000-03,3\n2000-04,4\n", r"line 3: the value in column 'sales' is missing \('NaN'\)"),
+        ("2000-01,1\n,2\n2000-03,3\n2000-04,4\n", r"line 3: the date in column 'month' is missing"),
+        ("2000-01,1\n2000-02,2\n", r"only 2 rows"),
     ],
-    ids=["bad-date", "duplicate", "unsorted", "gap", "non-numeric", "empty-value", "nan-value", "empty-date", "too-short"],
+    ids=[
+        "bad-date",
+        "duplicate",
+        "unsorted",
+        "gap",
+        "non-numeric",
+        "empty-value",
+        "nan-value",
+        "empty-date",
+        "too-short",
+    ],
 )
 def test_bad_csv_is_refused_naming_file_line_and_fix(tmp_path, body, message):
     path = write_csv(tmp_path, "month,sales\n" + body)
@@ -145,6 +161,10 @@ def test_monthly_dates_off_the_first_or_last_day_say_so(tmp_path):
 
 def test_a_gap_in_an_hourly_series_names_the_hours(tmp_path):
     hours = pd.date_range("2000-01-01", periods=30, freq="h").delete(10)
-    path = write_csv(tmp_path, "time,load\n" + "\n".join(f"{h:%Y-%m-%d %H:%M},{i + 1}" for i, h in enumerate(hours)) + "\n")
-    with pytest.raises(SeriesError, match=r"the first being 2000-01-01 10:00:00 \(between line 11, 2000-01-01 09:00:00"):
+    path = write_csv(
+        tmp_path, "time,load\n" + "\n".join(f"{h:%Y-%m-%d %H:%M},{i + 1}" for i, h in enumerate(hours)) + "\n"
+    )
+    with pytest.raises(
+        SeriesError, match=r"the first being 2000-01-01 10:00:00 \(between line 11, 2000-01-01 09:00:00"
+    ):
         load_series(path)

@@ -36,7 +36,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
     def visit(module):
         if module in visiting:
-            return visiting[visiting.index(module):] + [module]
+            return [*visiting[visiting.index(module) :], module]
         if module in done:
             return None
         visiting.append(module)
@@ -73,6 +73,9 @@ def test_forecaster_needs_neither_sweeps_nor_ray():
 
 
 def test_in_sweeps_only_the_cluster_probe_reads_rays_private_apis():
-    readers = {module for module, names in imports_of_every_module().items()
-               if module.startswith("sweeps") and any(name.startswith(RAY_PRIVATE) for name in names)}
+    readers = {
+        module
+        for module, names in imports_of_every_module().items()
+        if module.startswith("sweeps") and any(name.startswith(RAY_PRIVATE) for name in names)
+    }
     assert readers == {"sweeps.cluster_probe"}

@@ -24,7 +24,9 @@ def test_fast_layers_match_pytorch_forward_and_every_gradient(mode, layers, step
     torch.testing.assert_close(actual, expected, rtol=0, atol=1e-12)
     upstream = torch.randn_like(expected)
     wrt = [inputs, *rnn.parameters()]
-    for got, want in zip(torch.autograd.grad((actual * upstream).sum(), wrt), torch.autograd.grad((expected * upstream).sum(), wrt)):
+    for got, want in zip(
+        torch.autograd.grad((actual * upstream).sum(), wrt), torch.autograd.grad((expected * upstream).sum(), wrt)
+    ):
         torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
 
 
@@ -32,8 +34,11 @@ def autograd_node(output) -> str:
     return type(output.grad_fn).__name__
 
 
-@pytest.mark.parametrize("options", [{"bidirectional": True}, {"batch_first": True}, {"bias": False}],
-                         ids=["bidirectional", "batch-first", "no-bias"])
+@pytest.mark.parametrize(
+    "options",
+    [{"bidirectional": True}, {"batch_first": True}, {"bias": False}],
+    ids=["bidirectional", "batch-first", "no-bias"],
+)
 @pytest.mark.parametrize("mode", ["RNN", "GRU"])
 def test_modules_outside_the_fast_paths_assumptions_run_themselves(mode, options):
     torch.manual_seed(3)
@@ -92,8 +97,13 @@ def test_the_hand_written_backward_passes_gradcheck(layer):
     torch.manual_seed(4)
     gates = 3 if layer is recurrence._GRULayer else 1
     size, features = 3, 2
-    tensors = [torch.rand(5, 2, features), torch.randn(gates * size, features), torch.randn(gates * size, size),
-               torch.randn(gates * size), torch.randn(gates * size)]
+    tensors = [
+        torch.rand(5, 2, features),
+        torch.randn(gates * size, features),
+        torch.randn(gates * size, size),
+        torch.randn(gates * size),
+        torch.randn(gates * size),
+    ]
     tensors = [t.double().requires_grad_() for t in tensors]
     assert torch.autograd.gradcheck(layer.apply, tensors)
 
@@ -163,8 +173,14 @@ def test_forecast_feeds_predictions_back_with_the_hidden_state():
 def test_checkpoint_restores_config_scaler_and_weights(tmp_path):
     model = RNNForecaster(ForecasterConfig(model="GRU", hidden_dim=4), scaler_minimum=104.0, scaler_scale=400.0)
     path = tmp_path / "model.ckpt"
-    torch.save({"state_dict": model.state_dict(), "hyper_parameters": dict(model.hparams),
-                "pytorch-lightning_version": "2.6.0"}, path)
+    torch.save(
+        {
+            "state_dict": model.state_dict(),
+            "hyper_parameters": dict(model.hparams),
+            "pytorch-lightning_version": "2.6.0",
+        },
+        path,
+    )
     restored = RNNForecaster.load_from_checkpoint(path)
     assert restored.config == model.config and restored.scaler == model.scaler
     history = [150.0 + i for i in range(14)]

@@ -39,12 +39,29 @@ def test_trials_spread_over_nodes_and_a_big_trial_runs_where_it_fits(cluster, tm
     small = cluster.add_node(num_cpus=2)
     big = cluster.add_node(num_cpus=4)
     connect(cluster)
-    plan = make_plan("air_rnn", num_samples=6, max_epochs=8, scheduler="fifo", seed=0, pins={"hidden_dim": 8},
-                     storage_path=str(tmp_path), name="spread")
+    plan = make_plan(
+        "air_rnn",
+        num_samples=6,
+        max_epochs=8,
+        scheduler="fifo",
+        seed=0,
+        pins={"hidden_dim": 8},
+        storage_path=str(tmp_path),
+        name="spread",
+    )
     spread = run_sweep(plan, ["test"], progress=False).results.trials
     assert set(spread.node) == {small.node_id, big.node_id}
-    plan = make_plan("air_rnn", num_samples=2, max_epochs=4, scheduler="fifo", seed=0, cpus_per_trial=3,
-                     pins={"hidden_dim": 8}, storage_path=str(tmp_path), name="big")
+    plan = make_plan(
+        "air_rnn",
+        num_samples=2,
+        max_epochs=4,
+        scheduler="fifo",
+        seed=0,
+        cpus_per_trial=3,
+        pins={"hidden_dim": 8},
+        storage_path=str(tmp_path),
+        name="big",
+    )
     placed = run_sweep(plan, ["test"], progress=False).results.trials
     assert set(placed.node) == {big.node_id}  # only that node has 3 CPUs
 
@@ -53,8 +70,17 @@ def test_trials_spread_over_nodes_and_a_big_trial_runs_where_it_fits(cluster, tm
 def test_a_node_lost_mid_sweep_costs_its_trials_only_the_epochs_since_their_checkpoints(cluster, tmp_path):
     first, second = cluster.add_node(num_cpus=2), cluster.add_node(num_cpus=2)
     connect(cluster)
-    plan = make_plan("air_rnn", num_samples=6, max_epochs=100, scheduler="fifo", seed=1, pins=SLOW_TRIAL,
-                     max_failures=2, storage_path=str(tmp_path), name="node-loss")
+    plan = make_plan(
+        "air_rnn",
+        num_samples=6,
+        max_epochs=100,
+        scheduler="fifo",
+        seed=1,
+        pins=SLOW_TRIAL,
+        max_failures=2,
+        storage_path=str(tmp_path),
+        name="node-loss",
+    )
     removed = {}
 
     def kill_a_busy_node():
@@ -104,7 +130,10 @@ def test_a_fixed_cluster_refuses_what_no_node_can_hold(cluster, tmp_path, capsys
     assert message in error and "no autoscaler can add a node" in error
 
 
-AUTOSCALES = "import ray; ray.init(address='auto', log_to_driver=False); from sweeps.cluster_probe import cluster_autoscales; print(cluster_autoscales(wait_s=20))"
+AUTOSCALES = (
+    "import ray; ray.init(address='auto', log_to_driver=False); "
+    "from sweeps.cluster_probe import cluster_autoscales; print(cluster_autoscales(wait_s=20))"
+)
 
 
 @pytest.mark.slow
@@ -128,8 +157,13 @@ def test_autoscaler_v2_is_told_apart_from_a_fixed_cluster(tmp_path, head_env, au
     env = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_enable_autoscaler_v2="1", **head_env)
     env.pop("RAY_ADDRESS", None)
     subprocess.run([ray_bin, "stop", "--force"], env=env, capture_output=True, timeout=60)
-    started = subprocess.run([ray_bin, "start", "--head", "--num-cpus=1", "--dashboard-host=127.0.0.1"], env=env,
-                             capture_output=True, text=True, timeout=120)
+    started = subprocess.run(
+        [ray_bin, "start", "--head", "--num-cpus=1", "--dashboard-host=127.0.0.1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     try:
         assert started.returncode == 0, started.stderr[-2000:]
         answer = subprocess.run([sys.executable, "-c", AUTOSCALES], env=env, capture_output=True, text=True, timeout=90)

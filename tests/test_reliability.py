@@ -4,6 +4,7 @@ Faults are real: a learning rate that blows the model up, a trial's worker proce
 the OOM killer or a preempted node would), or frozen (SIGSTOP, as a deadlock would leave it).
 """
 
+import contextlib
 import dataclasses
 import os
 import signal
@@ -33,7 +34,12 @@ class FaultInjector(threading.Thread):
 
     def __init__(self, experiment_path, sig, after_epoch, every_attempt=False):
         super().__init__(daemon=True)
-        self.experiment_path, self.sig, self.after_epoch, self.every_attempt = experiment_path, sig, after_epoch, every_attempt
+        self.experiment_path, self.sig, self.after_epoch, self.every_attempt = (
+            experiment_path,
+            sig,
+            after_epoch,
+            every_attempt,
+        )
         self.target, self.hit_pids, self.done = None, [], threading.Event()
 
     def run(self):
@@ -46,10 +52,8 @@ class FaultInjector(threading.Thread):
                     if self.hit_pids and not self.every_attempt:
                         continue
                     self.hit_pids.append(pid)
-                    try:
+                    with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, self.sig)
-                    except ProcessLookupError:
-                        pass
             time.sleep(0.1)
 
 
@@ -93,7 +97,9 @@ def test_a_crashed_trial_is_retried_from_its_latest_checkpoint(local_ray, tmp_pa
     # not from scratch: the work lost is at most the epochs since that checkpoint.
     latest_checkpoint = killed.epoch.max() // CHECKPOINT_EVERY_EPOCHS * CHECKPOINT_EVERY_EPOCHS
     assert latest_checkpoint >= CHECKPOINT_EVERY_EPOCHS and retried.epoch.iloc[0] == latest_checkpoint + 1
-    assert retried.epoch.iloc[-1] == 120 and list(results.histories[crashed.trial_id.iloc[0]].epoch) == list(range(1, 121))
+    assert retried.epoch.iloc[-1] == 120 and list(results.histories[crashed.trial_id.iloc[0]].epoch) == list(
+        range(1, 121)
+    )
 
 
 @pytest.mark.slow

@@ -8,8 +8,9 @@ from sweeps.schedulers import CHECKPOINT_EVERY_EPOCHS, SCHEDULERS
 
 
 def sweep_with(tmp_path, scheduler, **options):
-    return make_plan("air_rnn", scheduler=scheduler, max_epochs=300, scheduler_options=options or None,
-                     storage_path=str(tmp_path)).sweep
+    return make_plan(
+        "air_rnn", scheduler=scheduler, max_epochs=300, scheduler_options=options or None, storage_path=str(tmp_path)
+    ).sweep
 
 
 def test_checkpoints_fall_where_each_scheduler_may_stop_a_trial(tmp_path):
@@ -47,8 +48,12 @@ def test_the_command_line_offers_every_scheduler():
 
 
 def test_a_grace_period_as_long_as_the_budget_shrinks(tmp_path):
-    plan = make_plan("air_rnn", max_epochs=8, scheduler_options={"grace_period": 8, "reduction_factor": 2},
-                     storage_path=str(tmp_path))
+    plan = make_plan(
+        "air_rnn",
+        max_epochs=8,
+        scheduler_options={"grace_period": 8, "reduction_factor": 2},
+        storage_path=str(tmp_path),
+    )
     assert plan.sweep.scheduler_options == {"grace_period": 2, "reduction_factor": 2}
 
 

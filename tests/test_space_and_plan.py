@@ -97,8 +97,15 @@ def test_unknown_sweep_lists_the_known_ones():
 
 
 def test_pins_and_budget_reach_the_plan(tmp_path):
-    plan = make_plan("air_rnn", pins={"model": "GRU", "n_rnn_layers": 1}, num_samples=5, max_epochs=40,
-                     seed=7, storage_path=str(tmp_path), name="x")
+    plan = make_plan(
+        "air_rnn",
+        pins={"model": "GRU", "n_rnn_layers": 1},
+        num_samples=5,
+        max_epochs=40,
+        seed=7,
+        storage_path=str(tmp_path),
+        name="x",
+    )
     assert plan.sweep.space["model"] == "GRU" and "model" not in plan.searched
     assert (plan.sweep.num_samples, plan.sweep.max_epochs, plan.seed) == (5, 40, 7)
     assert plan.sweep.scheduler_options["grace_period"] == 10  # the default 60 shrinks with a 40-epoch budget
@@ -154,8 +161,10 @@ def test_a_run_that_ended_before_creating_every_trial_is_unfinished(tmp_path):
     done = pd.DataFrame({"status": ["COMPLETED", "STOPPED"]})
     assert interrupted(plan, SweepResults(trials=done, histories={}, best=None))  # the third was never created
     assert not interrupted(plan, SweepResults(trials=pd.concat([done, done.iloc[:1]]), histories={}, best=None))
-    assert interrupted(plan, SweepResults(trials=pd.DataFrame({"status": ["COMPLETED", "UNFINISHED", "ERROR"]}),
-                                          histories={}, best=None))
+    assert interrupted(
+        plan,
+        SweepResults(trials=pd.DataFrame({"status": ["COMPLETED", "UNFINISHED", "ERROR"]}), histories={}, best=None),
+    )
 
 
 def test_the_command_for_more_trials_repeats_the_sweep_with_a_new_seed_and_name(tmp_path):
@@ -164,12 +173,28 @@ def test_the_command_for_more_trials_repeats_the_sweep_with_a_new_seed_and_name(
     from sweeps.run import build_parser
     from sweeps.summary import more_trials_command
 
-    arguments = ["air_rnn", "--name", "first", "--seed=4", "--set", "model=GRU", "--storage-path", str(tmp_path),
-                 "--max-epochs", "50"]
-    plan = dataclasses.replace(make_plan("air_rnn", seed=4, name="first", storage_path=str(tmp_path)),
-                               arguments=tuple(arguments))
+    arguments = [
+        "air_rnn",
+        "--name",
+        "first",
+        "--seed=4",
+        "--set",
+        "model=GRU",
+        "--storage-path",
+        str(tmp_path),
+        "--max-epochs",
+        "50",
+    ]
+    plan = dataclasses.replace(
+        make_plan("air_rnn", seed=4, name="first", storage_path=str(tmp_path)), arguments=tuple(arguments)
+    )
     command = more_trials_command(plan)
     assert command.startswith("python -m sweeps.run air_rnn --set model=GRU --max-epochs 50 --seed 5")
     again = build_parser().parse_args(command.split()[3:])
     assert (again.seed, again.name, again.storage_path, again.pins, again.max_epochs) == (
-        5, "first-seed5", str(tmp_path), ["model=GRU"], 50)
+        5,
+        "first-seed5",
+        str(tmp_path),
+        ["model=GRU"],
+        50,
+    )

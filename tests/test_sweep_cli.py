@@ -19,8 +19,9 @@ AIR_PASSENGERS = os.path.join(os.path.dirname(__file__), "..", "forecaster", "da
 
 
 def sweeps_run(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "sweeps.run", *args], capture_output=True, text=True, env=ENV,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "sweeps.run", *args], capture_output=True, text=True, env=ENV, timeout=timeout
+    )
 
 
 def test_unknown_sweep_exits_2_listing_the_known_ones():
@@ -33,9 +34,26 @@ def test_list_and_help_say_what_there_is():
     listing = sweeps_run("--list")
     assert listing.returncode == 0 and listing.stdout.startswith("air_rnn: 64 trials of up to 300 epochs")
     help_text = sweeps_run("--help").stdout
-    for option in ("--num-samples", "--max-epochs", "--scheduler", "--search", "--cpus-per-trial", "--gpus-per-trial",
-                   "--tpu-chips-per-trial", "--max-concurrent-trials", "--address", "--storage-path", "--name",
-                   "--resume", "--data", "--split-after", "--seed", "--set", "--smoke-test", "Examples:"):
+    for option in (
+        "--num-samples",
+        "--max-epochs",
+        "--scheduler",
+        "--search",
+        "--cpus-per-trial",
+        "--gpus-per-trial",
+        "--tpu-chips-per-trial",
+        "--max-concurrent-trials",
+        "--address",
+        "--storage-path",
+        "--name",
+        "--resume",
+        "--data",
+        "--split-after",
+        "--seed",
+        "--set",
+        "--smoke-test",
+        "Examples:",
+    ):
         assert option in help_text
 
 
@@ -56,25 +74,45 @@ def set_value(row, value):
     def change(frame):
         frame.iloc[row, 1] = value
         return frame
+
     return change
 
 
 BAD_DATA = {  # name: (how the series is spoiled, what the error says)
-    "gap": (lambda f: f.drop(index=50), "line 52: gap in the 'MS' series, 1 date(s) missing, the first being 1953-03-01"),
+    "gap": (
+        lambda f: f.drop(index=50),
+        "line 52: gap in the 'MS' series, 1 date(s) missing, the first being 1953-03-01",
+    ),
     "duplicate": (lambda f: pd.concat([f.iloc[:51], f.iloc[50:]]), "line 53: date 1953-03-01 00:00:00 already appears"),
     "unsorted": (lambda f: swap_rows(f, 50, 51), "comes after 1953-04-01 00:00:00 (line 52); sort the rows by date"),
     "nan": (set_value(60, "NaN"), "line 62: the value in column '#Passengers' is missing ('NaN')"),
     "non-numeric": (set_value(60, "many"), "line 62: 'many' in column '#Passengers' is not a finite number"),
-    "zero-in-validation": (set_value(130, "0"), "the validation part has 1 zero value(s) (at 1959-11-01), where MAPE is undefined"),
+    "zero-in-validation": (
+        set_value(130, "0"),
+        "the validation part has 1 zero value(s) (at 1959-11-01), where MAPE is undefined",
+    ),
     "too-short": (lambda f: f.iloc[100:], "the training part has 21 points, too few for training_length=36"),
 }
 BAD_OPTIONS = {  # name: (options, what the error says)
-    "unknown-set-key": (["--set", "hiden_dim=3"], "unknown hyperparameter 'hiden_dim' (did you mean 'hidden_dim'?); valid ones are: model,"),
+    "unknown-set-key": (
+        ["--set", "hiden_dim=3"],
+        "unknown hyperparameter 'hiden_dim' (did you mean 'hidden_dim'?); valid ones are: model,",
+    ),
     "hidden-dim": (["--set", "hidden_dim=0"], "hidden_dim=0 must be at least 1"),
     "dropout": (["--set", "dropout=1.5"], "dropout=1.5 must be in [0, 1)"),
-    "windows": (["--set", "training_length=10", "--set", "input_chunk_length=12"], "training_length=10 must exceed input_chunk_length=12"),
-    "window-longer-than-data": (["--set", "training_length=130"], "the training part has 121 points, too few for training_length=130"),
-    "space": (["--set", "input_chunk_length=100"], "the search space can produce a configuration that cannot train on air_passengers: the training part has 121 points, too few for training_length=124"),
+    "windows": (
+        ["--set", "training_length=10", "--set", "input_chunk_length=12"],
+        "training_length=10 must exceed input_chunk_length=12",
+    ),
+    "window-longer-than-data": (
+        ["--set", "training_length=130"],
+        "the training part has 121 points, too few for training_length=130",
+    ),
+    "space": (
+        ["--set", "input_chunk_length=100"],
+        "the search space can produce a configuration that cannot train on air_passengers: "
+        "the training part has 121 points, too few for training_length=124",
+    ),
     "fractional-tpu": (["--tpu-chips-per-trial", "0.5"], "TPU chips whole"),
     "no-samples": (["--num-samples", "0"], "--num-samples 0 must be at least 1"),
     "max-failures": (["--max-failures", "-1"], "--max-failures -1 must be 0 (no retry) or more"),
@@ -109,22 +147,51 @@ def test_smoke_test_runs_the_whole_cli(tmp_path):
     assert f"python -m sweeps.refit {tmp_path}/smoke" in out
     results = pd.read_csv(tmp_path / "smoke" / "results.csv")
     assert len(results) == 4 and results.status.isin(["COMPLETED", "STOPPED"]).all()
-    assert json.loads((tmp_path / "smoke" / "best_config.json").read_text())["config"]["model"] in ("RNN", "LSTM", "GRU")
+    assert json.loads((tmp_path / "smoke" / "best_config.json").read_text())["config"]["model"] in (
+        "RNN",
+        "LSTM",
+        "GRU",
+    )
 
 
 def finished_trials(folder, epochs):
     """{progress.csv of each trial that reached `epochs`: (its rows, when it was last written)}."""
     files = {os.path.join(trial, "progress.csv"): history for trial, history in trial_histories(folder).items()}
-    return {path: (len(history), os.path.getmtime(path)) for path, history in files.items()
-            if history["epoch"].max() >= epochs}
+    return {
+        path: (len(history), os.path.getmtime(path))
+        for path, history in files.items()
+        if history["epoch"].max() >= epochs
+    }
 
 
 @pytest.mark.slow
 def test_ctrl_c_stops_cleanly_and_resume_finishes_without_rerunning_finished_trials(tmp_path):
-    args = ["air_rnn", "--num-samples", "6", "--max-epochs", "100", "--scheduler", "fifo", "--max-concurrent-trials",
-            "1", "--set", "hidden_dim=8", "--seed", "3", "--storage-path", str(tmp_path), "--name", "resumable"]
-    process = subprocess.Popen([sys.executable, "-m", "sweeps.run", *args], env=ENV, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
+    args = [
+        "air_rnn",
+        "--num-samples",
+        "6",
+        "--max-epochs",
+        "100",
+        "--scheduler",
+        "fifo",
+        "--max-concurrent-trials",
+        "1",
+        "--set",
+        "hidden_dim=8",
+        "--seed",
+        "3",
+        "--storage-path",
+        str(tmp_path),
+        "--name",
+        "resumable",
+    ]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sweeps.run", *args],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deadline = time.time() + 180
     while len(finished_trials(tmp_path / "resumable", 100)) < 2 and time.time() < deadline and process.poll() is None:
         time.sleep(0.2)
@@ -155,11 +222,32 @@ def trial_epochs(folder):
 @pytest.mark.slow
 def test_a_killed_driver_loses_nothing_resume_finishes_the_planned_trials(tmp_path):
     """kill -9 of `python -m sweeps.run` (no chance to save anything): the stored state is enough."""
-    args = ["air_rnn", "--num-samples", "5", "--max-epochs", "100", "--scheduler", "fifo", "--max-concurrent-trials",
-            "2", "--set", "model=GRU", "--set", "hidden_dim=64", "--set", "n_rnn_layers=2", "--seed", "4",
-            "--storage-path", str(tmp_path), "--name", "killed"]
-    process = subprocess.Popen([sys.executable, "-m", "sweeps.run", *args], env=ENV, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    args = [
+        "air_rnn",
+        "--num-samples",
+        "5",
+        "--max-epochs",
+        "100",
+        "--scheduler",
+        "fifo",
+        "--max-concurrent-trials",
+        "2",
+        "--set",
+        "model=GRU",
+        "--set",
+        "hidden_dim=64",
+        "--set",
+        "n_rnn_layers=2",
+        "--seed",
+        "4",
+        "--storage-path",
+        str(tmp_path),
+        "--name",
+        "killed",
+    ]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sweeps.run", *args], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     deadline = time.time() + 240
     while time.time() < deadline and process.poll() is None:
         reported = trial_epochs(tmp_path / "killed").values()
@@ -183,6 +271,6 @@ def test_a_killed_driver_loses_nothing_resume_finishes_the_planned_trials(tmp_pa
     for folder, epochs in finished.items():
         assert after[folder] == epochs  # not run again
     for folder, epochs in midway.items():
-        resumed = after[folder][len(epochs):]
+        resumed = after[folder][len(epochs) :]
         assert 1 < resumed[0] <= epochs[-1] + 1  # from its latest checkpoint, not from the start
         assert resumed[-1] == 100

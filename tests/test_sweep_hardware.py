@@ -29,7 +29,9 @@ def test_four_quarter_gpu_trials_share_one_gpu_and_each_sees_it(local_ray, tmp_p
         assert "sees no CUDA device" in error
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch_xla") is not None, reason="asserts what a trial says without torch-xla")
+@pytest.mark.skipif(
+    importlib.util.find_spec("torch_xla") is not None, reason="asserts what a trial says without torch-xla"
+)
 def test_tpu_trials_get_whole_chips_of_their_own(local_ray, tmp_path):
     results = sweep(tmp_path, "tpu", tpu_chips_per_trial=2, num_samples=2, max_epochs=2)
     errors = list(results.trials.error)

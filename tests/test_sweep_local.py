@@ -3,6 +3,7 @@ the best trial is chosen over all epochs and its checkpoint reproduces it."""
 
 import json
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -16,9 +17,17 @@ RAY_INIT = {"num_cpus": 2}
 @pytest.fixture(scope="module")
 def asha_sweep(local_ray, tmp_path_factory):
     """Eight trials of up to 12 epochs, one at a time so that ASHA's decisions are deterministic."""
-    plan = make_plan("air_rnn", num_samples=8, max_epochs=12, seed=11, max_concurrent_trials=1,
-                     scheduler_options={"grace_period": 3, "reduction_factor": 2}, pins={"hidden_dim": 8, "n_rnn_layers": 1},
-                     storage_path=str(tmp_path_factory.mktemp("sweeps")), name="asha")
+    plan = make_plan(
+        "air_rnn",
+        num_samples=8,
+        max_epochs=12,
+        seed=11,
+        max_concurrent_trials=1,
+        scheduler_options={"grace_period": 3, "reduction_factor": 2},
+        pins={"hidden_dim": 8, "n_rnn_layers": 1},
+        storage_path=str(tmp_path_factory.mktemp("sweeps")),
+        name="asha",
+    )
     run = run_sweep(plan, ["test"])
     return plan, run.results, run.written
 
@@ -31,27 +40,27 @@ def test_asha_stops_some_trials_early_and_lets_others_run_all_epochs(asha_sweep)
     assert len(stopped) >= 1 and len(completed) >= 1
     assert (stopped.epochs < 12).all() and set(stopped.epochs) <= {3, 6}  # ASHA's rungs
     assert (completed.epochs == 12).all()
-    for trial_id, history in results.histories.items():
+    for history in results.histories.values():
         assert list(history["epoch"]) == list(range(1, len(history) + 1))  # every epoch reported
 
 
 def test_every_result_file_parses_and_agrees(asha_sweep):
-    plan, results, written = asha_sweep
+    plan, _, _ = asha_sweep
     folder = plan.experiment_path
     csv = pd.read_csv(f"{folder}/results.csv")
     parquet = pd.read_parquet(f"{folder}/results.parquet")
     assert len(csv) == len(parquet) == 8
     assert list(csv.trial_id) == list(parquet.trial_id)
     assert {"status", "best_val_mape", "last_val_mape", "epochs", "seconds", "model", "lr"} <= set(csv.columns)
-    best = json.loads(open(f"{folder}/best_config.json").read())
+    best = json.loads(Path(f"{folder}/best_config.json").read_text())
     assert best["best_val_mape"] == pytest.approx(csv.best_val_mape.min())
     assert best["config"]["hidden_dim"] == 8 and best["refit"].startswith("python -m sweeps.refit")
-    resolved = json.loads(open(f"{folder}/resolved_sweep.json").read())
+    resolved = json.loads(Path(f"{folder}/resolved_sweep.json").read_text())
     assert resolved["sweep"]["name"] == "air_rnn" and resolved["seed"] == 11
     assert resolved["pinned"] == {"hidden_dim": 8, "n_rnn_layers": 1}
     assert "git_commit" in resolved and resolved["versions"]["ray"] == "2.60.0"
     for picture in ("forecast.png", "mape_by_epoch.png"):
-        assert open(f"{folder}/{picture}", "rb").read(4) == b"\x89PNG"
+        assert Path(f"{folder}/{picture}").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_the_best_trial_is_chosen_over_all_epochs_not_the_last(asha_sweep):
@@ -67,7 +76,7 @@ def test_the_best_trial_is_chosen_over_all_epochs_not_the_last(asha_sweep):
 def test_refit_reproduces_the_best_trial(asha_sweep):
     from sweeps.refit import main as refit
 
-    plan, results, _ = asha_sweep
+    plan, _, _ = asha_sweep
     assert refit([plan.experiment_path]) == 0
 
 
@@ -90,7 +99,7 @@ def test_report_and_refit_work_on_a_copy_of_the_folder(asha_sweep, tmp_path, cap
     from sweeps.refit import main as refit
     from sweeps.report import main as report
 
-    plan, results, _ = asha_sweep
+    plan, _, _ = asha_sweep
     copy = tmp_path / "fetched"
     shutil.copytree(plan.experiment_path, copy, ignore=shutil.ignore_patterns("results.*", "*.png", "best_config.json"))
     monkeypatch.chdir(tmp_path)
@@ -118,8 +127,17 @@ def test_the_checkpoint_of_the_best_trial_holds_its_best_model(asha_sweep):
 
 def test_optuna_search_runs_a_sweep(local_ray, tmp_path):
     pytest.importorskip("optuna")
-    plan = make_plan("air_rnn", num_samples=3, max_epochs=4, search="optuna", seed=1, scheduler="fifo",
-                     pins={"hidden_dim": 8}, storage_path=str(tmp_path), name="optuna")
+    plan = make_plan(
+        "air_rnn",
+        num_samples=3,
+        max_epochs=4,
+        search="optuna",
+        seed=1,
+        scheduler="fifo",
+        pins={"hidden_dim": 8},
+        storage_path=str(tmp_path),
+        name="optuna",
+    )
     results = run_sweep(plan, ["test"]).results
     assert list(results.trials.status) == ["COMPLETED"] * 3
     assert all(math.isfinite(v) for v in results.trials.best_val_mape)
@@ -128,23 +146,40 @@ def test_optuna_search_runs_a_sweep(local_ray, tmp_path):
 
 @pytest.mark.slow
 def test_pbt_exploits_and_mutates_trials_from_their_checkpoints(local_ray, tmp_path):
-    plan = make_plan("air_rnn", num_samples=4, max_epochs=12, scheduler="pbt", seed=5,
-                     scheduler_options={"perturbation_interval": 3},
-                     pins={"hidden_dim": 8, "n_rnn_layers": 1, "model": "GRU"}, storage_path=str(tmp_path), name="pbt")
+    plan = make_plan(
+        "air_rnn",
+        num_samples=4,
+        max_epochs=12,
+        scheduler="pbt",
+        seed=5,
+        scheduler_options={"perturbation_interval": 3},
+        pins={"hidden_dim": 8, "n_rnn_layers": 1, "model": "GRU"},
+        storage_path=str(tmp_path),
+        name="pbt",
+    )
     results = run_sweep(plan, ["test"]).results
     assert list(results.trials.status) == ["COMPLETED"] * 4
     # PBT's own log: each line is an exploitation, a trial restarting from another's checkpoint, mutated.
-    exploits = [json.loads(line) for line in open(f"{plan.experiment_path}/pbt_global.txt")]
+    exploits = [json.loads(line) for line in Path(f"{plan.experiment_path}/pbt_global.txt").read_text().splitlines()]
     assert exploits
-    for target, donor, target_epoch, donor_epoch, old, new in exploits:
+    for _target, _donor, _target_epoch, _donor_epoch, old, new in exploits:
         assert new["lr"] != old["lr"] or new["batch_size"] != old["batch_size"]
     assert all(h["epoch"].max() == 12 for h in results.histories.values())
 
 
 @pytest.mark.slow
 def test_median_stopping_rule_runs_a_sweep(local_ray, tmp_path):
-    plan = make_plan("air_rnn", num_samples=6, max_epochs=15, scheduler="median", seed=2, max_concurrent_trials=2,
-                     pins={"hidden_dim": 8}, storage_path=str(tmp_path), name="median")
+    plan = make_plan(
+        "air_rnn",
+        num_samples=6,
+        max_epochs=15,
+        scheduler="median",
+        seed=2,
+        max_concurrent_trials=2,
+        pins={"hidden_dim": 8},
+        storage_path=str(tmp_path),
+        name="median",
+    )
     results = run_sweep(plan, ["test"]).results
     assert len(results.trials) == 6 and results.trials.status.isin(["COMPLETED", "STOPPED"]).all()
     # The rule may stop a trial at any epoch after its grace period: its best model is checkpointed anyway.
@@ -154,9 +189,18 @@ def test_median_stopping_rule_runs_a_sweep(local_ray, tmp_path):
 
 @pytest.mark.slow
 def test_hyperband_first_judges_trials_at_the_grace_period(local_ray, tmp_path):
-    plan = make_plan("air_rnn", num_samples=12, max_epochs=8, scheduler="hyperband", seed=6, max_concurrent_trials=1,
-                     scheduler_options={"grace_period": 4, "reduction_factor": 2},
-                     pins={"hidden_dim": 8, "n_rnn_layers": 1}, storage_path=str(tmp_path), name="hyperband")
+    plan = make_plan(
+        "air_rnn",
+        num_samples=12,
+        max_epochs=8,
+        scheduler="hyperband",
+        seed=6,
+        max_concurrent_trials=1,
+        scheduler_options={"grace_period": 4, "reduction_factor": 2},
+        pins={"hidden_dim": 8, "n_rnn_layers": 1},
+        storage_path=str(tmp_path),
+        name="hyperband",
+    )
     trials = run_sweep(plan, ["test"]).results.trials
     assert len(trials) == 12 and trials.status.isin(["COMPLETED", "STOPPED"]).all()  # none left paused
     stopped = trials[trials.status == "STOPPED"]

@@ -44,13 +44,17 @@ def test_same_seed_gives_the_same_fit_twice_on_cpu(model):
 def test_lightning_early_stopping_and_checkpointing_work_on_val_mape(tmp_path):
     checkpoints = L.pytorch.callbacks.ModelCheckpoint(dirpath=tmp_path, monitor="val_mape", mode="min", save_top_k=1)
     stopper = L.pytorch.callbacks.EarlyStopping(monitor="val_mape", mode="min", patience=3)
-    result = fit(SHORT.replace(n_epochs=300), callbacks=[checkpoints, stopper], trainer_options={"enable_checkpointing": True})
+    result = fit(
+        SHORT.replace(n_epochs=300), callbacks=[checkpoints, stopper], trainer_options={"enable_checkpointing": True}
+    )
     assert len(result.history) < 300
     assert checkpoints.best_model_score.item() == pytest.approx(result.best_epoch["val_mape"])
     best = RNNForecaster.load_from_checkpoint(checkpoints.best_model_path)
     train, val = split_series(load_series("air_passengers"))
     forecast = best.forecast(train.to_numpy(), len(val))
-    assert 100 * (abs(val.to_numpy() - forecast) / val.to_numpy()).mean() == pytest.approx(result.best_epoch["val_mape"], rel=1e-5)
+    assert 100 * (abs(val.to_numpy() - forecast) / val.to_numpy()).mean() == pytest.approx(
+        result.best_epoch["val_mape"], rel=1e-5
+    )
 
 
 def test_resuming_from_a_checkpoint_continues_exactly(tmp_path):
@@ -92,11 +96,17 @@ def spoiled(change):
 @pytest.mark.parametrize(
     "series, message",
     [
-        (spoiled(lambda s: s.where(s.index != "1950-03-01")), r"air_passengers: the value at 1950-03-01 00:00:00 \(nan\)"),
+        (
+            spoiled(lambda s: s.where(s.index != "1950-03-01")),
+            r"air_passengers: the value at 1950-03-01 00:00:00 \(nan\)",
+        ),
         (spoiled(lambda s: s.iloc[::-1]), "air_passengers: the dates are not in order"),
         (spoiled(lambda s: s.drop(s.index[30])), "air_passengers: the dates are not evenly spaced"),
         (pd.Series(range(1, 145), dtype=float), "the series: needs a pandas Series indexed by dates"),
-        (spoiled(lambda s: s.iloc[:30]), "air_passengers: the training part has 20 points, too few for training_length=20"),
+        (
+            spoiled(lambda s: s.iloc[:30]),
+            "air_passengers: the training part has 20 points, too few for training_length=20",
+        ),
     ],
     ids=["nan", "unsorted", "gap", "no-dates", "too-short"],
 )
@@ -126,7 +136,9 @@ def test_an_lr_scheduler_is_refused_rather_than_never_stepped():
     scaler = MinMaxScaler.fit(train.to_numpy())
     trainer = L.Trainer(max_epochs=2, logger=False, enable_checkpointing=False, enable_progress_bar=False)
     with pytest.raises(RuntimeError, match="would never step the LR scheduler"):
-        trainer.fit(WithScheduler(SHORT, scaler.minimum, scaler.scale), datamodule=SeriesDataModule(SHORT, train, val, scaler))
+        trainer.fit(
+            WithScheduler(SHORT, scaler.minimum, scaler.scale), datamodule=SeriesDataModule(SHORT, train, val, scaler)
+        )
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA device")
@@ -150,14 +162,20 @@ def test_a_user_csv_trains_the_same_way(tmp_path):
     values = [50 + 10 * math.sin(i / 3) + i * 0.2 for i in range(80)]
     path = tmp_path / "daily.csv"
     pd.DataFrame({"day": dates.strftime("%Y-%m-%d"), "visits": values}).to_csv(path, index=False)
-    result = fit(ForecasterConfig(n_epochs=5, training_length=10, input_chunk_length=5), load_series(str(path)),
-                 split_after="2020-03-10")
+    result = fit(
+        ForecasterConfig(n_epochs=5, training_length=10, input_chunk_length=5),
+        load_series(str(path)),
+        split_after="2020-03-10",
+    )
     assert len(result.forecast) == 10 and math.isfinite(result.val_mape)  # 2020-03-11 .. 2020-03-20
 
 
 def test_forecaster_never_imports_ray():
     code = "import sys, forecaster.train, forecaster.fit, forecaster.plot; print('ray' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+        == "False"
+    )
 
 
 def run_cli(*args, **kwargs):
