@@ -72,27 +72,43 @@ def _autoscaler_node_types() -> list[str]:
     ]
 
 
-def cluster_capacity(plan: SweepPlan, local: bool) -> tuple[int, str]:
-    """How many trials run at once, and the cluster's resources in words.
+def ray_started_on_this_machine() -> str | None:
+    """The address of a Ray started on this machine with `ray start` that still runs, if there is one."""
+    from ray._private.services import find_bootstrap_address, find_gcs_addresses
 
-    A request that no node can hold is refused, unless an autoscaler may add such a node.
+    address = find_bootstrap_address(None)
+    return address if address and address in find_gcs_addresses() else None
+
+
+def describe_resources(nodes: list[dict[str, Any]]) -> str:
+    """The CPUs, GPUs and TPU chips of the live nodes, in words."""
+    totals: dict[str, float] = {}
+    for node in nodes:
+        for key, value in node["Resources"].items():
+            if key in ("CPU", "GPU", "TPU") and value > 0:
+                totals[key] = totals.get(key, 0.0) + value
+    held = ", ".join(f"{value:g} {key}" for key, value in sorted(totals.items())) or "no CPUs, GPUs or TPU chips"
+    return f"{held} on {len(nodes)} node(s)"
+
+
+def cluster_capacity(plan: SweepPlan, address: str, own: bool) -> tuple[int, str]:
+    """How many trials run at once on the cluster at `address`, and its resources in words.
+
+    A request that no node can hold is refused, unless an autoscaler may add such a node (a Ray of the
+    sweep's own has none).
     """
     import ray
 
     nodes = [node for node in ray.nodes() if node.get("Alive")]
-    totals: dict[str, float] = {}
-    for node in nodes:
-        for key, value in node["Resources"].items():
-            if key in ("CPU", "GPU", "TPU"):
-                totals[key] = totals.get(key, 0.0) + value
-    described = ", ".join(f"{value:g} {key}" for key, value in sorted(totals.items())) + f" on {len(nodes)} node(s)"
+    described = describe_resources(nodes)
     at_once = trials_at_once(plan.resources, nodes)
     if at_once == 0:
-        if local or not cluster_autoscales():
+        if own or not cluster_autoscales():
             raise PlanError(
-                f"no node of this Ray cluster can hold a trial of {plan.resources.describe()}: it has {described}, "
-                "and no autoscaler can add a node. Ask for less per trial (--cpus-per-trial, --gpus-per-trial, "
-                "--tpu-chips-per-trial), or run on a cluster that has it (--address)"
+                f"no node of this Ray cluster can hold a trial of {plan.resources.describe()}: the cluster at "
+                f"{address} has {described}, and no autoscaler can add a node. Ask for less per trial "
+                "(--cpus-per-trial, --gpus-per-trial, --tpu-chips-per-trial), or run on a cluster that has it "
+                "(--address)"
             )
         print(
             f"note: no node holds a trial of {plan.resources.describe()} yet; trials wait for the autoscaler "
@@ -102,3 +118,38 @@ def cluster_capacity(plan: SweepPlan, local: bool) -> tuple[int, str]:
     if plan.max_concurrent_trials:
         at_once = min(at_once, plan.max_concurrent_trials)
     return at_once, described
+
+
+def announce_sweep(key: str, record: dict[str, Any]) -> None:
+    """Record in the cluster's own key-value store (the GCS) that a sweep is here: other sweeps read it."""
+    from ray.experimental.internal_kv import _internal_kv_put
+
+    _internal_kv_put(key, json.dumps(record), overwrite=True, namespace=SWEEPS_NAMESPACE)
+
+
+def announced_sweeps(prefix: str) -> dict[str, dict[str, Any]]:
+    """Every record announced under `prefix`, by key."""
+    from ray.experimental.internal_kv import _internal_kv_get, _internal_kv_list
+
+    records = {}
+    for key in _internal_kv_list(prefix, namespace=SWEEPS_NAMESPACE):
+        raw = _internal_kv_get(key, namespace=SWEEPS_NAMESPACE)
+        if raw:
+            records[key.decode() if isinstance(key, bytes) else key] = json.loads(raw)
+    return records
+
+
+def withdraw_sweep(key: str) -> None:
+    from ray.experimental.internal_kv import _internal_kv_del
+
+    _internal_kv_del(key, namespace=SWEEPS_NAMESPACE)
+
+
+SWEEPS_NAMESPACE = "rnn-sweeps"
+
+
+def trial_slots(resources: TrialResources) -> int:
+    """How many trials of `resources` the cluster's live nodes hold now."""
+    import ray
+
+    return trials_at_once(resources, ray.nodes())

@@ -25,7 +25,7 @@ from sweeps.resources import ResourceError, TrialResources
 from sweeps.schedulers import SCHEDULERS, SchedulerError
 from sweeps.searches import SEARCHES
 from sweeps.space import SpaceError, check_structure, extremes, is_searched
-from sweeps.storage import DEFAULT_STORAGE, experiment_path, located
+from sweeps.storage import DEFAULT_STORAGE, SweepFolder, experiment_path, located
 
 SMOKE_TEST = {"num_samples": 4, "max_epochs": 6, "scheduler_options": {"grace_period": 2, "reduction_factor": 2}}
 
@@ -56,6 +56,8 @@ class SweepPlan:
     """The Ray cluster it runs on (--address; None: a local Ray), for the commands the sweep prints."""
     arguments: tuple[str, ...] = ()
     """The command line's arguments that started the sweep: the command for more trials repeats them."""
+    named_by_user: bool = True
+    """False when the name was made up from the sweep and the time: another free one may be taken instead."""
 
     @property
     def experiment_path(self) -> str:
@@ -197,7 +199,11 @@ def make_plan(
     _check_space(sweep, data_label, train, val)
 
     storage = located(storage_path or DEFAULT_STORAGE)
-    name = name or f"{sweep.name}-{datetime.datetime.now():%Y%m%d-%H%M%S}"
+    named_by_user = name is not None
+    if name is None:
+        name = free_name(storage, f"{sweep.name}-{datetime.datetime.now():%Y%m%d-%H%M%S}")
+    elif SweepFolder(experiment_path(storage, name)).holds_sweep():
+        raise PlanError(taken_message(storage, name, sweep.name))
     return SweepPlan(
         sweep=sweep,
         series=series,
@@ -211,6 +217,25 @@ def make_plan(
         pinned=pins,
         max_failures=max_failures,
         trial_timeout_s=trial_timeout_s,
+        named_by_user=named_by_user,
+    )
+
+
+def free_name(storage: str, name: str) -> str:
+    """`name`, or `name-2`, `name-3`, ... : the first that no sweep in the storage holds."""
+    candidate, number = name, 1
+    while SweepFolder(experiment_path(storage, candidate)).holds_sweep():
+        number += 1
+        candidate = f"{name}-{number}"
+    return candidate
+
+
+def taken_message(storage: str, name: str, sweep_name: str) -> str:
+    return (
+        f"--name {name}: a sweep of that name is already in {storage} (running or finished); "
+        f"`python -m sweeps.run {sweep_name} --resume --name {name}"
+        f"{'' if storage == located(DEFAULT_STORAGE) else f' --storage-path {storage}'}` continues it, "
+        "another --name starts a new one"
     )
 
 

@@ -1,38 +1,110 @@
 """Which Ray the sweep runs on, and where its dashboard is.
 
-Without --address the sweep starts a local Ray whose dashboard only this machine can reach (127.0.0.1);
-with it, the sweep joins that cluster (`auto`, or host:port) as one more driver.
+- No --address (and no RAY_ADDRESS): the sweep starts a Ray of its own on this machine, which stops with it.
+  Any number of sweeps can run side by side this way, each on its own Ray with its own dashboard: on
+  127.0.0.1:8265, or the next free port when another Ray's dashboard holds it. A Ray already started here
+  with `ray start` is left alone (the banner says it is there; `--address auto` runs on it instead).
+- `--address local`: the same, said explicitly (Ray's own word for a new local instance).
+- `--address auto` or `--address host:port`: join that cluster as one more driver, as several sweeps can.
+- Inside a Ray job (`ray job submit` sets RAY_ADDRESS): join the job's cluster, as Ray's convention is.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
+import socket
+
+DEFAULT_DASHBOARD_PORT = 8265
 
 
-def start_ray(address: str | None, dashboard_host: str, dashboard_port: int):
-    """Join the cluster at `address`, or start a local Ray; returns Ray's context (its dashboard_url)."""
+class RaySessionError(RuntimeError):
+    """Ray cannot be started or joined as asked; the message says what to change."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RaySession:
+    own: bool
+    """True: a Ray started by this sweep for itself (stopped when it ends); False: an existing cluster joined."""
+    address: str
+    """The cluster's GCS address."""
+    how: str
+    """How it was chosen, in words, for the banner."""
+    dashboard_url: str
+
+    def describe(self) -> str:
+        if self.own:
+            return f"a new local Ray of this sweep's own ({self.address}), stopped when the sweep ends{self.how}"
+        return f"the existing Ray cluster at {self.address}, joined {self.how}"
+
+
+def requested_address(address: str | None) -> str | None:
+    """The cluster to join, or None for a Ray of the sweep's own: --address, else RAY_ADDRESS, else None."""
+    if address == "local":
+        return None
+    return address or os.environ.get("RAY_ADDRESS") or None
+
+
+def check_dashboard_port(host: str, port: int) -> None:
+    """Refuse, before anything starts, a dashboard port that something else holds."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            raise RaySessionError(
+                f"--dashboard-port {port}: {host}:{port} is taken ({error.strerror}), most likely by another Ray's "
+                "dashboard; leave --dashboard-port out to take the next free port, or give another one"
+            ) from None
+
+
+def start_ray(address: str | None, dashboard_host: str, dashboard_port: int | None) -> RaySession:
+    """Join the cluster asked for, or start a Ray of the sweep's own (see the module's docstring)."""
     import ray
 
-    if ray.is_initialized():
-        return ray.get_runtime_context()
-    if address:
-        return ray.init(address=address, logging_level=logging.WARNING)
-    return ray.init(
-        include_dashboard=True,
-        dashboard_host=dashboard_host,
-        dashboard_port=dashboard_port,
-        logging_level=logging.WARNING,
-    )
+    from sweeps.cluster_probe import ray_started_on_this_machine
+
+    if ray.is_initialized():  # a caller (a test, a notebook) runs the sweep on its own session
+        context = ray.get_runtime_context()
+        return RaySession(False, context.gcs_address, "(this process's Ray session)", _dashboard_url(context))
+    join = requested_address(address)
+    if join:
+        try:
+            context = ray.init(address=join, logging_level=logging.WARNING)
+        except ConnectionError as error:
+            raise RaySessionError(f"cannot join the Ray cluster at {join}: {error}") from None
+        how = "(RAY_ADDRESS)" if not address else f"(--address {address})"
+        return RaySession(False, context.address_info["gcs_address"], how, _dashboard_url(context))
+    if dashboard_port is not None:
+        check_dashboard_port(dashboard_host, dashboard_port)
+    other = ray_started_on_this_machine()
+    try:
+        context = ray.init(
+            address="local",
+            include_dashboard=True,
+            dashboard_host=dashboard_host,
+            dashboard_port=dashboard_port,
+            logging_level=logging.WARNING,
+        )
+    except ValueError as error:  # the port was taken between the check and Ray's own
+        ray.shutdown()
+        raise RaySessionError(f"--dashboard-port {dashboard_port}: {error}") from None
+    note = f"; another Ray runs here at {other} (--address auto runs the sweep on it)" if other else ""
+    return RaySession(True, context.address_info["gcs_address"], note, _dashboard_url(context))
 
 
-def dashboard_line(context) -> str:
+def _dashboard_url(context) -> str:
     url = getattr(context, "dashboard_url", None) or ""
-    if not url:
+    return url if not url or url.startswith("http") else f"http://{url}"
+
+
+def dashboard_line(session: RaySession) -> str:
+    if not session.dashboard_url:
         return "not running (install ray[default] for the dashboard)"
-    url = url if url.startswith("http") else f"http://{url}"
     if os.environ.get("RAY_AUTH_MODE", "").lower() == "token":
         return (
-            f"{url}  (token authentication is on: when the page asks, paste the token that `ray get-auth-token` prints)"
+            f"{session.dashboard_url}  (token authentication is on: when the page asks, paste the token that "
+            "`ray get-auth-token` prints)"
         )
-    return url
+    return session.dashboard_url

@@ -22,8 +22,8 @@ import textwrap
 import time
 
 from sweeps.cluster_probe import cluster_capacity
-from sweeps.plan import PlanError, SweepPlan, find_sweep, make_plan, parse_pins
-from sweeps.ray_session import dashboard_line, start_ray
+from sweeps.plan import PlanError, SweepPlan, find_sweep, free_name, make_plan, parse_pins, taken_message
+from sweeps.ray_session import RaySession, RaySessionError, dashboard_line, start_ray
 from sweeps.registry import SWEEPS
 from sweeps.resources import TrialResources
 from sweeps.results import SweepResults, collect
@@ -89,14 +89,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cluster = parser.add_argument_group("cluster and storage")
     cluster.add_argument(
-        "--address", help="join a running Ray cluster ('auto' or host:port); default: start a local one"
+        "--address",
+        help="join a running Ray cluster ('auto': the one started here with `ray start`, or host:port); 'local': a "
+        "new Ray of the sweep's own. Default: RAY_ADDRESS inside a Ray job, else a new Ray of the sweep's own",
     )
     cluster.add_argument(
         "--dashboard-host",
         default="127.0.0.1",
         help="where a local Ray's dashboard listens (default 127.0.0.1: this machine only)",
     )
-    cluster.add_argument("--dashboard-port", type=int, default=8265)
+    cluster.add_argument(
+        "--dashboard-port",
+        type=int,
+        help="the dashboard's port on a Ray of the sweep's own (default 8265, or the next free one when taken)",
+    )
     cluster.add_argument("--storage-path", help="where results go: a folder, s3://... or gs://... (default ./results)")
     cluster.add_argument("--name", help="the sweep's folder name in the storage (default: SWEEP-date-time)")
     cluster.add_argument(
@@ -195,7 +201,7 @@ def _resumed_plan(args: argparse.Namespace) -> SweepPlan:
     return dataclasses.replace(plan, resume=True)  # load_plan pointed it at the folder it was read from
 
 
-def banner(plan: SweepPlan, at_once: int, cluster: str, dashboard: str) -> str:
+def banner(plan: SweepPlan, at_once: int, cluster: str, session: RaySession) -> str:
     from forecaster.data import split_series
 
     sweep = plan.sweep
@@ -214,8 +220,9 @@ def banner(plan: SweepPlan, at_once: int, cluster: str, dashboard: str) -> str:
         f"{f' (seed {plan.seed})' if plan.seed is not None else ''}; {sweep.scheduler} scheduler"
         f"{f' ({options})' if options else ''}, ranking on {scheduler.metric(sweep)}",
         f"  searching  {searched}" + (f"; pinned {pinned}" if pinned else ""),
+        f"  ray        {session.describe()}",
         f"  per trial  {plan.resources.describe()}: {at_once} trial(s) at once on {cluster}",
-        f"  dashboard  {dashboard}",
+        f"  dashboard  {dashboard_line(session)}",
         f"  results    {plan.experiment_path}",
     ]
     return "\n".join(lines)
@@ -232,13 +239,27 @@ class SweepRun:
     """CPU time of this process inside Tuner.fit: Tune's controller, scheduler, loggers and reporter."""
 
 
-def run_sweep(plan: SweepPlan, command: list[str], progress: bool = True) -> SweepRun:
-    """Run (or resume) the sweep on the Ray session of this process; write and return its results."""
+def claim_folder(plan: SweepPlan, command: list[str]) -> SweepPlan:
+    """Store the plan in its folder, which no other sweep may hold; a made-up name moves on to a free one (two
+    sweeps started in the same second), a name the user gave is refused."""
+    while True:
+        try:
+            SweepFolder(plan.experiment_path).save_plan(plan, plan.resolved(command))
+            return plan
+        except FileExistsError:
+            if plan.named_by_user:
+                raise PlanError(taken_message(plan.storage_path, plan.name, plan.sweep.name)) from None
+            plan = dataclasses.replace(plan, name=free_name(plan.storage_path, plan.name))
+
+
+def run_sweep(plan: SweepPlan, command: list[str], progress: bool = True, shared: bool = False) -> SweepRun:
+    """Run (or resume) the sweep on the Ray session of this process; write and return its results. `shared`: on
+    a cluster that other sweeps may use at the same time, it keeps to its fair share (sweeps.sharing)."""
     from sweeps.tuner import build_tuner
 
     if not plan.resume:
-        SweepFolder(plan.experiment_path).save_plan(plan, plan.resolved(command))
-    tuner = build_tuner(plan, progress=progress)
+        plan = claim_folder(plan, command)
+    tuner = build_tuner(plan, progress=progress, shared=shared)
     wall, cpu = time.perf_counter(), time.process_time()
     tuner.fit()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
@@ -267,12 +288,12 @@ def main(argv: list[str] | None = None) -> int:
     import ray
 
     started_here = not ray.is_initialized()
-    context = start_ray(args.address, args.dashboard_host, args.dashboard_port)
     try:
-        at_once, cluster = cluster_capacity(plan, local=args.address is None)
-        print(banner(plan, at_once, cluster, dashboard_line(context)), flush=True)
-        run = run_sweep(plan, [sys.executable, "-m", "sweeps.run", *plan.arguments])
-    except PlanError as error:
+        session = start_ray(args.address, args.dashboard_host, args.dashboard_port)
+        at_once, cluster = cluster_capacity(plan, session.address, own=session.own)
+        print(banner(plan, at_once, cluster, session), flush=True)
+        run = run_sweep(plan, [sys.executable, "-m", "sweeps.run", *plan.arguments], shared=not session.own)
+    except (PlanError, RaySessionError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     finally:

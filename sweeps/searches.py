@@ -21,9 +21,12 @@ class SearchError(ValueError):
     """The search cannot run here; the message says what to install or change."""
 
 
-def build_search(search: str, space: Mapping[str, Any], seed: int | None, metric: str, mode: str):
-    """The search algorithm and the param_space that goes with it."""
+def build_search(search: str, space: Mapping[str, Any], seed: int | None, metric: str, mode: str, fair_share=None):
+    """The search algorithm and the param_space that goes with it; with a `sweeps.sharing.FairShare`, one that
+    keeps the sweep within its share of a cluster that other sweeps use too."""
     from ray.tune.search import BasicVariantGenerator
+
+    from sweeps.sharing import FairShareLimiter, FairShareVariants
 
     if search == "optuna":
         try:
@@ -34,5 +37,8 @@ def build_search(search: str, space: Mapping[str, Any], seed: int | None, metric
                 "--search optuna needs Optuna: pip install optuna (or the project's [optuna] extra)"
             ) from None
         sampler = optuna.samplers.TPESampler(seed=seed)
-        return OptunaSearch(space=to_optuna(space), sampler=sampler, metric=metric, mode=mode), {}
+        searcher = OptunaSearch(space=to_optuna(space), sampler=sampler, metric=metric, mode=mode)
+        return (FairShareLimiter(searcher, fair_share) if fair_share else searcher), {}
+    if fair_share:
+        return FairShareVariants(fair_share, random_state=seed), to_tune(space, seed)
     return BasicVariantGenerator(random_state=seed), to_tune(space, seed)

@@ -70,8 +70,23 @@ class SweepFolder:
         with self.filesystem.open_input_stream(f"{self.root}/{name}") as stream:
             return stream.read()
 
+    def holds_sweep(self) -> bool:
+        import pyarrow.fs
+
+        return self.filesystem.get_file_info(f"{self.root}/{PLAN_FILE}").type != pyarrow.fs.FileType.NotFound
+
     def save_plan(self, plan: Any, resolved: dict[str, Any]) -> None:
-        self.write(PLAN_FILE, pickle.dumps(plan))
+        """Claim the folder for a new sweep: FileExistsError if a sweep holds it already. On a local disk the
+        claim is atomic (two sweeps started at once with one name cannot both have it); on a bucket, a check."""
+        data = pickle.dumps(plan)
+        if isinstance(self.filesystem, _local_filesystem()):
+            os.makedirs(self.root, exist_ok=True)
+            with open(os.path.join(self.root, PLAN_FILE), "xb") as stream:  # "x": fails if it exists
+                stream.write(data)
+        elif self.holds_sweep():
+            raise FileExistsError(f"{self.path} holds a sweep already")
+        else:
+            self.write(PLAN_FILE, data)
         self.write(RESOLVED_FILE, json.dumps(resolved, indent=2, default=str).encode())
 
     def load_plan(self) -> Any:
@@ -101,6 +116,12 @@ class SweepFolder:
 
     def best_config(self) -> dict[str, Any]:
         return json.loads(self.read(BEST_CONFIG_FILE))
+
+
+def _local_filesystem() -> type:
+    import pyarrow.fs
+
+    return pyarrow.fs.LocalFileSystem
 
 
 def latest_run(storage_path: str, sweep_name: str) -> str | None:

@@ -8,6 +8,7 @@ from sweeps.faults import FaultLog, HangWatchdog
 from sweeps.plan import PlanError, SweepPlan
 from sweeps.schedulers import scheduler_of
 from sweeps.searches import SearchError, build_search
+from sweeps.sharing import FairShare
 from sweeps.trial import TrialSettings, train_trial
 
 
@@ -51,8 +52,11 @@ def progress_reporter(plan: SweepPlan):
     )
 
 
-def build_tuner(plan: SweepPlan, progress: bool = True):
-    """A new Tuner for the plan, or the stored one when resuming; `progress` prints Tune's live table."""
+def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False):
+    """A new Tuner for the plan, or the stored one when resuming; `progress` prints Tune's live table.
+
+    `shared`: the cluster is one the sweep joined, which other sweeps may use at the same time; the sweep then
+    keeps to its fair share of it (sweeps.sharing)."""
     from ray import tune
     from ray.tune.logger import CSVLoggerCallback
 
@@ -74,8 +78,11 @@ def build_tuner(plan: SweepPlan, progress: bool = True):
             plan.experiment_path, trainable=trainable, resume_unfinished=True, resume_errored=False
         )
     sweep, scheduler = plan.sweep, scheduler_of(plan.sweep)
+    fair_share = FairShare(plan.experiment_path, plan.resources, plan.max_concurrent_trials) if shared else None
     try:
-        search, param_space = build_search(sweep.search, sweep.space, plan.seed, scheduler.metric(sweep), sweep.mode)
+        search, param_space = build_search(
+            sweep.search, sweep.space, plan.seed, scheduler.metric(sweep), sweep.mode, fair_share
+        )
     except SearchError as error:
         raise PlanError(str(error)) from None
     return tune.Tuner(
@@ -87,8 +94,10 @@ def build_tuner(plan: SweepPlan, progress: bool = True):
             scheduler=scheduler.build(sweep),
             search_alg=search,
             num_samples=sweep.num_samples,
-            max_concurrent_trials=plan.max_concurrent_trials,
-            reuse_actors=True,  # a fresh worker per trial costs ~4 s of process start and imports
+            max_concurrent_trials=None if shared else plan.max_concurrent_trials,
+            # A fresh worker per trial costs seconds of process start and imports; on a shared cluster a
+            # trial's slot must return to the cluster when it ends, for another sweep's trial to take it.
+            reuse_actors=not shared,
         ),
         run_config=tune.RunConfig(
             name=plan.name,

@@ -1,8 +1,11 @@
-"""Helpers the test modules share: reading a sweep's progress files while Tune may still be writing them, and a
-trial slow enough for a fault to land in its middle."""
+"""Helpers the test modules share: reading a sweep's progress files while Tune may still be writing them, a
+trial slow enough for a fault to land in its middle, and Rays started with the `ray` command as a user would."""
 
+import contextlib
 import glob
 import os
+import subprocess
+import sys
 
 import pandas as pd
 
@@ -31,3 +34,38 @@ def trial_progress(experiment_path):
 
 # A model slow enough (about 40 ms an epoch) for a fault to land in the middle of a trial.
 SLOW_TRIAL = {"model": "GRU", "hidden_dim": 64, "n_rnn_layers": 2, "dropout": 0.1, "batch_size": 8}
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.dirname(sys.executable)
+
+
+def ray_env(**extra: str) -> dict[str, str]:
+    """The environment of a `ray` command or a sweep started by a test: this venv's tools, no inherited address."""
+    env = dict(os.environ, PATH=f"{BIN}:{os.environ['PATH']}", **extra)
+    env.pop("RAY_ADDRESS", None)
+    return env
+
+
+def ray_command(*args: str, env: dict, timeout: float) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [os.path.join(BIN, "ray"), *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=timeout
+    )
+
+
+@contextlib.contextmanager
+def ray_head(env: dict, *options: str):
+    """`ray start --head` on this machine, stopped (with every node it started) on the way out."""
+    import ray
+
+    if ray.is_initialized():
+        ray.shutdown()
+    ray_command("stop", "--force", env=env, timeout=60)
+    started = ray_command(
+        "start", "--head", "--num-cpus=0", "--dashboard-host=127.0.0.1", *options, env=env, timeout=120
+    )
+    assert started.returncode == 0, started.stderr[-2000:]
+    try:
+        yield
+    finally:
+        ray_command("stop", "--force", env=env, timeout=60)

@@ -8,7 +8,6 @@ fails its test instead of the CI run.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import glob
 import json
@@ -26,10 +25,9 @@ import pytest
 import yaml
 
 from cluster.check import check_file, security_problems
+from tests.helpers import ROOT, ray_command, ray_env, ray_head
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLUSTER_FILES = sorted(glob.glob(os.path.join(ROOT, "cluster", "*.yaml")))
-BIN = os.path.dirname(sys.executable)
 DASHBOARD = "http://127.0.0.1:8265"
 
 
@@ -159,36 +157,6 @@ def test_a_gcp_node_on_the_default_network_and_a_file_ray_refuses_are_caught(tmp
 
 
 # --- real Ray clusters started with the `ray` command ------------------------------------------------
-
-
-def ray_env(**extra: str) -> dict[str, str]:
-    env = dict(os.environ, PATH=f"{BIN}:{os.environ['PATH']}", **extra)
-    env.pop("RAY_ADDRESS", None)
-    return env
-
-
-def ray_command(*args: str, env: dict, timeout: float) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [os.path.join(BIN, "ray"), *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=timeout
-    )
-
-
-@contextlib.contextmanager
-def ray_head(env: dict, *options: str):
-    """`ray start --head` on this machine, stopped (with every node it started) on the way out."""
-    import ray
-
-    if ray.is_initialized():
-        ray.shutdown()
-    ray_command("stop", "--force", env=env, timeout=60)
-    started = ray_command(
-        "start", "--head", "--num-cpus=0", "--dashboard-host=127.0.0.1", *options, env=env, timeout=120
-    )
-    assert started.returncode == 0, started.stderr[-2000:]
-    try:
-        yield
-    finally:
-        ray_command("stop", "--force", env=env, timeout=60)
 
 
 def submit(env: dict, *args: str, runtime_env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:

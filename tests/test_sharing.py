@@ -1,0 +1,166 @@
+"""Sweeps that share a machine or a cluster: two at once on a laptop, one beside a Ray started with `ray start`,
+two drivers on one multi-node cluster, and the same name asked for twice."""
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from sweeps.plan import PlanError, make_plan
+from sweeps.run import claim_folder, main
+from tests.helpers import ROOT, ray_env, ray_head
+
+# Two processes of a 2-layer GRU of 64 units, about 40 ms an epoch: long enough for trials to overlap.
+SLOW = ["--set", "model=GRU", "--set", "hidden_dim=64", "--set", "n_rnn_layers=2", "--set", "batch_size=8"]
+
+
+def start_sweep(*args, env=None):
+    return subprocess.Popen(
+        [sys.executable, "-m", "sweeps.run", "air_rnn", *args],
+        cwd=ROOT,
+        env=env or ray_env(RAY_AUTH_MODE="disabled"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def finish(process, timeout=400):
+    output, _ = process.communicate(timeout=timeout)
+    assert process.returncode == 0, output[-3000:]
+    return output
+
+
+def banner_line(output, label):
+    return re.search(rf"^  {label} +(.*)$", output, re.MULTILINE).group(1)
+
+
+def trial_spans(folder):
+    """[(first report, last report)] of every trial of a finished sweep, in seconds since the epoch."""
+    spans = []
+    for trial in os.listdir(folder):
+        progress = os.path.join(folder, trial, "progress.csv")
+        if os.path.exists(progress):
+            history = pd.read_csv(progress)
+            spans.append((history.timestamp.min(), history.timestamp.max()))
+    return spans
+
+
+@pytest.mark.slow
+def test_two_sweeps_side_by_side_on_one_machine_each_run_on_a_ray_of_their_own(tmp_path):
+    first = start_sweep("--smoke-test", "--seed", "1", "--name", "a", "--storage-path", str(tmp_path))
+    second = start_sweep("--smoke-test", "--seed", "2", "--name", "b", "--storage-path", str(tmp_path))
+    outputs = [finish(first), finish(second)]
+    dashboards = [banner_line(output, "dashboard") for output in outputs]
+    assert all(url.startswith("http://127.0.0.1:") for url in dashboards) and dashboards[0] != dashboards[1]
+    assert all("a new local Ray of this sweep's own" in banner_line(output, "ray") for output in outputs)
+    for name, seed in (("a", 1), ("b", 2)):
+        results = pd.read_csv(tmp_path / name / "results.csv")
+        assert len(results) == 4 and results.status.isin(["COMPLETED", "STOPPED"]).all()
+        assert json.loads((tmp_path / name / "resolved_sweep.json").read_text())["seed"] == seed
+
+
+def test_a_dashboard_port_that_is_taken_is_refused_before_ray_starts(tmp_path, capsys):
+    import ray
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        code = main(["air_rnn", "--smoke-test", "--dashboard-port", str(port), "--storage-path", str(tmp_path)])
+    assert code == 2
+    assert f"--dashboard-port {port}: 127.0.0.1:{port} is taken" in capsys.readouterr().err
+    assert not ray.is_initialized()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_sweep_beside_a_ray_started_here_runs_on_its_own_and_says_so(tmp_path):
+    env = ray_env(RAY_AUTH_MODE="disabled")
+    with ray_head(env):  # holds 127.0.0.1:8265 and no CPU at all
+        own = start_sweep("--smoke-test", "--storage-path", str(tmp_path), "--name", "own", env=env)
+        output = finish(own)
+        ray_line = banner_line(output, "ray")
+        assert "a new local Ray of this sweep's own" in ray_line
+        assert re.search(r"another Ray runs here at [\d.]+:6379 \(--address auto runs the sweep on it\)", ray_line)
+        assert banner_line(output, "dashboard") != "http://127.0.0.1:8265"
+        assert len(pd.read_csv(tmp_path / "own" / "results.csv")) == 4
+
+        joined = subprocess.run(
+            [sys.executable, "-m", "sweeps.run", "air_rnn", "--smoke-test", "--address", "auto"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert joined.returncode == 2, joined.stderr[-2000:]
+        assert re.search(
+            r"no node of this Ray cluster can hold a trial of 1 CPU: the cluster at [\d.]+:6379 has no CPUs, GPUs "
+            r"or TPU chips on 1 node\(s\)",
+            joined.stderr,
+        )
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_two_sweeps_on_one_cluster_share_it_and_keep_to_their_own_folders(tmp_path):
+    from ray.cluster_utils import Cluster
+
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+    try:
+        for _ in range(2):
+            cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        common = ["--address", cluster.address, "--num-samples", "4", "--max-epochs", "60", "--scheduler", "fifo"]
+        sweeps = {
+            name: start_sweep(*common, *SLOW, "--seed", str(seed), "--name", name, "--storage-path", str(tmp_path))
+            for seed, name in enumerate(("first", "second"))
+        }
+        outputs = {name: finish(process) for name, process in sweeps.items()}
+    finally:
+        cluster.shutdown()
+    for name, output in outputs.items():
+        assert "the existing Ray cluster at" in banner_line(output, "ray")
+        folder = tmp_path / name
+        results = pd.read_csv(folder / "results.csv")
+        assert len(results) == 4 and results.trial_id.is_unique
+        assert (results.status == "COMPLETED").all() and (results.epochs == 60).all()
+        trial_folders = [entry for entry in os.listdir(folder) if (folder / entry / "progress.csv").exists()]
+        for trial_id in results.trial_id:  # every row is a trial of this sweep, stored in this sweep's folder
+            [trial_folder] = [entry for entry in trial_folders if f"_{trial_id}_" in f"_{entry}"]
+            history = pd.read_csv(folder / trial_folder / "progress.csv")
+            assert list(history.epoch) == list(range(1, 61))
+    assert not set(pd.read_csv(tmp_path / "first" / "results.csv").trial_id) & set(
+        pd.read_csv(tmp_path / "second" / "results.csv").trial_id
+    )
+    # Interleaved: the second sweep's trials did not wait for the first's to be done.
+    first, second = trial_spans(tmp_path / "first"), trial_spans(tmp_path / "second")
+    assert min(start for start, _ in second) < max(start for start, _ in first)
+
+
+def test_the_name_of_a_sweep_in_the_storage_is_refused_for_a_new_one(tmp_path, capsys):
+    plan = make_plan("air_rnn", name="taken", storage_path=str(tmp_path))
+    claim_folder(plan, ["test"])
+    assert main(["air_rnn", "--name", "taken", "--storage-path", str(tmp_path)]) == 2
+    error = capsys.readouterr().err
+    assert f"--name taken: a sweep of that name is already in {tmp_path} (running or finished)" in error
+    assert f"python -m sweeps.run air_rnn --resume --name taken --storage-path {tmp_path}` continues it" in error
+    with pytest.raises(PlanError, match="a sweep of that name is already in"):
+        claim_folder(plan, ["test"])  # two sweeps started at once with one name: the second finds it taken
+
+
+def test_a_made_up_name_moves_on_to_a_free_one(tmp_path):
+    import dataclasses
+
+    plan = make_plan("air_rnn", storage_path=str(tmp_path))
+    assert not plan.named_by_user and plan.name.startswith("air_rnn-")
+    assert claim_folder(plan, ["test"]).name == plan.name
+    # A second sweep started in the same second made up the same name: it takes the next free one.
+    assert claim_folder(dataclasses.replace(plan), ["test"]).name == f"{plan.name}-2"
