@@ -52,8 +52,13 @@ class EpochReporter(L.Callback):
         self.schedule = schedule
         self.best, self.best_epoch = math.inf, 0
         self.best_weights: dict[str, torch.Tensor] | None = None
+        self.last: dict[str, float] | None = None
+        """The latest epoch's report; kept in checkpoints, for a trial that resumes with no epoch left."""
+        self.reported = False
+        """Whether this fit (this process) has reported an epoch."""
 
     def on_train_epoch_end(self, trainer: L.Trainer, module: L.LightningModule) -> None:
+        self.reported = True
         epoch = trainer.current_epoch + 1
         val_mape = float(trainer.callback_metrics["val_mape"])
         train_loss = float(trainer.callback_metrics["train_loss"])
@@ -82,6 +87,7 @@ class EpochReporter(L.Callback):
             "epoch": epoch,
             "diverged": 0,
         }
+        self.last = metrics
         schedule = self.schedule
         if not (
             epoch in schedule.at
@@ -91,6 +97,19 @@ class EpochReporter(L.Callback):
         ):
             self.report(metrics)
             return
+        self._report_with_checkpoint(trainer, module, metrics)
+
+    def on_fit_end(self, trainer: L.Trainer, module: L.LightningModule) -> None:
+        """A trial resumed from a checkpoint of its last epoch trains no epoch: under PBT, a trial that exploits a
+        donor which has run all its epochs restores the donor's final checkpoint. It reports once what it now holds
+        (the checkpoint's last report: epoch, MAPE, best) with a checkpoint of its own, so that its history, Tune's
+        record and its latest checkpoint agree: it has run all its epochs and holds that best model."""
+        if self.reported or self.last is None or self.last["epoch"] < trainer.max_epochs:
+            return
+        self.reported = True
+        self._report_with_checkpoint(trainer, module, dict(self.last))
+
+    def _report_with_checkpoint(self, trainer: L.Trainer, module: L.LightningModule, metrics: dict) -> None:
         with tempfile.TemporaryDirectory() as folder:
             trainer.save_checkpoint(os.path.join(folder, CHECKPOINT_FILE))  # collective under DDP
             checkpoint = None
@@ -113,8 +132,9 @@ class EpochReporter(L.Callback):
         )
 
     def state_dict(self) -> dict:
-        return {"best": self.best, "best_epoch": self.best_epoch, "best_weights": self.best_weights}
+        return {"best": self.best, "best_epoch": self.best_epoch, "best_weights": self.best_weights, "last": self.last}
 
     def load_state_dict(self, state_dict: dict) -> None:
         self.best, self.best_epoch = state_dict["best"], state_dict["best_epoch"]
         self.best_weights = state_dict.get("best_weights")
+        self.last = state_dict.get("last")

@@ -57,11 +57,21 @@ def collect(plan: SweepPlan) -> SweepResults:
     trials = pd.DataFrame(rows)
     if len(trials):
         trials["best_epoch"] = trials["best_epoch"].astype("Int64")
-        trials = trials.sort_values(
-            ["best_val_mape", "status"],
-            key=lambda c: c.map(STATUS_ORDER) if c.name == "status" else c,
-            na_position="last",
-        ).reset_index(drop=True)
+        # Under PBT a trial that took over another's weights reports the donor's best: between equal bests, the
+        # trial whose own epochs produced it comes first (its configuration trained that model; a refit of it
+        # reproduces it).
+        trials["_inherited"] = [
+            not _trained_its_best(histories.get(row.trial_id), row.best_val_mape) for row in trials.itertuples()
+        ]
+        trials = (
+            trials.sort_values(
+                ["best_val_mape", "_inherited", "status"],
+                key=lambda c: c.map(STATUS_ORDER) if c.name == "status" else c,
+                na_position="last",
+            )
+            .drop(columns="_inherited")
+            .reset_index(drop=True)
+        )
     return SweepResults(trials=trials, histories=histories, best=_best(trials, analysis))
 
 
@@ -95,6 +105,10 @@ def _trial_row(trial, history, plan: SweepPlan, faults: list[str]) -> dict[str, 
         }
     )
     return row
+
+
+def _trained_its_best(history: pd.DataFrame | None, best_val_mape: float) -> bool:
+    return history is not None and bool(np.isclose(history["val_mape"].min(), best_val_mape))
 
 
 def _trial_best(history: pd.DataFrame) -> tuple[float, int | None]:

@@ -1,0 +1,85 @@
+"""EpochReporter, the callback between a trial's Lightning fit and Ray Tune, on its own: what it reports and
+checkpoints. Tune's `report` only runs inside a trial, so a recorder takes its place here; the real sweeps
+(tests/test_sweep_local.py) run it under Tune."""
+
+import contextlib
+import os
+import shutil
+
+import torch
+
+from forecaster.data import load_series
+from sweeps.epoch_reporter import EpochReporter
+from sweeps.resources import TrialResources
+from sweeps.schedulers import CheckpointSchedule
+from sweeps.storage import BEST_MODEL_FILE
+from sweeps.trial import TrialSettings, _fit
+
+CONFIG = {
+    "model": "GRU",
+    "hidden_dim": 8,
+    "n_rnn_layers": 1,
+    "dropout": 0.0,
+    "batch_size": 32,
+    "lr": 0.01,
+    "input_chunk_length": 24,
+    "training_length": 42,
+    "random_state": 1,
+}
+
+
+def checkpoints_kept_in(storage):
+    class KeptCheckpoint:
+        """What tune.Checkpoint does with a trial's folder: keeps a copy, and gives it back as a directory."""
+
+        def __init__(self, path):
+            self.path = path
+
+        @classmethod
+        def from_directory(cls, folder):
+            kept = storage / f"checkpoint_{len(list(storage.iterdir())):03d}"
+            shutil.copytree(folder, kept)
+            return cls(str(kept))
+
+        def as_directory(self):
+            return contextlib.nullcontext(self.path)
+
+    return KeptCheckpoint
+
+
+def fit_and_record(storage, checkpoint=None, max_epochs=6):
+    """A trial's fit as train_trial runs it; returns every (metrics, checkpoint) it reported."""
+    reports = []
+    settings = TrialSettings("1959-01-01", max_epochs, TrialResources(), CheckpointSchedule(every=3))
+    reporter = EpochReporter(
+        lambda metrics, checkpoint=None: reports.append((metrics, checkpoint)),
+        checkpoints_kept_in(storage),
+        settings.checkpoints,
+    )
+    _fit(CONFIG, load_series("air_passengers"), settings, reporter, checkpoint, accelerator="cpu", devices=1)
+    return reports
+
+
+def test_every_epoch_is_reported_and_checkpointed_on_schedule(tmp_path):
+    reports = fit_and_record(tmp_path)
+    assert [metrics["epoch"] for metrics, _ in reports] == [1, 2, 3, 4, 5, 6]
+    assert [metrics["epoch"] for metrics, checkpoint in reports if checkpoint] == [3, 6]
+    final, checkpoint = reports[-1]
+    assert final["best_val_mape"] == min(metrics["val_mape"] for metrics, _ in reports)
+    best = torch.load(os.path.join(checkpoint.path, BEST_MODEL_FILE), weights_only=False)
+    assert (best["epoch"], best["val_mape"]) == (final["best_epoch"], final["best_val_mape"])
+
+
+def test_a_trial_resumed_at_its_last_epoch_reports_it_once_with_its_best_model(tmp_path):
+    """What PBT does to a trial that exploits a donor which has run all its epochs: the trial restores the donor's
+    final checkpoint and has no epoch left to train. Its history, Tune's record and its latest checkpoint must
+    still say it ran all its epochs and hold that best model (else its row says STOPPED early)."""
+    final, final_checkpoint = fit_and_record(tmp_path)[-1]
+    resumed = fit_and_record(tmp_path, checkpoint=final_checkpoint)
+    assert len(resumed) == 1
+    metrics, checkpoint = resumed[0]
+    assert metrics["epoch"] == 6
+    assert (metrics["best_val_mape"], metrics["best_epoch"]) == (final["best_val_mape"], final["best_epoch"])
+    assert checkpoint is not None and checkpoint.path != final_checkpoint.path  # a checkpoint of its own
+    best = torch.load(os.path.join(checkpoint.path, BEST_MODEL_FILE), weights_only=False)
+    assert (best["epoch"], best["val_mape"]) == (final["best_epoch"], final["best_val_mape"])
