@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 import tempfile
+import time
 from collections.abc import Callable
 
 import lightning as L
@@ -34,9 +35,11 @@ class EpochReporter(L.Callback):
     That model's weights are kept in memory and written into every checkpoint beside the latest training
     state, so the latest checkpoint is all a trial needs, for resuming and for its best model alike.
     Checkpoints follow the sweep's `CheckpointSchedule` (the epochs where its scheduler decides, e.g. ASHA's
-    rungs, so that a stopped trial's last report has one; every N epochs; improvements, for a scheduler that
-    may stop a trial at any epoch) and go with the last epoch: each costs a few milliseconds and a write to
-    storage, more than an epoch of a small model.
+    rungs, so that a stopped trial's last report has one; improvements, for a scheduler that may stop a trial
+    at any epoch; one early in the trial and then every few seconds of training, so that a kill costs at most
+    that much) and go with the last epoch: each costs a few milliseconds and a write to storage, more than an
+    epoch of a small model. Every report says when it was made (`reported_at`, seconds since the epoch) and
+    how much time this process has spent checkpointing (`checkpoint_seconds`, `checkpoints`).
 
     `report` is `ray.tune.report` in a trial process, `ray.train.report` in a data-parallel worker; every
     rank calls it, and only rank 0 attaches the checkpoint.
@@ -56,6 +59,13 @@ class EpochReporter(L.Callback):
         """The latest epoch's report; kept in checkpoints, for a trial that resumes with no epoch left."""
         self.reported = False
         """Whether this fit (this process) has reported an epoch."""
+        self.has_checkpoint = False
+        """Whether the trial has a checkpoint: one written here, or the one it resumed from."""
+        self.last_checkpoint_at = time.monotonic()
+        self.checkpoint_seconds, self.checkpoints = 0.0, 0
+
+    def on_train_start(self, trainer: L.Trainer, module: L.LightningModule) -> None:
+        self.last_checkpoint_at = time.monotonic()  # training time, not the time to start the process
 
     def on_train_epoch_end(self, trainer: L.Trainer, module: L.LightningModule) -> None:
         self.reported = True
@@ -71,6 +81,7 @@ class EpochReporter(L.Callback):
                     "train_loss": train_loss,
                     "epoch": epoch,
                     "diverged": 1,
+                    **self._timing(),
                 }
             )
             trainer.should_stop = True
@@ -88,16 +99,22 @@ class EpochReporter(L.Callback):
             "diverged": 0,
         }
         self.last = metrics
-        schedule = self.schedule
-        if not (
-            epoch in schedule.at
-            or epoch % schedule.every == 0
-            or epoch == trainer.max_epochs
-            or (improved and 0 < schedule.on_improvement_from <= epoch)
-        ):
-            self.report(metrics)
+        due = self.schedule.due(
+            epoch, trainer.max_epochs, improved, time.monotonic() - self.last_checkpoint_at, self.has_checkpoint
+        )
+        if trainer.world_size > 1:
+            due = trainer.strategy.broadcast(due, src=0)  # saving is collective: every rank decides as rank 0 does
+        if not due:
+            self.report({**metrics, **self._timing()})
             return
         self._report_with_checkpoint(trainer, module, metrics)
+
+    def _timing(self) -> dict[str, float]:
+        return {
+            "reported_at": time.time(),
+            "checkpoint_seconds": self.checkpoint_seconds,
+            "checkpoints": self.checkpoints,
+        }
 
     def on_fit_end(self, trainer: L.Trainer, module: L.LightningModule) -> None:
         """A trial resumed from a checkpoint of its last epoch trains no epoch: under PBT, a trial that exploits a
@@ -110,6 +127,8 @@ class EpochReporter(L.Callback):
         self._report_with_checkpoint(trainer, module, dict(self.last))
 
     def _report_with_checkpoint(self, trainer: L.Trainer, module: L.LightningModule, metrics: dict) -> None:
+        started = time.monotonic()
+        self.has_checkpoint = True  # saved with the checkpoint: a trial resumed from it has one
         with tempfile.TemporaryDirectory() as folder:
             trainer.save_checkpoint(os.path.join(folder, CHECKPOINT_FILE))  # collective under DDP
             checkpoint = None
@@ -117,7 +136,10 @@ class EpochReporter(L.Callback):
                 if self.best_weights is not None:
                     self._save_best_model(module, os.path.join(folder, BEST_MODEL_FILE))
                 checkpoint = self.checkpoint_class.from_directory(folder)
-            self.report(metrics, checkpoint=checkpoint)
+            self.report({**metrics, **self._timing()}, checkpoint=checkpoint)  # Tune stores it before returning
+        self.last_checkpoint_at = time.monotonic()
+        self.checkpoint_seconds += self.last_checkpoint_at - started
+        self.checkpoints += 1
 
     def _save_best_model(self, module: L.LightningModule, path: str) -> None:
         torch.save(
@@ -135,6 +157,7 @@ class EpochReporter(L.Callback):
         return {"best": self.best, "best_epoch": self.best_epoch, "best_weights": self.best_weights, "last": self.last}
 
     def load_state_dict(self, state_dict: dict) -> None:
+        self.has_checkpoint = True
         self.best, self.best_epoch = state_dict["best"], state_dict["best_epoch"]
         self.best_weights = state_dict.get("best_weights")
         self.last = state_dict.get("last")

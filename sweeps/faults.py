@@ -6,7 +6,8 @@ Two Tune callbacks, both in Tune's driver loop (a watch inside a trial's own pro
   whose last failure arrives after its actor is gone (it stays RUNNING in the snapshot, with fewer failures).
 - `HangWatchdog` kills the actor of a running trial that has reported nothing for `timeout_s` seconds
   (a deadlocked collective, a GPU that stopped answering, a frozen process): Tune then sees a failed trial
-  and retries it, or ends it as ERROR once its retries are spent.
+  and retries it, or ends it as ERROR once its retries are spent. An attempt that has not reported yet is
+  still starting, and gets at least STARTUP_ALLOWANCE_S.
 The log lives in the sweep's folder (faults.json), next to Tune's state, so a resumed sweep appends to it;
 the callbacks find that folder through each trial's storage, which Tune points at the folder a sweep is
 resumed from, even when it has moved since.
@@ -39,16 +40,25 @@ class FaultLog(tune.Callback):
         record_fault(trial, "failed")
 
 
+STARTUP_ALLOWANCE_S = 120.0
+"""Before its first report, an attempt is given at least this long: a fresh process on a busy node may take tens of
+seconds to import torch and restore its checkpoint, which is not a hang."""
+
+
 class HangWatchdog(tune.Callback):
     def __init__(self, timeout_s: float):
         self.timeout_s = timeout_s
         self.last_seen: dict[str, float] = {}
+        self.starting: set[str] = set()
+        """Trials whose current attempt has not reported yet."""
 
     def on_trial_start(self, iteration, trials, trial, **info) -> None:
         self.last_seen[trial.trial_id] = time.monotonic()
+        self.starting.add(trial.trial_id)
 
     def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
         self.last_seen[trial.trial_id] = time.monotonic()
+        self.starting.discard(trial.trial_id)
 
     def on_step_begin(self, iteration, trials, **info) -> None:
         now = time.monotonic()
@@ -56,7 +66,8 @@ class HangWatchdog(tune.Callback):
             if trial.status != "RUNNING":
                 continue
             seen = self.last_seen.setdefault(trial.trial_id, now)
-            if now - seen <= self.timeout_s:
+            limit = max(self.timeout_s, STARTUP_ALLOWANCE_S) if trial.trial_id in self.starting else self.timeout_s
+            if now - seen <= limit:
                 continue
             # Ray Tune keeps the actor of a running trial here (Ray is pinned to one version).
             actor = trial.temporary_state.ray_actor
@@ -71,6 +82,7 @@ class HangWatchdog(tune.Callback):
             )
             ray.kill(actor, no_restart=True)
             self.last_seen[trial.trial_id] = now  # the retry gets a full timeout of its own
+            self.starting.add(trial.trial_id)
             record_fault(trial, "watchdog", silent_seconds=round(now - seen, 1))
 
 

@@ -5,7 +5,8 @@ Adding a scheduler is a subclass of `Scheduler` here and a line in SCHEDULERS; `
 plan checks it, the Tuner builds it, the banner and the summary name it.
 
 Every scheduler has a trial checkpoint where it may stop the trial, so that a stopped trial's last checkpoint
-holds its best model (`CheckpointSchedule`).
+holds its best model (`CheckpointSchedule`). Besides those, every trial checkpoints by time, early and then
+every few seconds of training, so that a trial killed anywhere loses at most that much work.
 """
 
 from __future__ import annotations
@@ -18,8 +19,11 @@ from typing import Any
 from sweeps.registry import Sweep
 from sweeps.space import Choice, LogUniform
 
-CHECKPOINT_EVERY_EPOCHS = 25
-"""Besides the scheduler's own points, a trial checkpoints this often: what a retried trial may lose at most."""
+CHECKPOINT_EVERY_SECONDS = 5.0
+"""Besides the scheduler's own points, a trial checkpoints after this many seconds of training since its last
+checkpoint: what a retried trial may lose at most. A checkpoint of these models costs a few milliseconds."""
+FIRST_CHECKPOINT_AFTER_SECONDS = 1.0
+"""A trial's first checkpoint comes this early, so that a trial killed in its first seconds need not start over."""
 
 
 class SchedulerError(ValueError):
@@ -28,12 +32,27 @@ class SchedulerError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class CheckpointSchedule:
-    every: int
-    """Every this many epochs (and at the last one)."""
+    """When a trial checkpoints: at its last epoch, and wherever any of these says so."""
+
+    every: int = 0
+    """Every this many epochs (0: not by epoch count)."""
     at: tuple[int, ...] = ()
-    """And at these epochs: where the scheduler decides about a trial."""
+    """At these epochs: where the scheduler decides about a trial."""
     on_improvement_from: int = 0
-    """And, from this epoch on (0: never), at every epoch that improves the trial's best MAPE."""
+    """From this epoch on (0: never), at every epoch that improves the trial's best MAPE."""
+    every_seconds: float = CHECKPOINT_EVERY_SECONDS
+    """After this many seconds of training since the trial's last checkpoint."""
+    first_after_seconds: float = FIRST_CHECKPOINT_AFTER_SECONDS
+    """After this many seconds of training, for a trial that has no checkpoint yet."""
+
+    def due(self, epoch: int, last_epoch: int, improved: bool, seconds_since_checkpoint: float, has_one: bool) -> bool:
+        return (
+            epoch == last_epoch
+            or epoch in self.at
+            or (self.every > 0 and epoch % self.every == 0)
+            or (improved and 0 < self.on_improvement_from <= epoch)
+            or seconds_since_checkpoint >= (self.every_seconds if has_one else self.first_after_seconds)
+        )
 
 
 class Scheduler:
@@ -50,7 +69,7 @@ class Scheduler:
         return {}
 
     def checkpoints(self, sweep: Sweep) -> CheckpointSchedule:
-        return CheckpointSchedule(every=CHECKPOINT_EVERY_EPOCHS)
+        return CheckpointSchedule()
 
     def check(self, sweep: Sweep) -> None:
         """Raise SchedulerError if the sweep's search or space cannot work with this scheduler."""
@@ -107,7 +126,7 @@ class Asha(Scheduler):
     def checkpoints(self, sweep: Sweep) -> CheckpointSchedule:
         # ASHA stops a trial right after the report of a rung's epoch: a checkpoint there. (Every HyperBand
         # bracket's rungs are among the first bracket's.)
-        return CheckpointSchedule(every=CHECKPOINT_EVERY_EPOCHS, at=self.rungs(sweep))
+        return CheckpointSchedule(at=self.rungs(sweep))
 
     def brackets(self, sweep: Sweep) -> int:
         return 1
@@ -144,7 +163,7 @@ class MedianRule(Scheduler):
     def checkpoints(self, sweep: Sweep) -> CheckpointSchedule:
         # It may stop a trial at any epoch after its grace period: a checkpoint there and at every improvement.
         grace = self.settings(sweep)["grace_period"]
-        return CheckpointSchedule(every=CHECKPOINT_EVERY_EPOCHS, at=(grace,), on_improvement_from=grace)
+        return CheckpointSchedule(at=(grace,), on_improvement_from=grace)
 
     def build(self, sweep: Sweep):
         from ray.tune.schedulers import MedianStoppingRule

@@ -3,6 +3,8 @@ checkpoints. Tune's `report` only runs inside a trial, so a recorder takes its p
 (tests/test_sweep_local.py) run it under Tune."""
 
 import contextlib
+import itertools
+import math
 import os
 import shutil
 
@@ -47,10 +49,13 @@ def checkpoints_kept_in(storage):
     return KeptCheckpoint
 
 
-def fit_and_record(storage, checkpoint=None, max_epochs=6):
+EVERY_THIRD_EPOCH = CheckpointSchedule(every=3, every_seconds=math.inf, first_after_seconds=math.inf)
+
+
+def fit_and_record(storage, checkpoint=None, max_epochs=6, schedule=EVERY_THIRD_EPOCH):
     """A trial's fit as train_trial runs it; returns every (metrics, checkpoint) it reported."""
     reports = []
-    settings = TrialSettings("1959-01-01", max_epochs, TrialResources(), CheckpointSchedule(every=3))
+    settings = TrialSettings("1959-01-01", max_epochs, TrialResources(), schedule)
     reporter = EpochReporter(
         lambda metrics, checkpoint=None: reports.append((metrics, checkpoint)),
         checkpoints_kept_in(storage),
@@ -68,6 +73,15 @@ def test_every_epoch_is_reported_and_checkpointed_on_schedule(tmp_path):
     assert final["best_val_mape"] == min(metrics["val_mape"] for metrics, _ in reports)
     best = torch.load(os.path.join(checkpoint.path, BEST_MODEL_FILE), weights_only=False)
     assert (best["epoch"], best["val_mape"]) == (final["best_epoch"], final["best_val_mape"])
+
+
+def test_checkpoints_come_by_time_too_and_say_what_they_cost(tmp_path):
+    reports = fit_and_record(tmp_path, schedule=CheckpointSchedule(every_seconds=0.0, first_after_seconds=0.0))
+    assert all(checkpoint is not None for _, checkpoint in reports)  # due at every epoch: no time has to pass
+    costs = [(metrics["checkpoints"], metrics["checkpoint_seconds"]) for metrics, _ in reports]
+    assert [count for count, _ in costs] == [0, 1, 2, 3, 4, 5]  # each report counts the ones before it
+    assert all(later > earlier >= 0 for (_, earlier), (_, later) in itertools.pairwise(costs[1:]))
+    assert all(metrics["reported_at"] > 1e9 for metrics, _ in reports)  # seconds since the epoch
 
 
 def test_a_trial_resumed_at_its_last_epoch_reports_it_once_with_its_best_model(tmp_path):

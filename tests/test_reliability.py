@@ -16,10 +16,10 @@ import pytest
 
 from sweeps.plan import make_plan
 from sweeps.run import run_sweep
-from sweeps.schedulers import CHECKPOINT_EVERY_EPOCHS
+from sweeps.schedulers import SCHEDULERS
 from sweeps.space import Choice
 from sweeps.summary import summary
-from tests.helpers import SLOW_TRIAL, trial_progress
+from tests.helpers import SLOW_TRIAL, trial_histories, trial_progress
 
 RAY_INIT = {"num_cpus": 2}
 
@@ -30,31 +30,45 @@ def plan_for(tmp_path, name, **options):
 
 
 class FaultInjector(threading.Thread):
-    """Sends `sig` to the process of the first trial that reaches `after_epoch`, once or at every attempt."""
+    """Sends `sig` to the process of the first trial that reaches `after_epoch` (and, with `after_checkpoint`, has
+    reported a checkpoint from that process), once or at every attempt."""
 
-    def __init__(self, experiment_path, sig, after_epoch, every_attempt=False):
+    def __init__(self, experiment_path, sig, after_epoch, every_attempt=False, after_checkpoint=False):
         super().__init__(daemon=True)
-        self.experiment_path, self.sig, self.after_epoch, self.every_attempt = (
-            experiment_path,
-            sig,
-            after_epoch,
-            every_attempt,
-        )
+        self.experiment_path, self.sig, self.after_epoch = experiment_path, sig, after_epoch
+        self.every_attempt, self.after_checkpoint = every_attempt, after_checkpoint
         self.target, self.hit_pids, self.done = None, [], threading.Event()
+
+    def ready(self, folder, epoch, pid):
+        if epoch < self.after_epoch:
+            return False
+        if not self.after_checkpoint:
+            return True
+        history = trial_histories(self.experiment_path).get(folder)
+        return history is not None and history[history.pid == pid].checkpoint_dir_name.notna().any()
 
     def run(self):
         deadline = time.time() + 240
         while not self.done.is_set() and time.time() < deadline:
             for folder, (epoch, pid) in trial_progress(self.experiment_path).items():
-                if self.target is None and epoch >= self.after_epoch:
+                if self.target is None and self.ready(folder, epoch, pid):
                     self.target = folder
-                if folder == self.target and pid not in self.hit_pids and epoch >= self.after_epoch:
+                if folder == self.target and pid not in self.hit_pids and self.ready(folder, epoch, pid):
                     if self.hit_pids and not self.every_attempt:
                         continue
                     self.hit_pids.append(pid)
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, self.sig)
             time.sleep(0.1)
+
+
+def killed_and_retried(injector):
+    """The target trial's rows from the process that was killed, and from the retry after it."""
+    raw = pd.read_csv(f"{injector.target}/progress.csv")
+    killed = raw[raw.pid == injector.hit_pids[0]]
+    retried = raw[raw.index > killed.index.max()]
+    assert len(retried) and (retried.pid != injector.hit_pids[0]).all()
+    return killed, retried
 
 
 def run_with_fault(plan, injector):
@@ -89,17 +103,32 @@ def test_a_crashed_trial_is_retried_from_its_latest_checkpoint(local_ray, tmp_pa
     assert list(trials.status) == ["COMPLETED", "COMPLETED"]
     crashed = trials[trials.failures == 1]
     assert len(crashed) == 1
-    raw = pd.read_csv(f"{injector.target}/progress.csv")
-    killed = raw[raw.pid == injector.hit_pids[0]]
-    retried = raw[raw.index > killed.index.max()]
-    assert len(retried) and (retried.pid != injector.hit_pids[0]).all()
-    # The retry continued from the latest checkpoint (every 25 epochs) the killed process had reported,
-    # not from scratch: the work lost is at most the epochs since that checkpoint.
-    latest_checkpoint = killed.epoch.max() // CHECKPOINT_EVERY_EPOCHS * CHECKPOINT_EVERY_EPOCHS
-    assert latest_checkpoint >= CHECKPOINT_EVERY_EPOCHS and retried.epoch.iloc[0] == latest_checkpoint + 1
+    killed, retried = killed_and_retried(injector)
+    # The retry continued from the latest checkpoint the killed process had reported, not from scratch: the work
+    # lost is at most the epochs since that checkpoint.
+    latest_checkpoint = killed[killed.checkpoint_dir_name.notna()].epoch.max()
+    assert latest_checkpoint >= 1 and retried.epoch.iloc[0] == latest_checkpoint + 1
     assert retried.epoch.iloc[-1] == 120 and list(results.histories[crashed.trial_id.iloc[0]].epoch) == list(
         range(1, 121)
     )
+
+
+@pytest.mark.slow
+def test_a_trial_killed_seconds_into_training_resumes_from_its_time_based_checkpoint(local_ray, tmp_path):
+    """Killed before its scheduler's first checkpoint point (ASHA's first rung, epoch 60), a trial still loses
+    only the seconds since its last checkpoint: trials checkpoint early and then every few seconds."""
+    plan = plan_for(
+        tmp_path, "early", num_samples=1, max_epochs=120, scheduler_options={"grace_period": 60, "reduction_factor": 2}
+    )
+    assert SCHEDULERS["asha"].checkpoints(plan.sweep).at == (60,)
+    injector = FaultInjector(plan.experiment_path, signal.SIGKILL, after_epoch=2, after_checkpoint=True)
+    results = run_with_fault(plan, injector).results
+    assert len(injector.hit_pids) == 1 and list(results.trials.failures) == [1]
+    killed, retried = killed_and_retried(injector)
+    assert killed.epoch.max() < 60  # killed before the rung
+    checkpointed = killed[killed.checkpoint_dir_name.notna()].epoch
+    assert len(checkpointed) and retried.epoch.iloc[0] == checkpointed.max() + 1 > 1  # not from epoch 0
+    assert results.trials.status.iloc[0] == "COMPLETED" and retried.epoch.iloc[-1] == 120
 
 
 @pytest.mark.slow
