@@ -1,7 +1,8 @@
 """What went wrong during a sweep, recorded by the driver: failed trials, their retries, and hung trials.
 
 Two Tune callbacks, both in Tune's driver loop (a watch inside a trial's own process would hang with it):
-- `FaultLog` records each trial failure as Tune handles it: retried from the latest checkpoint, or final.
+- `FaultLog` records each trial failure as Tune handles it: retried from the latest checkpoint, or final; and
+  when a retried trial's new process has started.
   The results read this log rather than Tune's saved trial state, which Ray 2.60 leaves stale for a trial
   whose last failure arrives after its actor is gone (it stays RUNNING in the snapshot, with fewer failures).
 - `HangWatchdog` kills the actor of a running trial that has reported nothing for `timeout_s` seconds
@@ -35,6 +36,10 @@ def record_fault(trial, event: str, **details) -> None:
 class FaultLog(tune.Callback):
     def on_trial_recover(self, iteration, trials, trial, **info) -> None:
         record_fault(trial, "retried")
+
+    def on_trial_start(self, iteration, trials, trial, **info) -> None:
+        if trial.num_failures:  # a retry's process is up: it trains again from its checkpoint
+            record_fault(trial, "restarted")
 
     def on_trial_error(self, iteration, trials, trial, **info) -> None:
         record_fault(trial, "failed")

@@ -94,17 +94,23 @@ class SweepPlan:
         }
 
 
-def parse_pins(pairs: Sequence[str]) -> dict[str, Any]:
-    """--set KEY=VALUE pairs: numbers become numbers, anything else stays text."""
-    pins: dict[str, Any] = {}
+def parse_key_values(pairs: Sequence[str], option: str, example: str) -> dict[str, Any]:
+    """KEY=VALUE pairs of a repeatable option: numbers become numbers, anything else stays text."""
+    values: dict[str, Any] = {}
     for pair in pairs:
         key, sep, text = pair.partition("=")
         if not sep or not key:
-            raise PlanError(f"--set {pair!r}: write KEY=VALUE, e.g. --set model=LSTM or --set lr=0.005")
+            raise PlanError(f"{option} {pair!r}: write KEY=VALUE, e.g. {example}")
         try:
-            pins[key.strip()] = ast.literal_eval(text.strip())
+            values[key.strip()] = ast.literal_eval(text.strip())
         except (ValueError, SyntaxError):
-            pins[key.strip()] = text.strip()
+            values[key.strip()] = text.strip()
+    return values
+
+
+def parse_pins(pairs: Sequence[str]) -> dict[str, Any]:
+    """--set KEY=VALUE pairs: the hyperparameters pinned instead of searched."""
+    pins = parse_key_values(pairs, "--set", "--set model=LSTM or --set lr=0.005")
     if "n_epochs" in pins:
         raise PlanError("--set n_epochs: a sweep's epoch budget is --max-epochs")
     try:
@@ -112,6 +118,24 @@ def parse_pins(pairs: Sequence[str]) -> dict[str, Any]:
     except ConfigError as error:
         raise PlanError(f"--set: {error}") from None
     return pins
+
+
+def scheduler_options_from(pairs: Sequence[str], sweep_name: str, scheduler: str | None, smoke_test: bool):
+    """--scheduler-option KEY=VALUE pairs over the sweep's own options (or the smoke test's); None if none given."""
+    if not pairs:
+        return None
+    given = parse_key_values(pairs, "--scheduler-option", "--scheduler-option grace_period=30")
+    sweep = find_sweep(sweep_name)
+    name = scheduler or sweep.scheduler
+    accepted = SCHEDULERS[name].options if name in SCHEDULERS else ()
+    unknown = sorted(set(given) - set(accepted))
+    if unknown:
+        raise PlanError(
+            f"--scheduler-option {', '.join(unknown)}: the {name} scheduler takes "
+            + (", ".join(accepted) if accepted else "no options")
+        )
+    base = SMOKE_TEST["scheduler_options"] if smoke_test else sweep.scheduler_options
+    return {**base, **given}
 
 
 def find_sweep(name: str) -> Sweep:

@@ -17,6 +17,13 @@ import os
 import socket
 
 DEFAULT_DASHBOARD_PORT = 8265
+WARM_WORKERS = {"preload_python_modules": ["sweeps.warm"]}
+"""Ray's setting for workers that import torch, Lightning and the trial's code as they start (sweeps/warm.py).
+SWEEPS_WARM_WORKERS=0 turns it off (each idle warm worker holds torch in memory, a few hundred MB)."""
+
+
+def warm_workers() -> dict:
+    return WARM_WORKERS if os.environ.get("SWEEPS_WARM_WORKERS", "1") != "0" else {}
 
 
 class RaySessionError(RuntimeError):
@@ -86,6 +93,7 @@ def start_ray(address: str | None, dashboard_host: str, dashboard_port: int | No
             dashboard_host=dashboard_host,
             dashboard_port=dashboard_port,
             logging_level=logging.WARNING,
+            _system_config=warm_workers(),
         )
     except ValueError as error:  # the port was taken between the check and Ray's own
         ray.shutdown()

@@ -22,7 +22,16 @@ import textwrap
 import time
 
 from sweeps.cluster_probe import cluster_capacity
-from sweeps.plan import PlanError, SweepPlan, find_sweep, free_name, make_plan, parse_pins, taken_message
+from sweeps.plan import (
+    PlanError,
+    SweepPlan,
+    find_sweep,
+    free_name,
+    make_plan,
+    parse_pins,
+    scheduler_options_from,
+    taken_message,
+)
 from sweeps.ray_session import RaySession, RaySessionError, dashboard_line, start_ray
 from sweeps.registry import SWEEPS
 from sweeps.resources import TrialResources
@@ -56,6 +65,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="KEY=VALUE",
         help="pin a hyperparameter instead of searching it (repeatable), e.g. --set model=GRU",
+    )
+    budget.add_argument(
+        "--scheduler-option",
+        dest="scheduler_options",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a setting of the scheduler (repeatable): grace_period, reduction_factor (asha, hyperband, median), "
+        "perturbation_interval (pbt)",
     )
     budget.add_argument("--smoke-test", action="store_true", help="a tiny budget (4 trials, 6 epochs) to check a setup")
     hardware = parser.add_argument_group("hardware per trial")
@@ -163,6 +181,7 @@ def plan_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser, ar
         num_samples=args.num_samples,
         max_epochs=args.max_epochs,
         scheduler=args.scheduler,
+        scheduler_options=scheduler_options_from(args.scheduler_options, args.sweep, args.scheduler, args.smoke_test),
         search=args.search,
         cpus_per_trial=args.cpus_per_trial,
         gpus_per_trial=args.gpus_per_trial,

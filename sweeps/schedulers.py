@@ -63,6 +63,8 @@ class Scheduler:
     """True when it compares trials' current val_mape (it copies current weights) rather than their best."""
     checkpoints_kept = 2
     """Per trial, the latest ones: each holds the training state to resume from and the trial's best model."""
+    options: tuple[str, ...] = ()
+    """The scheduler_options it reads (--scheduler-option KEY=VALUE)."""
 
     def settings(self, sweep: Sweep) -> dict[str, Any]:
         """What it runs with, from the sweep's scheduler_options: what `build` uses and the banner shows."""
@@ -106,6 +108,7 @@ class Asha(Scheduler):
     1/reduction_factor of the trials that reached the rung."""
 
     name = "asha"
+    options = ("grace_period", "reduction_factor")
 
     def settings(self, sweep: Sweep) -> dict[str, Any]:
         options = sweep.scheduler_options
@@ -156,6 +159,7 @@ class MedianRule(Scheduler):
     """Stops a trial whose best is worse than the median of the other trials' at the same epoch."""
 
     name = "median"
+    options = ("grace_period",)
 
     def settings(self, sweep: Sweep) -> dict[str, Any]:
         return {"grace_period": int(sweep.scheduler_options.get("grace_period", 1))}
@@ -176,6 +180,7 @@ class PopulationBased(Scheduler):
     ones and mutate what can change mid-training (the learning rate, the batch size)."""
 
     name = "pbt"
+    options = ("perturbation_interval",)
     ranks_current_score = True  # it copies a trial's current weights, so it compares current scores
     checkpoints_kept = 4  # other trials copy checkpoints: keep them a little longer
 

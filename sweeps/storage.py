@@ -102,7 +102,8 @@ class SweepFolder:
         return dataclasses.replace(plan, storage_path=storage_path, name=name)
 
     def faults(self) -> list[dict[str, Any]]:
-        """Every recorded fault, oldest first: {"trial_id", "event": "retried"|"failed"|"watchdog", "time", ...}."""
+        """Every recorded fault, oldest first: {"trial_id", "event", "time", ...}, the event one of "retried",
+        "restarted" (the retry's process is up), "failed" (for good) or "watchdog" (killed as hung)."""
         try:
             return json.loads(self.read(FAULTS_FILE))
         except (FileNotFoundError, OSError):

@@ -160,4 +160,4 @@ def test_a_hung_trial_is_killed_by_the_watchdog_and_retried(local_ray, tmp_path)
     faults = pd.read_json(f"{plan.experiment_path}/faults.json")
     kills = faults[faults.event == "watchdog"]
     assert list(kills.trial_id) == [hung.trial_id] and kills.after_epoch.iloc[0] >= 30
-    assert list(faults.event) == ["watchdog", "retried"]
+    assert list(faults.event) == ["watchdog", "retried", "restarted"]

@@ -81,3 +81,25 @@ def test_a_checkpoint_is_due_at_the_last_epoch_at_scheduler_points_and_by_time()
     assert not schedule.due(5, 100, **{**quiet, "seconds_since_checkpoint": 1.5})
     assert schedule.due(5, 100, **{**quiet, "seconds_since_checkpoint": 1.5, "has_one": False})  # the first, early
     assert CheckpointSchedule(every=3).due(9, 100, **quiet)
+
+
+def test_scheduler_options_from_the_command_line_merge_over_the_sweeps_own(tmp_path, capsys):
+    from sweeps.plan import scheduler_options_from
+    from sweeps.run import main
+
+    assert scheduler_options_from(["grace_period=3"], "air_rnn", None, False) == {
+        "grace_period": 3,
+        "reduction_factor": 3,
+    }
+    assert scheduler_options_from([], "air_rnn", None, False) is None
+    with pytest.raises(
+        PlanError, match="--scheduler-option perturbation_interval: the asha scheduler takes grace_period"
+    ):
+        scheduler_options_from(["perturbation_interval=3"], "air_rnn", None, False)
+    assert (
+        main(
+            ["air_rnn", "--scheduler", "fifo", "--scheduler-option", "grace_period=3", "--storage-path", str(tmp_path)]
+        )
+        == 2
+    )
+    assert "the fifo scheduler takes no options" in capsys.readouterr().err
