@@ -11,16 +11,32 @@ import pandas as pd
 
 
 def trial_histories(experiment_path) -> dict[str, pd.DataFrame]:
-    """{trial folder: the rows it has reported so far}, for every trial that has reported an epoch."""
+    """{trial folder in the sweep's storage: the rows it has reported so far}, for every trial that has reported an
+    epoch. While this process drives the sweep, the rows come from the driver's own copy of each progress.csv,
+    which Tune writes as each result arrives; the copy in the sweep's folder is synced only every ~10 s and at
+    checkpoints, too late for a test that acts on a trial's progress."""
     histories = {}
-    for path in glob.glob(f"{experiment_path}/*/progress.csv"):
+    for path in progress_files(experiment_path):
         try:
             history = pd.read_csv(path)
         except (pd.errors.EmptyDataError, pd.errors.ParserError):
             continue  # caught mid-write: the next look will have it
         if len(history) and "epoch" in history:
-            histories[os.path.dirname(path)] = history
+            histories[os.path.join(str(experiment_path), os.path.basename(os.path.dirname(path)))] = history
     return histories
+
+
+def progress_files(experiment_path) -> list[str]:
+    import ray
+
+    if ray.is_initialized():
+        from ray._private.worker import _global_node
+
+        name = os.path.basename(str(experiment_path).rstrip("/"))
+        live = glob.glob(f"{_global_node.get_session_dir_path()}/artifacts/*/{name}/driver_artifacts/*/progress.csv")
+        if live:
+            return live
+    return glob.glob(f"{experiment_path}/*/progress.csv")
 
 
 def trial_progress(experiment_path):

@@ -5,12 +5,11 @@ import os
 import threading
 import time
 
-import pandas as pd
 import pytest
 
 from sweeps.plan import make_plan
 from sweeps.run import main, run_sweep
-from tests.helpers import SLOW_TRIAL, trial_progress
+from tests.helpers import SLOW_TRIAL, trial_histories
 
 
 @pytest.fixture
@@ -86,9 +85,9 @@ def test_a_node_lost_mid_sweep_costs_its_trials_only_the_epochs_since_their_chec
     def kill_a_busy_node():
         deadline = time.time() + 240
         while time.time() < deadline:
-            for folder, (epoch, _) in trial_progress(plan.experiment_path).items():
-                if epoch >= 30:
-                    node = pd.read_csv(f"{folder}/progress.csv")["node"].iloc[-1]
+            for history in trial_histories(plan.experiment_path).values():
+                if history["epoch"].iloc[-1] >= 30:
+                    node = history["node"].iloc[-1]
                     victim = first if node == first.node_id else second
                     cluster.remove_node(victim, allow_graceful=False)
                     removed["node"] = victim.node_id
