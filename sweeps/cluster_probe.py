@@ -13,8 +13,11 @@ import re
 import time
 from typing import Any
 
-from sweeps.plan import PlanError, SweepPlan
 from sweeps.resources import TrialResources
+
+
+class CapacityError(ValueError):
+    """No node of the cluster can hold a trial, and none can be added; the message says what to change."""
 
 
 def trials_at_once(resources: TrialResources, nodes: list[dict[str, Any]]) -> int:
@@ -91,7 +94,9 @@ def describe_resources(nodes: list[dict[str, Any]]) -> str:
     return f"{held} on {len(nodes)} node(s)"
 
 
-def cluster_capacity(plan: SweepPlan, address: str, own: bool) -> tuple[int, str]:
+def cluster_capacity(
+    resources: TrialResources, max_concurrent_trials: int | None, address: str, own: bool
+) -> tuple[int, str]:
     """How many trials run at once on the cluster at `address`, and its resources in words.
 
     A request that no node can hold is refused, unless an autoscaler may add such a node (a Ray of the
@@ -101,22 +106,22 @@ def cluster_capacity(plan: SweepPlan, address: str, own: bool) -> tuple[int, str
 
     nodes = [node for node in ray.nodes() if node.get("Alive")]
     described = describe_resources(nodes)
-    at_once = trials_at_once(plan.resources, nodes)
+    at_once = trials_at_once(resources, nodes)
     if at_once == 0:
         if own or not cluster_autoscales():
-            raise PlanError(
-                f"no node of this Ray cluster can hold a trial of {plan.resources.describe()}: the cluster at "
+            raise CapacityError(
+                f"no node of this Ray cluster can hold a trial of {resources.describe()}: the cluster at "
                 f"{address} has {described}, and no autoscaler can add a node. Ask for less per trial "
                 "(--cpus-per-trial, --gpus-per-trial, --tpu-chips-per-trial), or run on a cluster that has it "
                 "(--address)"
             )
         print(
-            f"note: no node holds a trial of {plan.resources.describe()} yet; trials wait for the autoscaler "
+            f"note: no node holds a trial of {resources.describe()} yet; trials wait for the autoscaler "
             "to add one (Ctrl+C stops, --resume continues)",
             flush=True,
         )
-    if plan.max_concurrent_trials:
-        at_once = min(at_once, plan.max_concurrent_trials)
+    if max_concurrent_trials:
+        at_once = min(at_once, max_concurrent_trials)
     return at_once, described
 
 

@@ -16,14 +16,20 @@ import logging
 import os
 import socket
 
+from sweeps.cluster_probe import ray_started_on_this_machine
+
 DEFAULT_DASHBOARD_PORT = 8265
 WARM_WORKERS = {"preload_python_modules": ["sweeps.warm"]}
 """Ray's setting for workers that import torch, Lightning and the trial's code as they start (sweeps/warm.py).
 SWEEPS_WARM_WORKERS=0 turns it off (each idle warm worker holds torch in memory, a few hundred MB)."""
 
 
+def warm_workers_enabled() -> bool:
+    return os.environ.get("SWEEPS_WARM_WORKERS", "1") != "0"
+
+
 def warm_workers() -> dict:
-    return WARM_WORKERS if os.environ.get("SWEEPS_WARM_WORKERS", "1") != "0" else {}
+    return WARM_WORKERS if warm_workers_enabled() else {}
 
 
 class RaySessionError(RuntimeError):
@@ -69,8 +75,6 @@ def check_dashboard_port(host: str, port: int) -> None:
 def start_ray(address: str | None, dashboard_host: str, dashboard_port: int | None) -> RaySession:
     """Join the cluster asked for, or start a Ray of the sweep's own (see the module's docstring)."""
     import ray
-
-    from sweeps.cluster_probe import ray_started_on_this_machine
 
     if ray.is_initialized():  # a caller (a test, a notebook) runs the sweep on its own session
         context = ray.get_runtime_context()

@@ -21,7 +21,7 @@ import sys
 import textwrap
 import time
 
-from sweeps.cluster_probe import cluster_capacity
+from sweeps.cluster_probe import CapacityError, cluster_capacity
 from sweeps.plan import (
     PlanError,
     SweepPlan,
@@ -309,10 +309,12 @@ def main(argv: list[str] | None = None) -> int:
     started_here = not ray.is_initialized()
     try:
         session = start_ray(args.address, args.dashboard_host, args.dashboard_port)
-        at_once, cluster = cluster_capacity(plan, session.address, own=session.own)
+        at_once, cluster = cluster_capacity(
+            plan.resources, plan.max_concurrent_trials, session.address, own=session.own
+        )
         print(banner(plan, at_once, cluster, session), flush=True)
         run = run_sweep(plan, [sys.executable, "-m", "sweeps.run", *plan.arguments], shared=not session.own)
-    except (PlanError, RaySessionError) as error:
+    except (PlanError, RaySessionError, CapacityError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     finally:

@@ -26,6 +26,6 @@ def local_ray(request):
     options = getattr(request.module, "RAY_INIT", {"num_cpus": 2})
     if ray.is_initialized():
         ray.shutdown()
-    ray.init(include_dashboard=False, log_to_driver=False, **options)
+    ray.init(address="local", include_dashboard=False, log_to_driver=False, **options)
     yield ray
     ray.shutdown()
