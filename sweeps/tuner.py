@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import csv
 import os
+from pathlib import Path
+
+from ray.tune.logger import CSVLoggerCallback
+from ray.tune.result import SHOULD_CHECKPOINT
+from ray.tune.utils import flatten_dict
 
 from sweeps.faults import FaultLog, HangWatchdog
 from sweeps.plan import PlanError, SweepPlan
@@ -10,6 +16,31 @@ from sweeps.schedulers import scheduler_of
 from sweeps.searches import SearchError, build_search
 from sweeps.sharing import FairShare
 from sweeps.trial import TrialSettings, train_trial
+
+
+class ProgressLog(CSVLoggerCallback):
+    """Tune's writer of each trial's progress.csv, whose columns stay those of the file's header.
+
+    Ray's writer takes its columns from the first result it logs for a trial in a driver process. After a resume or a
+    retry that result may carry one key more than the rest (`should_checkpoint`, which Tune adds to a result with a
+    checkpoint), and every later row would be one field longer than the header: a file that no reader parses, and a
+    trial whose history seems lost. Here a new file's columns leave that key out, and a continued file keeps its own.
+    """
+
+    def log_trial_result(self, iteration, trial, result) -> None:
+        if trial not in self._trial_files:
+            self._setup_trial(trial)
+        if self._trial_csv[trial] is None:
+            if self._trial_continue[trial]:
+                with open(Path(trial.local_path, "progress.csv"), newline="") as stream:
+                    columns = next(csv.reader(stream), [])
+            else:
+                columns = [key for key in flatten_dict(result, delimiter="/") if key != SHOULD_CHECKPOINT]
+                columns = [key for key in columns if not key.startswith("config/")]
+                # Tune's own writer writes the header when it sets the writer up; it is set up here instead.
+                csv.DictWriter(self._trial_files[trial], columns).writeheader()
+            self._trial_csv[trial] = csv.DictWriter(self._trial_files[trial], columns)
+        super().log_trial_result(iteration, trial, result)
 
 
 def make_trainable(plan: SweepPlan):
@@ -58,7 +89,6 @@ def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False):
     `shared`: the cluster is one the sweep joined, which other sweeps may use at the same time; the sweep then
     keeps to its fair share of it (sweeps.sharing)."""
     from ray import tune
-    from ray.tune.logger import CSVLoggerCallback
 
     # Ray's newer console output ignores a custom reporter; the classic one shows the table we choose.
     os.environ["RAY_AIR_NEW_OUTPUT"] = "0"
@@ -103,7 +133,7 @@ def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False):
             name=plan.name,
             storage_path=plan.storage_path,
             checkpoint_config=tune.CheckpointConfig(num_to_keep=scheduler.checkpoints_kept),
-            callbacks=[CSVLoggerCallback(), FaultLog(), HangWatchdog(plan.trial_timeout_s)],
+            callbacks=[ProgressLog(), FaultLog(), HangWatchdog(plan.trial_timeout_s)],
             failure_config=tune.FailureConfig(max_failures=plan.max_failures),
             progress_reporter=progress_reporter(plan) if progress else None,
             verbose=1 if progress else 0,

@@ -161,3 +161,31 @@ def test_a_hung_trial_is_killed_by_the_watchdog_and_retried(local_ray, tmp_path)
     kills = faults[faults.event == "watchdog"]
     assert list(kills.trial_id) == [hung.trial_id] and kills.after_epoch.iloc[0] >= 30
     assert list(faults.event) == ["watchdog", "retried", "restarted"]
+
+
+def test_progress_stays_readable_when_a_resumed_trial_first_reports_a_checkpoint(local_ray, tmp_path):
+    """Tune adds `should_checkpoint` to a result that carries a checkpoint; Ray's own writer then gives a trial resumed
+    in a new driver (or retried) one column more than its file's header when its first result has one, and the file no
+    longer parses. The sweep's writer keeps the header's columns."""
+    from ray import tune
+    from ray.train._internal.storage import StorageContext
+    from ray.tune.experiment import Trial
+
+    from sweeps.tuner import ProgressLog
+
+    tune.register_trainable("nothing", lambda config: None)
+    trial = Trial("nothing", config={"lr": 0.01}, storage=StorageContext(str(tmp_path), "sweep"))
+    first_driver = ProgressLog()
+    first_driver.log_trial_result(1, trial, {"epoch": 1, "val_mape": 9.0, "checkpoint_dir_name": None})
+    first_driver.log_trial_result(2, trial, {"epoch": 2, "val_mape": 8.0, "checkpoint_dir_name": "checkpoint_000000"})
+    first_driver.log_trial_end(trial)
+    resumed_driver = ProgressLog()  # the same trial, restored by a new driver: its first result has a checkpoint
+    resumed_driver.log_trial_result(
+        3,
+        trial,
+        {"epoch": 3, "val_mape": 7.0, "checkpoint_dir_name": "checkpoint_000001", "should_checkpoint": True},
+    )
+    resumed_driver.log_trial_end(trial)
+    progress = pd.read_csv(f"{trial.local_path}/progress.csv")
+    assert list(progress.columns) == ["epoch", "val_mape", "checkpoint_dir_name"]
+    assert list(progress.epoch) == [1, 2, 3] and progress.checkpoint_dir_name.iloc[-1] == "checkpoint_000001"
