@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 MODELS = ("RNN", "LSTM", "GRU")
+TARGET_TRANSFORMS = ("none", "log", "diff", "log_diff", "seasonal_diff", "log_seasonal_diff")
+WINDOW_NORMS = ("none", "subtract", "divide")
 MAX_RANDOM_STATE = 2**32 - 1
 
 
@@ -44,12 +46,50 @@ class ForecasterConfig:
         14, "points of history the model reads before it forecasts; must be below training_length"
     )
     random_state: int = _field(42, "seed of the weights, the shuffling and dropout: same seed, same model on CPU")
+    # What the net sees, and how its epochs are scored (forecaster/transforms.py). The defaults are the plain path:
+    # min-max scaling fit on the training part, one forecast from the end of it, the latest weights.
+    target_transform: str = _field(
+        "none",
+        "transform before scaling: none, log, diff (first differences), seasonal_diff (differences a season "
+        "apart), log_diff or log_seasonal_diff (the log first); forecasts come back in original units",
+    )
+    window_norm: str = _field(
+        "none",
+        "per-window normalisation by the level of the window's first input_chunk_length points: none, subtract "
+        "(after scaling) or divide (instead of scaling, for positive series): a trend then never leaves the "
+        "range the net trained on",
+    )
+    calendar: bool = _field(
+        False, "give the net the next point's place in the season (month of year for monthly data) as inputs"
+    )
+    ema_decay: float = _field(
+        0.0,
+        "exponential moving average of the weights, updated every epoch; the average forecasts, is scored and "
+        "is saved (0: off, e.g. 0.9)",
+    )
+    val_origins: int = _field(
+        1,
+        "forecast origins in the validation part, evenly spaced from its start: the validation MAPE pools every "
+        "forecast from each origin to the part's end (1: one forecast from the end of training)",
+    )
 
     def __post_init__(self) -> None:
         model = self.model.upper() if isinstance(self.model, str) else self.model
         if model not in MODELS:
             raise ConfigError(f"model={self.model!r} is not one of {', '.join(MODELS)}")
         object.__setattr__(self, "model", model)
+        for name, choices in (("target_transform", TARGET_TRANSFORMS), ("window_norm", WINDOW_NORMS)):
+            value = getattr(self, name)
+            if value not in choices:
+                raise ConfigError(f"{name}={value!r} is not one of {', '.join(choices)}")
+        if self.window_norm == "divide" and self.target_transform.endswith("diff"):
+            raise ConfigError(
+                f"window_norm='divide' with target_transform={self.target_transform!r}: differences cross zero, "
+                "so a window's level can be 0; use window_norm='subtract' with differences"
+            )
+        if not isinstance(self.calendar, (bool, numbers.Integral)) or self.calendar not in (0, 1):
+            raise ConfigError(f"calendar={self.calendar!r} must be true or false")
+        object.__setattr__(self, "calendar", bool(self.calendar))
         for name, minimum in (
             ("hidden_dim", 1),
             ("n_rnn_layers", 1),
@@ -58,6 +98,7 @@ class ForecasterConfig:
             ("training_length", 2),
             ("input_chunk_length", 1),
             ("random_state", 0),
+            ("val_origins", 1),
         ):
             object.__setattr__(self, name, _whole_number(name, getattr(self, name), minimum))
         if self.random_state > MAX_RANDOM_STATE:
@@ -71,8 +112,14 @@ class ForecasterConfig:
         lr = _real_number("lr", self.lr)
         if not lr > 0.0:
             raise ConfigError(f"lr={self.lr!r} must be a positive learning rate, for example 1e-3")
+        ema_decay = _real_number("ema_decay", self.ema_decay)
+        if not 0.0 <= ema_decay < 1.0:
+            raise ConfigError(
+                f"ema_decay={self.ema_decay!r} must be in [0, 1): 0 turns the average off, 0.9 is typical"
+            )
         object.__setattr__(self, "dropout", dropout)
         object.__setattr__(self, "lr", lr)
+        object.__setattr__(self, "ema_decay", ema_decay)
         if self.training_length <= self.input_chunk_length:
             raise ConfigError(
                 f"training_length={self.training_length} must exceed input_chunk_length="

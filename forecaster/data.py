@@ -20,7 +20,10 @@ import pandas as pd
 if TYPE_CHECKING:
     from forecaster.config import ForecasterConfig
 
-BUILTIN_DATASETS = {"air_passengers": "air_passengers.csv"}
+BUILTIN_DATASETS = {
+    "air_passengers": "air_passengers.csv",  # monthly airline passengers, 1949-1960 (Box & Jenkins)
+    "wineind": "wineind.csv",  # monthly Australian wine sales, 1980-01 to 1994-08 (R package forecast)
+}
 DEFAULT_SPLIT_AFTER = "1959-01-01"
 
 
@@ -87,6 +90,16 @@ def check_series(series: pd.Series) -> None:
         )
 
 
+def with_frequency(series: pd.Series) -> pd.Series:
+    """The series with its frequency set on its index (inferred from the dates if it is not): the season, the
+    calendar and the dates of a forecast come from it."""
+    if series.index.freq is not None:
+        return series
+    series = series.copy()
+    series.index.freq = _infer_freq(series.index)
+    return series
+
+
 def source_of(series: pd.Series) -> str | None:
     """The file or dataset a series was loaded from, if `load_series` loaded it."""
     return getattr(series, "attrs", {}).get("source")
@@ -125,6 +138,39 @@ def split_series(
     return train, val
 
 
+def hold_out(series: pd.Series, test_after: str | pd.Timestamp) -> tuple[pd.Series, pd.Series]:
+    """Cut off the test window: the points after `test_after`, which nothing but the final score may see.
+
+    The window must lie inside the series, hold at least one season (two points where there is none: a score of
+    one point says little), and no zeros, where MAPE is undefined."""
+    try:
+        cut = pd.Timestamp(test_after)
+    except (ValueError, TypeError):
+        raise SeriesError(f"test_after={test_after!r} is not a date; use a date such as 1959-01-01") from None
+    if series.index.tz is not None and cut.tz is None:
+        cut = cut.tz_localize(series.index.tz)
+    seen, test = series[series.index <= cut], series[series.index > cut]
+    first, last = series.index[0].date(), series.index[-1].date()
+    if len(test) == 0:
+        raise SeriesError(f"test_after={test_after} is at or after the last date ({last}): the test window is empty")
+    if len(seen) == 0:
+        raise SeriesError(f"test_after={test_after} is before the first date ({first}): nothing is left to train on")
+    season = season_length(series.index.freqstr) if series.index.freqstr else 1
+    needed = max(season, 2)
+    if len(test) < needed:
+        raise SeriesError(
+            f"test_after={test_after} leaves {len(test)} test point(s) after it; a test window needs at least "
+            f"{needed} (a whole season of this series) to say how the forecast holds: move test_after earlier"
+        )
+    zeros = test.index[test.to_numpy() == 0]
+    if len(zeros):
+        raise SeriesError(
+            f"the test window after {test_after} has {len(zeros)} zero value(s) (first at {zeros[0].date()}), where "
+            "MAPE is undefined; move test_after, or shift the series away from 0"
+        )
+    return seen, test
+
+
 def check_mape_defined(val: pd.Series) -> None:
     """Refuse a validation part with zeros before any training: MAPE would divide by them."""
     zeros = val.index[val.to_numpy() == 0]
@@ -137,14 +183,89 @@ def check_mape_defined(val: pd.Series) -> None:
 
 
 def check_fit_possible(config: ForecasterConfig, train: pd.Series, val: pd.Series) -> None:
-    """Refuse, before training, data too short for the windows or a validation part where MAPE is undefined."""
-    if len(train) <= config.training_length:
+    """Refuse, before training, data too short for the windows, a validation part where MAPE is undefined, and
+    options the data cannot take (a log of values <= 0, seasonal options on a series without a season)."""
+    season = season_length(train.index.freqstr) if train.index.freqstr else 1
+    transform = config.target_transform
+    lag = season if transform.endswith("seasonal_diff") else 1 if transform.endswith("diff") else 0
+    if (transform.endswith("seasonal_diff") or config.calendar) and season == 1:
+        option = f"target_transform={transform!r}" if transform.endswith("seasonal_diff") else "calendar=True"
         raise SeriesError(
-            f"the training part has {len(train)} points, too few for training_length={config.training_length}: "
-            f"one training window takes training_length + 1 = {config.training_length + 1} points; lower "
-            "training_length or move split_after later"
+            f"{option} needs a series with a season, and a {train.index.freqstr!r} series has none here; "
+            "use another target_transform, or calendar=False"
+        )
+    if transform.startswith("log") or config.window_norm == "divide":
+        # The log needs values above 0; a window's level after the log is above 0 only for values above 1.
+        floor = 1.0 if transform.startswith("log") and config.window_norm == "divide" else 0.0
+        options = " with ".join(
+            option
+            for option, used in (
+                (f"target_transform={transform!r}", transform.startswith("log")),
+                ("window_norm='divide'", config.window_norm == "divide"),
+            )
+            if used
+        )
+        values = pd.concat([train, val])
+        low = values[values <= floor]
+        if len(low):
+            raise SeriesError(
+                f"{options} needs values above {floor:g}, and the value at {low.index[0].date()} is {low.iloc[0]:g}; "
+                "use target_transform='none' (or a difference) and window_norm='subtract' or 'none', or shift "
+                "the series"
+            )
+    usable = len(train) - lag
+    if usable <= config.training_length:
+        differenced = f" ({len(train)} less the {lag} that {transform} takes)" if lag else ""
+        raise SeriesError(
+            f"the training part has {usable} points{differenced}, too few for training_length="
+            f"{config.training_length}: one training window takes training_length + 1 = {config.training_length + 1} "
+            "points; lower training_length or move split_after later"
+        )
+    if config.val_origins > len(val):
+        raise SeriesError(
+            f"val_origins={config.val_origins} is more than the {len(val)} points of the validation part: each origin "
+            "is a point of it; lower val_origins"
         )
     check_mape_defined(val)
+
+
+def season_length(freq: str) -> int:
+    """Points per natural season of a frequency: 12 for monthly, 4 quarterly, 52 weekly, 7 daily, 5 business-daily,
+    24 hourly (periods per day below a day); 1 where there is none (yearly, or a step that does not divide it)."""
+    offset = pd.tseries.frequencies.to_offset(freq)
+    name = offset.rule_code.split("-")[0].upper()
+    per_cycle = {"M": 12, "MS": 12, "ME": 12, "Q": 4, "QS": 4, "QE": 4, "W": 52, "B": 5, "D": 7}.get(name)
+    if per_cycle is None:
+        try:
+            per_cycle = pd.Timedelta(days=1) / pd.Timedelta(offset.nanos, "ns") if offset.n else None
+        except ValueError:  # not a fixed step: yearly and the like
+            return 1
+        if per_cycle is None or not float(per_cycle).is_integer() or per_cycle < 2:
+            return 1
+        return int(per_cycle)
+    step = offset.n
+    return per_cycle // step if per_cycle % step == 0 and per_cycle // step > 1 else 1
+
+
+def season_phase(date: pd.Timestamp, freq: str) -> int:
+    """Where a date falls in its season (season_length points): the month of year for monthly data, the day of
+    the week for daily, the hour of the day for hourly, and so on."""
+    season = season_length(freq)
+    if season == 1:
+        return 0
+    offset = pd.tseries.frequencies.to_offset(freq)
+    name = offset.rule_code.split("-")[0].upper()
+    if name in ("M", "MS", "ME"):
+        position = date.month - 1
+    elif name in ("Q", "QS", "QE"):
+        position = date.quarter - 1
+    elif name == "W":
+        position = date.isocalendar().week - 1
+    elif name in ("B", "D"):
+        position = date.dayofweek
+    else:  # a step of less than a day: steps since midnight
+        return int((date - date.normalize()) / pd.Timedelta(offset.nanos, "ns")) % season
+    return int(position // offset.n) % season
 
 
 @dataclasses.dataclass(frozen=True)
@@ -227,7 +348,11 @@ def _parse_dates(column: pd.Series, label: str, name: str) -> pd.DatetimeIndex:
             f"{label}, line {_line(row)}: the date in column {name!r} is missing; fill it in or delete the line"
         )
     try:
-        dates = pd.to_datetime(text, errors="coerce")
+        with warnings.catch_warnings():  # pandas 2 warns of mixed offsets and returns objects; pandas 3 refuses them
+            warnings.simplefilter("ignore", FutureWarning)
+            dates = pd.to_datetime(text, errors="coerce")
+        if dates.dtype == object:
+            raise ValueError("the dates have different UTC offsets")
     except ValueError as error:  # e.g. offsets that change with daylight saving time
         raise SeriesError(
             f"{label}: cannot read column {name!r} as one kind of date ({error}); write every date in one time "

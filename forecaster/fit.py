@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     for field in dataclasses.fields(ForecasterConfig):
         model.add_argument(
             "--" + field.name.replace("_", "-"),
-            type={"int": int, "float": float, "str": str}[field.type],
+            type={"int": int, "float": float, "str": str, "bool": _boolean}[field.type],
             default=field.default,
             help=f"{field.metadata['help']} (default: {field.default})",
         )
@@ -62,6 +62,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--plot", metavar="FILE.png", help="draw train, validation and forecast to this PNG")
     run.add_argument("--json", action="store_true", help="print the result as one JSON line instead of text")
     return parser
+
+
+def _boolean(text: str) -> bool:
+    """--calendar true / false (also 1 / 0, yes / no)."""
+    value = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}.get(text.lower())
+    if value is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not true or false")
+    return value
 
 
 def _devices(text: str) -> int | list[int] | str:

@@ -15,6 +15,12 @@ more than the forecast, so both run once per epoch instead of once per step. The
 go through `manual_backward` and the Lightning optimizer, so DDP, XLA, precision plugins, `global_step`
 and checkpointing behave as usual.
 
+The net sees the series through a `TargetTransform` (forecaster/transforms.py: log, differences, min-max
+scaling fit on the training part, per-window normalisation), optionally with the season's calendar as extra
+inputs, and always forecasts back in original units: the validation MAPE, `forecast` and a checkpoint alike.
+With `ema_decay`, an exponential moving average of the weights (updated every epoch) is what forecasts, is
+scored and is saved: a single epoch's weights jump around, their average much less.
+
 What that shape gives up, on purpose: there is no `validation_step` (the epoch's score is computed at the end
 of `training_step`, so Lightning's validation loop, `val_check_interval` and `limit_val_batches` do nothing),
 and under manual optimization Lightning never steps an LR scheduler by itself: the model configures none,
@@ -23,6 +29,7 @@ and refuses to train with one rather than silently keeping its learning rate.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Mapping
 from typing import Any
@@ -35,8 +42,9 @@ from torch import Tensor, nn
 
 from forecaster import recurrence
 from forecaster.config import ForecasterConfig
-from forecaster.data import MinMaxScaler
+from forecaster.data import MinMaxScaler, season_phase
 from forecaster.metrics import mape
+from forecaster.transforms import CALENDAR_FEATURES, ForecastInputs, TargetTransform, forecast_inputs
 
 _CELLS = {"RNN": nn.RNN, "LSTM": nn.LSTM, "GRU": nn.GRU}
 
@@ -46,48 +54,67 @@ class EpochBatch:
     """What one training step of the Trainer gets: a whole epoch, and what to score it on."""
 
     windows: list[Tensor]
-    """The epoch's mini-batches of training windows, each (training_length + 1, batch, 1), scaled."""
-    context: Tensor
-    """The last input_chunk_length scaled training points, (input_chunk_length, 1, 1): the forecast's start."""
+    """The epoch's mini-batches of training windows, each (training_length + 1, batch, 1 + C) in the net's units: the
+    value, and with calendar inputs the next point's place in the season."""
+    validation: ForecastInputs
+    """The forecasts that score the epoch, from each validation origin (B of them)."""
     actual: Tensor
-    """The validation values in original units, (n,)."""
+    """(steps, B): the validation values each forecast is scored on, in original units (1 where there is none)."""
+    weights: Tensor
+    """(steps, B): 1 where a forecast step has a validation value to be scored on, 0 past the part's end."""
 
 
 class RNNForecaster(L.LightningModule):
-    """The forecaster, with the scaler of its training data so that a checkpoint forecasts in original units."""
+    """The forecaster, with the transform of its training data so that a checkpoint forecasts in original units."""
 
     def __init__(
-        self, config: ForecasterConfig | Mapping[str, Any], scaler_minimum: float = 0.0, scaler_scale: float = 1.0
+        self,
+        config: ForecasterConfig | Mapping[str, Any],
+        scaler_minimum: float = 0.0,
+        scaler_scale: float = 1.0,
+        season: int = 1,
     ):
         super().__init__()
         config = config if isinstance(config, ForecasterConfig) else ForecasterConfig.from_dict(config)
         self.config = config
         self.scaler = MinMaxScaler(minimum=float(scaler_minimum), scale=float(scaler_scale))
+        self.transform = TargetTransform.of(config, int(season), self.scaler)
         self.save_hyperparameters(
-            {"config": config.to_dict(), "scaler_minimum": self.scaler.minimum, "scaler_scale": self.scaler.scale}
+            {
+                "config": config.to_dict(),
+                "scaler_minimum": self.scaler.minimum,
+                "scaler_scale": self.scaler.scale,
+                "season": int(season),
+            }
         )
         between_layers = config.dropout if config.n_rnn_layers > 1 else 0.0  # PyTorch warns on dropout with 1 layer
-        self.rnn = _CELLS[config.model](1, config.hidden_dim, config.n_rnn_layers, dropout=between_layers)
+        inputs = 1 + (CALENDAR_FEATURES if config.calendar else 0)
+        self.rnn = _CELLS[config.model](inputs, config.hidden_dim, config.n_rnn_layers, dropout=between_layers)
         self.head = nn.Linear(config.hidden_dim, 1)
+        if config.ema_decay:
+            # Buffers, so that checkpoints and the best model keep the average with the weights.
+            for index, parameter in enumerate(self.parameters()):
+                self.register_buffer(f"average_{index}", parameter.detach().clone())
         self.automatic_optimization = False  # training_step steps each mini-batch of the epoch
 
     def forward(self, inputs: Tensor) -> Tensor:
-        """Next-step predictions at every position: (T, B, 1) -> (T, B, 1)."""
+        """Next-step predictions at every position: (T, B, 1 + C) -> (T, B, 1)."""
         return self.head(recurrence.hidden_states(self.rnn, inputs))  # (T, B, hidden_dim) -> (T, B, 1)
 
     def training_step(self, epoch: EpochBatch, batch_index: int) -> None:
         optimizer = self.optimizers()
         loss_sum, windows = torch.zeros((), device=self.device), 0
         for batch in epoch.windows:
-            inputs, targets = batch[:-1], batch[1:]  # (L, B, 1) each, shifted by one step
+            inputs, targets = batch[:-1], batch[1:, :, :1]  # (L, B, 1 + C) and (L, B, 1), shifted by one step
             loss = F.mse_loss(self(inputs), targets)
             optimizer.zero_grad()
             self.manual_backward(loss)
             optimizer.step()
             loss_sum.add_(loss.detach(), alpha=batch.shape[1])  # stays on the device: no sync per step
             windows += batch.shape[1]
-        forecast = self.scaler.inverse_transform(self.forecast_scaled(epoch.context, len(epoch.actual))[:, 0])
-        metrics = {"train_loss": loss_sum / windows, "val_mape": mape(epoch.actual, forecast)}
+        self._update_average()
+        forecast = self.predict(epoch.validation, len(epoch.actual))
+        metrics = {"train_loss": loss_sum / windows, "val_mape": mape(epoch.actual, forecast, epoch.weights)}
         self.log_dict(metrics, on_step=False, on_epoch=True, sync_dist=True, batch_size=1)
 
     def on_train_start(self) -> None:
@@ -107,9 +134,34 @@ class RNNForecaster(L.LightningModule):
         fused = True if self.device.type in ("cpu", "cuda") else None
         return torch.optim.Adam(self.parameters(), lr=self.config.lr, fused=fused)
 
+    def _averages(self) -> list[Tensor]:
+        return [getattr(self, f"average_{index}") for index in range(len(list(self.parameters())))]
+
     @torch.no_grad()
-    def forecast_scaled(self, context: Tensor, steps: int) -> Tensor:
-        """Forecast `steps` points after `context` (T, B, 1), feeding predictions back: returns (steps, B).
+    def _update_average(self) -> None:
+        if self.config.ema_decay:
+            for average, parameter in zip(self._averages(), self.parameters()):
+                average.lerp_(parameter, 1.0 - self.config.ema_decay)
+
+    @contextlib.contextmanager
+    def averaged_weights(self):
+        """Inside, the parameters hold the moving average (with ema_decay), which is what forecasts."""
+        if not self.config.ema_decay:
+            yield
+            return
+        pairs = list(zip(self.parameters(), self._averages()))
+        for parameter, average in pairs:  # swap the storages: no copy, and the optimizer keeps its parameters
+            parameter.data, average.data = average.data, parameter.data
+        try:
+            yield
+        finally:
+            for parameter, average in pairs:
+                parameter.data, average.data = average.data, parameter.data
+
+    @torch.no_grad()
+    def forecast_scaled(self, context: Tensor, steps: int, future: Tensor | None = None) -> Tensor:
+        """Forecast `steps` points after `context` (T, B, 1 + C) in the net's units, feeding predictions back (with
+        the calendar of the point after each, `future`, (steps - 1, B, C)): returns (steps, B).
 
         In the weights' own precision: mixed precision would round the fed-back predictions at every step.
         """
@@ -121,22 +173,42 @@ class RNNForecaster(L.LightningModule):
             weight, bias = self.head.weight.t(), self.head.bias
             torch.addmm(bias, hidden, weight, out=predictions[0])
             for t in range(1, steps):
-                torch.addmm(bias, recurrence.step(self.rnn, predictions[t - 1], state), weight, out=predictions[t])
+                fed_back = predictions[t - 1] if future is None else torch.cat([predictions[t - 1], future[t - 1]], -1)
+                torch.addmm(bias, recurrence.step(self.rnn, fed_back, state), weight, out=predictions[t])
         return predictions[..., 0]
 
+    def predict(self, inputs: ForecastInputs, steps: int) -> Tensor:
+        """Forecasts of `steps` points from each origin of `inputs`, in original units: (steps, B)."""
+        with self.averaged_weights():
+            scaled = self.forecast_scaled(inputs.context, steps, inputs.future)
+        return self.transform.from_model(scaled, inputs.level, inputs.history)
+
     def forecast(self, history, steps: int) -> np.ndarray:
-        """Forecast `steps` points after `history` (original units, oldest first) in original units."""
-        history = np.asarray(history, dtype=np.float64)
-        if len(history) < self.config.input_chunk_length:
-            raise ValueError(
-                f"history has {len(history)} points; the model reads the last {self.config.input_chunk_length}"
-            )
-        context = self.scaler.transform(history[-self.config.input_chunk_length :])
-        context = torch.as_tensor(context, dtype=torch.float32, device=self.device).view(-1, 1, 1)
+        """Forecast `steps` points after `history` (original units, oldest first) in original units.
+
+        `history` is a pandas Series with its dates (which calendar inputs need) or, without calendar inputs, any
+        sequence of values."""
+        config = self.config
+        first_phase = None
+        if config.calendar:
+            index = getattr(history, "index", None)
+            if getattr(index, "freqstr", None) is None:
+                raise ValueError("this model reads the calendar: give the history as a pandas Series with its dates")
+            first_phase = season_phase(index[0], index.freqstr)
+        values = np.asarray(history, dtype=np.float64)
+        needed = config.input_chunk_length + self.transform.lag
+        if len(values) < needed:
+            raise ValueError(f"history has {len(values)} points; the model reads the last {needed}")
+        inputs = forecast_inputs(
+            self.transform, values, [len(values) - 1], config.input_chunk_length, steps, first_phase
+        )
+        inputs.context = inputs.context.to(self.device)
+        inputs.future = None if inputs.future is None else inputs.future.to(self.device)
         was_training = self.training
         self.eval()
         try:
-            scaled = self.forecast_scaled(context, steps)[:, 0].double().cpu().numpy()
+            with self.averaged_weights():
+                scaled = self.forecast_scaled(inputs.context, steps, inputs.future).double().cpu()
+            return self.transform.from_model(scaled, inputs.level.cpu(), inputs.history.cpu())[:, 0].numpy()
         finally:
             self.train(was_training)
-        return self.scaler.inverse_transform(scaled)

@@ -8,9 +8,16 @@ import pandas as pd
 
 
 def plot_forecast(
-    train: pd.Series, val: pd.Series, forecast: pd.Series, path: str | os.PathLike, title: str = ""
+    train: pd.Series,
+    val: pd.Series,
+    forecast: pd.Series,
+    path: str | os.PathLike,
+    title: str = "",
+    test: pd.Series | None = None,
+    test_forecast: pd.Series | None = None,
 ) -> None:
-    """Draw the training part, the validation part and the forecast of it, and save to `path` (PNG)."""
+    """Draw the training part, the validation part and the forecast of it (and, given them, a held-out test window
+    and its forecast), and save to `path` (PNG)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -21,6 +28,13 @@ def plot_forecast(
     axes.plot(val.index, val.to_numpy(), color="black", label="validation")
     axes.plot(forecast.index, forecast.to_numpy(), color="tab:red", linestyle="--", label="forecast")
     axes.axvline(train.index[-1], color="0.7", linewidth=0.8)
+    if test is not None:
+        axes.plot(test.index, test.to_numpy(), color="tab:green", label="test (held out)")
+        axes.axvline(val.index[-1], color="0.7", linewidth=0.8)
+    if test_forecast is not None:
+        axes.plot(
+            test_forecast.index, test_forecast.to_numpy(), color="tab:purple", linestyle="--", label="test forecast"
+        )
     axes.set_ylabel(str(val.name or "value"))
     axes.set_title(title)
     axes.legend(loc="upper left")

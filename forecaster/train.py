@@ -28,15 +28,18 @@ from torch import Tensor
 from forecaster.config import ForecasterConfig
 from forecaster.data import (
     DEFAULT_SPLIT_AFTER,
-    MinMaxScaler,
     check_fit_possible,
     check_series,
     load_series,
     naming,
+    season_length,
+    season_phase,
     source_of,
     split_series,
+    with_frequency,
 )
 from forecaster.model import EpochBatch, RNNForecaster
+from forecaster.transforms import ForecastInputs, TargetTransform, forecast_inputs, training_windows
 
 ACCELERATORS = ("cpu", "gpu", "tpu", "auto")
 
@@ -79,15 +82,14 @@ class EpochBatches:
     def __init__(
         self,
         windows: Tensor,
-        context: Tensor,
-        actual: Tensor,
+        validation: Validation,
         batch_size: int,
         seed: int,
         epoch: Callable[[], int],
         rank: int = 0,
         world_size: int = 1,
     ):
-        self.windows, self.context, self.actual = windows, context, actual
+        self.windows, self.validation = windows, validation
         self.batch_size, self.seed, self.epoch = batch_size, seed, epoch
         self.rank, self.world_size = rank, world_size
 
@@ -103,28 +105,65 @@ class EpochBatches:
             order = order.repeat(2)[: per_rank * self.world_size][self.rank :: self.world_size]
         order = order.to(self.windows.device)
         batches = [self.windows.index_select(1, part) for part in order.split(self.batch_size)]
-        yield EpochBatch(batches, self.context, self.actual)
+        validation = self.validation
+        yield EpochBatch(batches, validation.inputs, validation.actual, validation.weights)
+
+
+@dataclasses.dataclass
+class Validation:
+    """The forecasts that score every epoch: from each validation origin to the validation part's end."""
+
+    inputs: ForecastInputs
+    actual: Tensor
+    """(steps, origins), original units; 1 past the part's end, where the weight is 0."""
+    weights: Tensor
+
+    def to(self, device) -> Validation:
+        inputs = self.inputs
+        moved = ForecastInputs(
+            context=inputs.context.to(device),
+            level=inputs.level.to(device, torch.float32),
+            history=inputs.history.to(device, torch.float32),
+            future=None if inputs.future is None else inputs.future.to(device),
+        )
+        return Validation(moved, self.actual.to(device), self.weights.to(device))
+
+
+def validation_origins(points: int, origins: int) -> list[int]:
+    """How many validation points each origin has seen: evenly spaced from 0 (the end of training)."""
+    return sorted({round(k * points / origins) for k in range(origins)})
 
 
 class SeriesDataModule(L.LightningDataModule):
-    """Scaled training windows and the validation data, put on the training device once."""
+    """Training windows and the validation forecasts' inputs, in the net's units, put on the training device once."""
 
-    def __init__(self, config: ForecasterConfig, train: pd.Series, val: pd.Series, scaler: MinMaxScaler):
+    def __init__(self, config: ForecasterConfig, train: pd.Series, val: pd.Series, transform: TargetTransform):
         super().__init__()
         self.config = config
-        scaled = torch.as_tensor(scaler.transform(train.to_numpy(np.float64)), dtype=torch.float32)
-        # All windows of training_length + 1 points, time-major: (training_length + 1, n_windows, 1).
-        self.windows = scaled.unfold(0, config.training_length + 1, 1).t().unsqueeze(-1).contiguous()
-        self.context = scaled[-config.input_chunk_length :].view(-1, 1, 1)
-        self.actual = torch.tensor(val.to_numpy(np.float64), dtype=torch.float32)
+        freq = train.index.freqstr
+        first_phase = season_phase(train.index[0], freq) if config.calendar else None
+        self.windows = training_windows(transform, train.to_numpy(np.float64), config, first_phase)
+        values = np.concatenate([train.to_numpy(np.float64), val.to_numpy(np.float64)])
+        seen = validation_origins(len(val), config.val_origins)
+        steps = len(val)
+        inputs = forecast_inputs(
+            transform, values, [len(train) - 1 + k for k in seen], config.input_chunk_length, steps, first_phase
+        )
+        actual = np.ones((steps, len(seen)))
+        weights = np.zeros((steps, len(seen)))
+        for column, k in enumerate(seen):  # origin k forecasts val[k:], in its first len(val) - k steps
+            actual[: steps - k, column] = val.to_numpy(np.float64)[k:]
+            weights[: steps - k, column] = 1.0
+        self.validation = Validation(
+            inputs, torch.as_tensor(actual, dtype=torch.float32), torch.as_tensor(weights, dtype=torch.float32)
+        )
 
     def train_dataloader(self) -> EpochBatches:
         trainer = self.trainer
         device = trainer.strategy.root_device
         return EpochBatches(
             self.windows.to(device),
-            self.context.to(device),
-            self.actual.to(device),
+            self.validation.to(device),
             self.config.batch_size,
             seed=self.config.random_state,
             epoch=lambda: trainer.current_epoch,
@@ -210,16 +249,18 @@ def fit(
     series = load_series("air_passengers") if series is None else series
     with naming(source_of(series)):
         check_series(series)
+        series = with_frequency(series)
         train, val = split_series(series, split_after)
         check_fit_possible(config, train, val)
     check_accelerator(accelerator)
     if threads is not None:
         torch.set_num_threads(threads)
 
-    scaler = MinMaxScaler.fit(train.to_numpy())
+    season = season_length(train.index.freqstr)
+    transform = TargetTransform.fit(config, train.to_numpy(np.float64), season)
     torch.manual_seed(config.random_state)  # the initial weights and dropout masks
-    model = RNNForecaster(config, scaler.minimum, scaler.scale)
-    data = SeriesDataModule(config, train, val, scaler)
+    model = RNNForecaster(config, transform.scaler.minimum, transform.scaler.scale, season)
+    data = SeriesDataModule(config, train, val, transform)
     history = EpochHistory()
     options = dict(
         max_epochs=config.n_epochs,
@@ -240,5 +281,5 @@ def fit(
     trainer.fit(model, datamodule=data, ckpt_path=ckpt_path)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
 
-    forecast = pd.Series(model.forecast(train.to_numpy(), len(val)), index=val.index, name=series.name)
+    forecast = pd.Series(model.forecast(train, len(val)), index=val.index, name=series.name)
     return FitResult(model=model, history=history.rows, forecast=forecast, fit_seconds=wall, cpu_seconds=cpu)

@@ -65,6 +65,11 @@ SWEEPS: dict[str, Sweep] = {
                 "input_chunk_length": Choice(12, 18, 24),
                 "training_length": Offset("input_chunk_length", IntRange(4, 24)),
                 "random_state": IntRange(0, 9999),
+                "target_transform": "none",
+                "window_norm": "none",
+                "calendar": False,
+                "ema_decay": 0.0,
+                "val_origins": 1,
             },
             # Every configuration forecasts a flat line (about 11 % MAPE) for its first 20-30 epochs and the
             # good ones break below 8 % between epochs 50 and 200: ASHA judges at epochs 60 and 180.

@@ -22,6 +22,12 @@ def test_defaults_are_the_seed_config():
         "training_length": 20,
         "input_chunk_length": 14,
         "random_state": 42,
+        # The mission's plain path: min-max scaling only, one forecast from the end of training, the latest weights.
+        "target_transform": "none",
+        "window_norm": "none",
+        "calendar": False,
+        "ema_decay": 0.0,
+        "val_origins": 1,
     }
 
 

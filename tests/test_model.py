@@ -8,6 +8,7 @@ from forecaster.config import ForecasterConfig
 from forecaster.data import MinMaxScaler, load_series, split_series
 from forecaster.model import RNNForecaster
 from forecaster.train import EpochBatches, SeriesDataModule
+from forecaster.transforms import TargetTransform
 
 CELLS = {"RNN": torch.nn.RNN, "LSTM": torch.nn.LSTM, "GRU": torch.nn.GRU}
 
@@ -110,23 +111,25 @@ def test_the_hand_written_backward_passes_gradcheck(layer):
 
 def seed_data(config=ForecasterConfig()):
     train, val = split_series(load_series("air_passengers"))
-    scaler = MinMaxScaler.fit(train)
-    return SeriesDataModule(config, train, val, scaler), scaler
+    transform = TargetTransform.fit(config, train.to_numpy(), season=12)
+    return SeriesDataModule(config, train, val, transform), transform.scaler
 
 
 def test_training_windows_are_all_windows_of_training_length_plus_one():
     data, scaler = seed_data()
     assert data.windows.shape == (21, 101, 1)  # 121 training months -> 101 windows of 21 points
     train, _ = split_series(load_series("air_passengers"))
+    assert scaler == MinMaxScaler.fit(train)  # the plain path: min-max scaling fit on the training part
     first = torch.as_tensor(scaler.transform(train.to_numpy()[:21]), dtype=torch.float32)
     torch.testing.assert_close(data.windows[:, 0, 0], first)
-    assert data.context.shape == (14, 1, 1) and data.actual.shape == (23,)
+    validation = data.validation
+    assert validation.inputs.context.shape == (14, 1, 1) and validation.actual.shape == (23, 1)
 
 
 def test_epoch_batches_cover_every_window_once_and_depend_only_on_seed_and_epoch():
     data, _ = seed_data()
     epoch = [0]
-    batches = EpochBatches(data.windows, data.context, data.actual, 16, seed=42, epoch=lambda: epoch[0])
+    batches = EpochBatches(data.windows, data.validation, 16, seed=42, epoch=lambda: epoch[0])
     first = next(iter(batches)).windows
     assert [b.shape[1] for b in first] == [16] * 6 + [5]
     starts = torch.cat([b[0, :, 0] for b in first])
@@ -139,8 +142,7 @@ def test_epoch_batches_cover_every_window_once_and_depend_only_on_seed_and_epoch
 def test_ranks_share_the_epoch_in_equal_parts():
     data, _ = seed_data()
     shares = [
-        next(iter(EpochBatches(data.windows, data.context, data.actual, 16, 42, lambda: 0, rank, 2))).windows
-        for rank in (0, 1)
+        next(iter(EpochBatches(data.windows, data.validation, 16, 42, lambda: 0, rank, 2))).windows for rank in (0, 1)
     ]
     assert [sum(b.shape[1] for b in share) for share in shares] == [51, 51]  # 101 padded to 102
     seen = torch.cat([b[0, :, 0] for share in shares for b in share])

@@ -124,8 +124,8 @@ def test_mixed_precision_trains_every_cell(model):
 def test_an_lr_scheduler_is_refused_rather_than_never_stepped():
     """Under manual optimization Lightning steps no scheduler: a model that configured one would train at a
     constant learning rate while its author believes otherwise."""
-    from forecaster.data import MinMaxScaler
     from forecaster.train import SeriesDataModule
+    from forecaster.transforms import TargetTransform
 
     class WithScheduler(RNNForecaster):
         def configure_optimizers(self):
@@ -133,11 +133,13 @@ def test_an_lr_scheduler_is_refused_rather_than_never_stepped():
             return {"optimizer": optimizer, "lr_scheduler": torch.optim.lr_scheduler.StepLR(optimizer, 1)}
 
     train, val = split_series(load_series("air_passengers"))
-    scaler = MinMaxScaler.fit(train.to_numpy())
+    transform = TargetTransform.fit(SHORT, train.to_numpy(), season=12)
+    scaler = transform.scaler
     trainer = L.Trainer(max_epochs=2, logger=False, enable_checkpointing=False, enable_progress_bar=False)
     with pytest.raises(RuntimeError, match="would never step the LR scheduler"):
         trainer.fit(
-            WithScheduler(SHORT, scaler.minimum, scaler.scale), datamodule=SeriesDataModule(SHORT, train, val, scaler)
+            WithScheduler(SHORT, scaler.minimum, scaler.scale),
+            datamodule=SeriesDataModule(SHORT, train, val, transform),
         )
 
 

@@ -1,0 +1,203 @@
+"""What the net sees instead of the series, and the way back: every transform inverts exactly, the windows and the
+forecasts' inputs hold what they say, and the options work in a real fit and in a checkpoint."""
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from forecaster.config import TARGET_TRANSFORMS, WINDOW_NORMS, ConfigError, ForecasterConfig
+from forecaster.data import SeriesError, load_series, season_length, season_phase, split_series
+from forecaster.model import RNNForecaster
+from forecaster.train import SeriesDataModule, fit, validation_origins
+from forecaster.transforms import TargetTransform, calendar_features, forecast_inputs, training_windows
+
+SERIES = load_series("air_passengers")
+TRAIN, VAL = split_series(SERIES)
+VALID = [
+    (transform, norm)
+    for transform, norm in itertools.product(TARGET_TRANSFORMS, WINDOW_NORMS)
+    if not (norm == "divide" and transform.endswith("diff"))
+]
+
+
+@pytest.mark.parametrize("transform, norm", VALID)
+def test_every_transform_inverts_exactly(transform, norm):
+    """Encode the validation part the way a forecast is encoded, decode it from the history before it: the same
+    values come back, whatever the log, the differences, the scaler and the window's level did."""
+    config = ForecasterConfig(target_transform=transform, window_norm=norm, input_chunk_length=14)
+    target = TargetTransform.fit(config, TRAIN.to_numpy(), season=12)
+    values = SERIES.to_numpy(np.float64)
+    end = len(TRAIN) - 1
+    inputs = forecast_inputs(target, values, [end], 14, len(VAL), first_phase=None)
+    # The val part in the net's units, normalised by the context's level as the net's forecast would be.
+    scaled = target.to_model(values)[end - target.lag + 1 :]
+    if norm == "subtract":
+        scaled = scaled - inputs.level.item()
+    elif norm == "divide":
+        scaled = scaled / inputs.level.item() - 1
+    decoded = target.from_model(torch.as_tensor(scaled[:, None]), inputs.level, inputs.history)[:, 0]
+    np.testing.assert_allclose(decoded.numpy(), VAL.to_numpy(), rtol=1e-12)
+
+
+def test_the_plain_path_is_min_max_scaling_fit_on_the_training_part():
+    target = TargetTransform.fit(ForecasterConfig(), TRAIN.to_numpy(), season=12)
+    assert (target.log, target.lag, target.window_norm) == (False, 0, "none")
+    scaled = target.to_model(TRAIN.to_numpy())
+    assert scaled.min() == 0.0 and scaled.max() == 1.0
+
+
+def test_window_normalisation_keeps_a_growing_series_in_the_range_it_trained_on():
+    """Min-max scaling puts Air Passengers' last validation peak far above anything seen in training; divided by
+    each window's level, the windows of the validation part look like those of the training part."""
+    plain = TargetTransform.fit(ForecasterConfig(), TRAIN.to_numpy(), season=12)
+    assert plain.to_model(VAL.to_numpy()).max() > 1.25  # 622 passengers, where training ended at 505
+    config = ForecasterConfig(target_transform="log", window_norm="subtract")
+    target = TargetTransform.fit(config, TRAIN.to_numpy(), season=12)
+    trained = training_windows(target, TRAIN.to_numpy(), config, None)
+    later = training_windows(target, SERIES.to_numpy()[-40:], config, None)
+    assert later.abs().max() < 1.5 * trained.abs().max()
+
+
+def test_training_windows_carry_the_next_points_month():
+    config = ForecasterConfig(calendar=True, training_length=20, input_chunk_length=14)
+    target = TargetTransform.fit(config, TRAIN.to_numpy(), season=12)
+    windows = training_windows(target, TRAIN.to_numpy(), config, first_phase=0)  # the series starts in January
+    assert windows.shape == (21, 101, 3)
+    # Row 0 of window 0 is January 1949, and carries February's place in the year: month index 1 of 12.
+    torch.testing.assert_close(windows[0, 0, 1:], torch.tensor([math.sin(math.pi / 6), math.cos(math.pi / 6)]))
+    torch.testing.assert_close(windows[11, 0, 1:], torch.tensor([0.0, 1.0]), atol=1e-6, rtol=0)  # Dec -> January
+
+
+def test_forecast_inputs_give_each_origin_its_own_context_and_history():
+    config = ForecasterConfig(target_transform="log_seasonal_diff", calendar=True, input_chunk_length=14)
+    target = TargetTransform.fit(config, TRAIN.to_numpy(), season=12)
+    values = SERIES.to_numpy(np.float64)
+    ends = [120, 126]
+    inputs = forecast_inputs(target, values, ends, 14, 10, first_phase=0)
+    assert inputs.context.shape == (14, 2, 3) and inputs.history.shape == (12, 2) and inputs.future.shape == (9, 2, 2)
+    np.testing.assert_allclose(inputs.history[:, 1].numpy(), np.log(values[115:127]))
+    # The first future row is the calendar of the point two after the origin (the second forecast step's input).
+    np.testing.assert_allclose(inputs.future[0, 0].numpy(), calendar_features(np.array([122]), 12)[0], rtol=1e-6)
+
+
+def test_validation_origins_are_evenly_spaced_from_the_end_of_training():
+    assert validation_origins(23, 1) == [0]
+    assert validation_origins(24, 4) == [0, 6, 12, 18]
+    data = SeriesDataModule(
+        ForecasterConfig(val_origins=4), TRAIN, VAL, TargetTransform.fit(ForecasterConfig(), TRAIN.to_numpy(), 12)
+    )
+    weights = data.validation.weights
+    assert weights.shape == (23, 4) and weights.sum(0).tolist() == [23.0, 17.0, 11.0, 6.0]
+
+
+def test_seasons_and_phases_come_from_the_frequency():
+    assert [season_length(f) for f in ("MS", "QS-JAN", "W-SUN", "D", "B", "h", "YS-JAN")] == [12, 4, 52, 7, 5, 24, 1]
+    assert season_phase(pd.Timestamp("1959-03-01"), "MS") == 2
+    assert season_phase(pd.Timestamp("2024-01-03 13:00"), "h") == 13
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"target_transform": "cube"}, "target_transform='cube' is not one of"),
+        ({"window_norm": "divide", "target_transform": "diff"}, "differences cross zero"),
+        ({"ema_decay": 1.0}, "ema_decay=1.0 must be in"),
+        ({"val_origins": 0}, "val_origins=0 must be at least 1"),
+    ],
+)
+def test_impossible_options_are_refused(options, message):
+    with pytest.raises(ConfigError, match=message):
+        ForecasterConfig(**options)
+
+
+def test_options_the_data_cannot_take_are_refused_before_training():
+    shifted = SERIES - 200.0  # negative values in the training part
+    shifted.attrs = {}
+    with pytest.raises(SeriesError, match=r"target_transform='log' needs values above 0, and the value at 1949-01-01"):
+        fit(ForecasterConfig(target_transform="log", n_epochs=1), shifted)
+    yearly = pd.Series(np.arange(1.0, 41.0), index=pd.date_range("1960-01-01", periods=40, freq="YS"))
+    with pytest.raises(SeriesError, match="calendar=True needs a series with a season"):
+        fit(
+            ForecasterConfig(calendar=True, n_epochs=1, training_length=5, input_chunk_length=3),
+            yearly,
+            split_after="1995",
+        )
+    with pytest.raises(SeriesError, match="val_origins=30 is more than the 23 points of the validation part"):
+        fit(ForecasterConfig(val_origins=30, n_epochs=1))
+
+
+def test_a_fit_with_every_option_forecasts_in_original_units_and_its_checkpoint_too(tmp_path):
+    config = ForecasterConfig(
+        model="GRU",
+        hidden_dim=12,
+        n_epochs=30,
+        target_transform="log_diff",
+        window_norm="subtract",
+        calendar=True,
+        ema_decay=0.9,
+        val_origins=3,
+    )
+    result = fit(config)
+    assert all(math.isfinite(row["val_mape"]) for row in result.history)
+    assert result.forecast.min() > 100 and result.forecast.max() < 1000  # passengers, not the net's units
+    model = result.model
+    path = tmp_path / "model.ckpt"
+    torch.save(
+        {"state_dict": model.state_dict(), "hyper_parameters": dict(model.hparams), "pytorch-lightning_version": "2.6"},
+        path,
+    )
+    restored = RNNForecaster.load_from_checkpoint(path)
+    np.testing.assert_allclose(restored.forecast(TRAIN, len(VAL)), result.forecast.to_numpy(), rtol=1e-6)
+    with pytest.raises(ValueError, match="give the history as a pandas Series with its dates"):
+        restored.forecast(TRAIN.to_numpy(), 3)
+
+
+def test_the_moving_average_is_what_forecasts():
+    config = ForecasterConfig(hidden_dim=8, n_epochs=20, ema_decay=0.9)
+    model = fit(config).model
+    averaged = model.forecast(TRAIN, 5)
+    with torch.no_grad():
+        for parameter, average in zip(model.parameters(), model._averages()):
+            assert not torch.equal(parameter, average)  # the average lags the latest weights
+            parameter.copy_(average)
+    no_average = RNNForecaster(config.replace(ema_decay=0.0), model.scaler.minimum, model.scaler.scale, 12)
+    no_average.load_state_dict({k: v for k, v in model.state_dict().items() if not k.startswith("average_")})
+    np.testing.assert_allclose(no_average.forecast(TRAIN, 5), averaged, rtol=1e-6)
+
+
+def test_the_cli_takes_every_option():
+    from forecaster.fit import main
+
+    assert (
+        main(
+            [
+                "--n-epochs",
+                "3",
+                "--target-transform",
+                "log",
+                "--window-norm",
+                "subtract",
+                "--calendar",
+                "true",
+                "--ema-decay",
+                "0.5",
+                "--val-origins",
+                "2",
+                "--json",
+            ]
+        )
+        == 0
+    )
+
+
+def test_the_cli_refuses_a_bad_option_value():
+    from forecaster.fit import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--calendar", "maybe"])
+    assert exit_info.value.code == 2
+    assert main(["--target-transform", "sqrt"]) == 2
