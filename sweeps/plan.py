@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import datetime
+import os
 import platform
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -19,7 +20,15 @@ from typing import Any
 import pandas as pd
 
 from forecaster.config import ConfigError, ForecasterConfig, check_known_keys
-from forecaster.data import SeriesError, check_fit_possible, check_mape_defined, load_series, naming, split_series
+from forecaster.data import (
+    SeriesError,
+    check_fit_possible,
+    check_mape_defined,
+    hold_out,
+    load_series,
+    naming,
+    split_series,
+)
 from sweeps.registry import SWEEPS, Sweep
 from sweeps.resources import ResourceError, TrialResources
 from sweeps.schedulers import SCHEDULERS, SchedulerError
@@ -52,12 +61,24 @@ class SweepPlan:
     """Retries of a failed trial, each from its latest checkpoint, before it ends as ERROR."""
     trial_timeout_s: float = 600.0
     """A running trial that reports nothing for this long is killed by the watchdog (and retried)."""
+    mlflow_uri: str | None = None
+    """An MLflow tracking URI: every trial is also logged there as a run (--mlflow-uri)."""
     address: str | None = None
     """The Ray cluster it runs on (--address; None: a local Ray), for the commands the sweep prints."""
     arguments: tuple[str, ...] = ()
     """The command line's arguments that started the sweep: the command for more trials repeats them."""
     named_by_user: bool = True
     """False when the name was made up from the sweep and the time: another free one may be taken instead."""
+
+    @property
+    def seen_series(self) -> pd.Series:
+        """What the trials are given: the series up to the test window (all of it when there is none)."""
+        return hold_out(self.series, self.sweep.test_after)[0] if self.sweep.test_after else self.series
+
+    @property
+    def test_series(self) -> pd.Series | None:
+        """The held-out test window, for the final score only."""
+        return hold_out(self.series, self.sweep.test_after)[1] if self.sweep.test_after else None
 
     @property
     def experiment_path(self) -> str:
@@ -82,11 +103,13 @@ class SweepPlan:
                 "last": str(self.series.index[-1].date()),
                 "freq": self.series.index.freqstr,
                 "split_after": self.sweep.split_after,
+                "test_after": self.sweep.test_after,
             },
             "resources_per_trial": dataclasses.asdict(self.resources) | {"described": self.resources.describe()},
             "seed": self.seed,
             "max_concurrent_trials": self.max_concurrent_trials,
             "smoke_test": self.smoke_test,
+            "mlflow_uri": self.mlflow_uri,
             "command": " ".join(command),
             "git_commit": _git_commit(),
             "started": datetime.datetime.now().isoformat(timespec="seconds"),
@@ -162,6 +185,8 @@ def make_plan(
     value_column: str | None = None,
     freq: str | None = None,
     split_after: str | None = None,
+    test_after: str | None = None,
+    answer_top_k: int | None = None,
     pins: Mapping[str, Any] | None = None,
     seed: int | None = None,
     name: str | None = None,
@@ -169,10 +194,12 @@ def make_plan(
     smoke_test: bool = False,
     max_failures: int = 1,
     trial_timeout_s: float = 600.0,
+    mlflow_uri: str | None = None,
 ) -> SweepPlan:
     """The plan of a registered sweep with the given overrides; `scheduler_options` replaces the sweep's own."""
     sweep = find_sweep(sweep_name)
     pins = dict(pins or {})
+    test_after = test_after or sweep.test_after
     changes: dict[str, Any] = {"space": {**sweep.space, **pins}}
     if smoke_test:
         changes.update(SMOKE_TEST)
@@ -183,6 +210,8 @@ def make_plan(
         "scheduler_options": scheduler_options,
         "search": search,
         "split_after": split_after,
+        "test_after": test_after,
+        "answer_top_k": answer_top_k,
     }
     changes.update({field: value for field, value in overrides.items() if value is not None})
     sweep = dataclasses.replace(sweep, **changes)
@@ -209,6 +238,8 @@ def make_plan(
         raise PlanError(f"--max-concurrent-trials {max_concurrent_trials} must be at least 1")
     if max_failures < 0:
         raise PlanError(f"--max-failures {max_failures} must be 0 (no retry) or more")
+    if mlflow_uri is not None:
+        _check_mlflow(mlflow_uri)
     if not trial_timeout_s > 0:
         raise PlanError(f"--trial-timeout {trial_timeout_s} must be a positive number of seconds")
 
@@ -216,7 +247,17 @@ def make_plan(
     try:
         with naming(data_label):
             series = load_series(data_label, date_column, value_column, freq)
-            train, val = split_series(series, sweep.split_after)
+            seen = series
+            if sweep.test_after:
+                seen, test = hold_out(series, sweep.test_after)
+                if split_after is None:  # validate on as many points as are tested, just before the test window
+                    sweep = dataclasses.replace(sweep, split_after=validation_split(seen, len(test)))
+                if pd.Timestamp(sweep.split_after) >= pd.Timestamp(sweep.test_after):
+                    raise SeriesError(
+                        f"--split-after {sweep.split_after} must come before --test-after {sweep.test_after}: the "
+                        "validation part lies between them"
+                    )
+            train, val = split_series(seen, sweep.split_after)
             check_mape_defined(val)  # a fault of the data whatever the configuration: say so before the space
     except SeriesError as error:
         raise PlanError(str(error)) from None
@@ -241,8 +282,14 @@ def make_plan(
         pinned=pins,
         max_failures=max_failures,
         trial_timeout_s=trial_timeout_s,
+        mlflow_uri=mlflow_uri,
         named_by_user=named_by_user,
     )
+
+
+def validation_split(seen: pd.Series, points: int) -> str:
+    """The --split-after that leaves `points` validation points at the end of `seen` (at least one training point)."""
+    return str(seen.index[max(len(seen) - points - 1, 0)].date())
 
 
 def free_name(storage: str, name: str) -> str:
@@ -263,6 +310,21 @@ def taken_message(storage: str, name: str, sweep_name: str) -> str:
     )
 
 
+def _check_mlflow(uri: str) -> None:
+    """MLflow must be installed, and MLflow 3 accepts a folder (a file store) only when told to."""
+    try:
+        import mlflow  # noqa: F401
+    except ImportError:
+        raise PlanError("--mlflow-uri needs MLflow: pip install mlflow-skinny (the [mlflow] extra)") from None
+    is_folder = "://" not in uri or uri.startswith("file:")
+    if is_folder and os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() != "true":
+        raise PlanError(
+            f"--mlflow-uri {uri}: MLflow 3 keeps a folder store only in maintenance mode and refuses it unless "
+            "MLFLOW_ALLOW_FILE_STORE=true is set; set it, or give a tracking server (http://host:5000) or a "
+            "database (sqlite:///mlflow.db)"
+        )
+
+
 def _check_budget(sweep: Sweep) -> None:
     if sweep.num_samples < 1:
         raise PlanError(f"--num-samples {sweep.num_samples} must be at least 1")
@@ -272,6 +334,11 @@ def _check_budget(sweep: Sweep) -> None:
         raise PlanError(f"--scheduler {sweep.scheduler!r} is not one of {', '.join(SCHEDULERS)}")
     if sweep.search not in SEARCHES:
         raise PlanError(f"--search {sweep.search!r} is not one of {', '.join(SEARCHES)}")
+    if sweep.answer_top_k < 1:
+        raise PlanError(
+            f"--answer-top-k {sweep.answer_top_k} must be at least 1 (the best trial's model); a sweep of fewer "
+            "trials averages all of them"
+        )
 
 
 def _check_space(sweep: Sweep, data_label: str, train: pd.Series, val: pd.Series) -> None:

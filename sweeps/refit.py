@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     quiet_lightning()
     config = ForecasterConfig.from_dict({**best["config"], "n_epochs": best["best_epoch"]})
     threads = plan.resources.trainer_arguments()["threads"]
-    result = fit(config, plan.series, split_after=plan.sweep.split_after, threads=threads)
+    result = fit(config, plan.seen_series, split_after=plan.sweep.split_after, threads=threads)
     difference = result.val_mape - best["best_val_mape"]
     reproduced = abs(difference) <= args.tolerance
     print(
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         from forecaster.data import split_series
         from forecaster.plot import plot_forecast
 
-        train, val = split_series(plan.series, plan.sweep.split_after)
+        train, val = split_series(plan.seen_series, plan.sweep.split_after)
         plot_forecast(
             train, val, result.forecast, args.plot, title=f"refit of {best['trial_id']}: MAPE {result.val_mape:.2f} %"
         )

@@ -31,6 +31,11 @@ class Sweep:
     """A name in sweeps.searches.SEARCHES."""
     dataset: str = "air_passengers"
     split_after: str = DEFAULT_SPLIT_AFTER
+    test_after: str | None = None
+    """The points after this date are held out: no trial, scheduler or ranking sees them; the answer is scored on
+    them after the sweep (None: no test window)."""
+    answer_top_k: int = 1
+    """The sweep's answer: the mean forecast of the best models of its top k trials (1: the best trial's)."""
     metric: str = "best_val_mape"
     """What schedulers and searches rank trials on: each trial's lowest validation MAPE so far."""
     mode: str = "min"

@@ -14,6 +14,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("results_dir", help="the sweep's folder, as the sweep printed it")
     args = parser.parse_args(argv)
 
+    from sweeps.answer import build_answer
     from sweeps.results import collect
     from sweeps.storage import SweepFolder
     from sweeps.summary import summary, write_results
@@ -24,9 +25,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     results = collect(plan)
-    written = write_results(plan, results)
+    answer = build_answer(plan, results)
+    scores = answer.scores(plan) if answer else None
+    written = write_results(plan, results, answer, scores)
     seconds = float(results.trials["seconds"].fillna(0).sum()) if len(results.trials) else 0.0
-    print(summary(plan, results, written, took=f"({seconds:.1f} s inside trials)"))
+    print(summary(plan, results, written, took=f"({seconds:.1f} s inside trials)", scores=scores))
     return 0
 
 

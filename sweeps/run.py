@@ -20,7 +20,9 @@ import dataclasses
 import sys
 import textwrap
 import time
+from typing import Any
 
+from sweeps.answer import build_answer
 from sweeps.cluster_probe import CapacityError, cluster_capacity
 from sweeps.plan import (
     PlanError,
@@ -122,6 +124,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="the dashboard's port on a Ray of the sweep's own (default 8265, or the next free one when taken)",
     )
     cluster.add_argument("--storage-path", help="where results go: a folder, s3://... or gs://... (default ./results)")
+    cluster.add_argument(
+        "--mlflow-uri",
+        help="also log every trial as an MLflow run there (e.g. http://mlflow:5000 or sqlite:///mlflow.db; "
+        "pip install '.[mlflow]')",
+    )
     cluster.add_argument("--name", help="the sweep's folder name in the storage (default: SWEEP-date-time)")
     cluster.add_argument(
         "--resume",
@@ -135,6 +142,16 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument("--value-column", help="the CSV's value column (found automatically with two columns)")
     data.add_argument("--freq", help="pandas frequency of the dates (default: inferred)")
     data.add_argument("--split-after", help="last date of the training part")
+    data.add_argument(
+        "--test-after",
+        help="hold out the points after this date: no trial sees them; the answer and the baselines are scored on "
+        "them after the sweep (default: no test window)",
+    )
+    budget.add_argument(
+        "--answer-top-k",
+        type=int,
+        help="the sweep's answer is the mean forecast of the best models of the top K trials (default: the sweep's)",
+    )
     return parser
 
 
@@ -193,6 +210,8 @@ def plan_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser, ar
         value_column=args.value_column,
         freq=args.freq,
         split_after=args.split_after,
+        test_after=args.test_after,
+        answer_top_k=args.answer_top_k,
         pins=parse_pins(args.pins),
         seed=args.seed,
         name=args.name,
@@ -200,6 +219,7 @@ def plan_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser, ar
         smoke_test=args.smoke_test,
         max_failures=args.max_failures,
         trial_timeout_s=args.trial_timeout,
+        mlflow_uri=args.mlflow_uri,
     )
     return dataclasses.replace(plan, address=args.address, arguments=tuple(arguments))
 
@@ -225,7 +245,8 @@ def banner(plan: SweepPlan, at_once: int, cluster: str, session: RaySession) -> 
 
     sweep = plan.sweep
     scheduler = scheduler_of(sweep)
-    train, val = split_series(plan.series, sweep.split_after)
+    train, val = split_series(plan.seen_series, sweep.split_after)
+    test = plan.test_series
     options = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in scheduler.settings(sweep).items())
     searched = ", ".join(plan.searched)
     pinned = ", ".join(f"{k}={v}" for k, v in plan.pinned.items())
@@ -234,7 +255,8 @@ def banner(plan: SweepPlan, at_once: int, cluster: str, session: RaySession) -> 
         f"Sweep {sweep.name}{' (smoke test)' if plan.smoke_test else ''}{' - resuming' if plan.resume else ''}: "
         f"{sweep.purpose}",
         f"  data       {plan.data_label}: {len(plan.series)} points, {index[0].date()} to {index[-1].date()} "
-        f"({index.freqstr}); {len(train)} training, {len(val)} validation after {sweep.split_after}",
+        f"({index.freqstr}); {len(train)} training, {len(val)} validation after {sweep.split_after}"
+        + (f", {len(test)} test after {sweep.test_after} (held out: no trial sees them)" if test is not None else ""),
         f"  budget     {sweep.num_samples} trials of up to {sweep.max_epochs} epochs; {sweep.search} search"
         f"{f' (seed {plan.seed})' if plan.seed is not None else ''}; {sweep.scheduler} scheduler"
         f"{f' ({options})' if options else ''}, ranking on {scheduler.metric(sweep)}",
@@ -252,6 +274,8 @@ class SweepRun:
     results: SweepResults
     written: dict[str, str]
     """The files written at the end, name -> path."""
+    scores: dict[str, Any] | None
+    """The answer's scores and the baselines' (sweeps.answer); None if no trial left a model."""
     fit_seconds: float
     """Wall time inside Tuner.fit."""
     driver_cpu_seconds: float
@@ -283,7 +307,9 @@ def run_sweep(plan: SweepPlan, command: list[str], progress: bool = True, shared
     tuner.fit()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     results = collect(plan)
-    return SweepRun(results, write_results(plan, results), wall, cpu)
+    answer = build_answer(plan, results)
+    scores = answer.scores(plan) if answer else None
+    return SweepRun(results, write_results(plan, results, answer, scores), scores, wall, cpu)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -320,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if started_here:
             ray.shutdown()
-    print(summary(plan, run.results, run.written, took=f"after {run.fit_seconds:.1f} s"))
+    print(summary(plan, run.results, run.written, took=f"after {run.fit_seconds:.1f} s", scores=run.scores))
     if interrupted(plan, run.results):
         return 130  # as a shell reports a program stopped by Ctrl+C
     return 0 if run.results.best else 1

@@ -11,17 +11,16 @@ import json
 import math
 import shlex
 import textwrap
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from sweeps.answer import Answer, describe
 from sweeps.plan import SweepPlan
 from sweeps.results import SweepResults
 from sweeps.storage import (
     BEST_CONFIG_FILE,
-    BEST_MODEL_FILE,
     CURVES_PLOT,
     FORECAST_PLOT,
     RESOLVED_FILE,
@@ -76,7 +75,14 @@ def more_trials_command(plan: SweepPlan) -> str:
     return " ".join(["python -m sweeps.run", *arguments])
 
 
-def summary(plan: SweepPlan, results: SweepResults, written: dict[str, str], took: str) -> str:
+def summary(
+    plan: SweepPlan,
+    results: SweepResults,
+    written: dict[str, str],
+    took: str,
+    scores: dict[str, Any] | None = None,
+) -> str:
+    """What the sweep prints at its end; `scores`: the answer's (sweeps.answer.Answer.scores)."""
     counts = results.trials["status"].value_counts().to_dict() if len(results.trials) else {}
     wording = {status: words.format(scheduler=plan.sweep.scheduler) for status, words in STATUS_WORDING.items()}
     ended = "stopped before its end" if interrupted(plan, results) else "finished"
@@ -111,8 +117,11 @@ def summary(plan: SweepPlan, results: SweepResults, written: dict[str, str], too
             f"Best: trial {best['trial_id']}, validation MAPE {best['best_val_mape']:.2f} % at epoch "
             f"{best['best_epoch']} (of {best['epochs']} run)",
             f"  {config}",
+            *_selection_lines(plan, scores),
             "",
         ]
+        if scores:
+            lines += [*describe(scores, plan), ""]
     else:
         lines += ["No trial reported a result.", ""]
     lines.append(f"Written to {plan.experiment_path}:")
@@ -129,6 +138,26 @@ def summary(plan: SweepPlan, results: SweepResults, written: dict[str, str], too
     return "\n".join(lines)
 
 
+def _selection_lines(plan: SweepPlan, scores: dict[str, Any] | None) -> list[str]:
+    """What the best validation score is: the lowest of many, so luck is in it; how it varied around its epoch."""
+    if not scores:
+        return []
+    selection = scores["selection"]
+    origins = plan.sweep.space.get("val_origins", 1)
+    pooled = f", each pooling forecasts from {origins} origins" if isinstance(origins, int) and origins > 1 else ""
+    lines = [
+        f"  selected on validation: the lowest of {selection['evaluations']} validation scores "
+        f"({selection['trials']} trials x their epochs{pooled}), so optimistic"
+    ]
+    around = selection.get("around_best")
+    if around:
+        lines.append(
+            f"  its MAPE over epochs {around['first_epoch']}-{around['last_epoch']}: {around['mean']:.2f} % mean, "
+            f"{around['std']:.2f} standard deviation, {around['min']:.2f}-{around['max']:.2f} %"
+        )
+    return lines
+
+
 def summary_table(trials: pd.DataFrame, searched: list[str], rows: int = 10) -> str:
     """The top trials as a text table, for the terminal."""
     columns = ["trial_id", "status", "best_val_mape", "best_epoch", "epochs", *[c for c in searched if c in trials]]
@@ -139,8 +168,11 @@ def summary_table(trials: pd.DataFrame, searched: list[str], rows: int = 10) -> 
     return shown.to_string(index=False)
 
 
-def write_results(plan: SweepPlan, results: SweepResults) -> dict[str, str]:
-    """Write the tables, the best configuration and the plots to the sweep's folder; return their paths."""
+def write_results(
+    plan: SweepPlan, results: SweepResults, answer: Answer | None = None, scores: dict[str, Any] | None = None
+) -> dict[str, str]:
+    """Write the tables, the best configuration (with the answer's scores) and the plots to the sweep's folder;
+    return their paths."""
     folder = SweepFolder(plan.experiment_path)
     written = {RESULTS_CSV: folder.write(RESULTS_CSV, results.trials.to_csv(index=False).encode())}
     buffer = io.BytesIO()
@@ -150,45 +182,30 @@ def write_results(plan: SweepPlan, results: SweepResults) -> dict[str, str]:
         best = results.best | {
             "max_epochs": plan.sweep.max_epochs,
             "split_after": plan.sweep.split_after,
+            "test_after": plan.sweep.test_after,
+            "answer": scores,
             "refit": f"python -m sweeps.refit {plan.experiment_path}",
         }
         written[BEST_CONFIG_FILE] = folder.write(BEST_CONFIG_FILE, json.dumps(best, indent=2).encode())
-        forecast_png = _forecast_plot(plan, results.best)
-        if forecast_png:
-            written[FORECAST_PLOT] = folder.write(FORECAST_PLOT, forecast_png)
+        if answer is not None and scores is not None:
+            written[FORECAST_PLOT] = folder.write(FORECAST_PLOT, _forecast_plot(plan, answer, scores))
     if results.histories:
         written[CURVES_PLOT] = folder.write(CURVES_PLOT, _curves_plot(plan, results))
     return written
 
 
-def _forecast_plot(plan: SweepPlan, best: dict[str, Any]) -> bytes | None:
-    """The best trial's best checkpoint, forecasting the validation months."""
-    if not best.get("checkpoint"):
-        return None
-    from ray.tune import Checkpoint
-
+def _forecast_plot(plan: SweepPlan, answer: Answer, scores: dict[str, Any]) -> bytes:
+    """The answer forecasting the validation part from the end of training, and the test window from the end of
+    the validation part, against the truth."""
     from forecaster.data import split_series
-    from forecaster.metrics import mape
-    from forecaster.model import RNNForecaster
     from forecaster.plot import plot_forecast
 
-    train, val = split_series(plan.series, plan.sweep.split_after)
-    with Checkpoint(best["checkpoint"]).as_directory() as folder:
-        if not (Path(folder) / BEST_MODEL_FILE).exists():
-            return None
-        model = RNNForecaster.load_from_checkpoint(Path(folder) / BEST_MODEL_FILE, map_location="cpu")
-    forecast = pd.Series(model.forecast(train.to_numpy(), len(val)), index=val.index)
-    error = float(mape(val.to_numpy(), forecast.to_numpy()))
+    train, val = split_series(plan.seen_series, plan.sweep.split_after)
+    title = f"{plan.name}: validation MAPE {scores['validation_mape']:.2f} % (chosen on it)"
+    if answer.test is not None:
+        title += f", test MAPE {scores['test_mape']:.2f} % (never seen)"
     buffer = io.BytesIO()
-    c = best["config"]
-    plot_forecast(
-        train,
-        val,
-        forecast,
-        buffer,
-        title=f"{plan.name}: best trial {best['trial_id']} ({c['model']}, "
-        f"hidden {c['hidden_dim']} x {c['n_rnn_layers']}), its best model: MAPE {error:.2f} %",
-    )
+    plot_forecast(train, val, answer.validation, buffer, title=title, test=plan.test_series, test_forecast=answer.test)
     return buffer.getvalue()
 
 

@@ -43,9 +43,9 @@ class ProgressLog(CSVLoggerCallback):
         super().log_trial_result(iteration, trial, result)
 
 
-def make_trainable(plan: SweepPlan):
-    from ray import tune
-
+def trial_inputs(plan: SweepPlan) -> dict:
+    """What every trial is given besides its configuration: the series up to the test window only (nothing a trial,
+    the scheduler or the ranking does can see the window), and the settings the trials share."""
     settings = TrialSettings(
         split_after=plan.sweep.split_after,
         max_epochs=plan.sweep.max_epochs,
@@ -53,7 +53,13 @@ def make_trainable(plan: SweepPlan):
         checkpoints=scheduler_of(plan.sweep).checkpoints(plan.sweep),
         storage_path=plan.storage_path,
     )
-    trainable = tune.with_parameters(train_trial, series=plan.series, settings=settings)
+    return {"series": plan.seen_series, "settings": settings}
+
+
+def make_trainable(plan: SweepPlan):
+    from ray import tune
+
+    trainable = tune.with_parameters(train_trial, **trial_inputs(plan))
     return tune.with_resources(trainable, tune.PlacementGroupFactory([plan.resources.trial_bundle()]))
 
 
@@ -83,12 +89,21 @@ def progress_reporter(plan: SweepPlan):
     )
 
 
+def mlflow_logger(plan: SweepPlan):
+    """Ray's MLflow callback: one MLflow run per trial (its hyperparameters and every epoch's metrics), in an
+    experiment named after the sweep."""
+    from ray.air.integrations.mlflow import MLflowLoggerCallback
+
+    return MLflowLoggerCallback(tracking_uri=plan.mlflow_uri, experiment_name=plan.name, save_artifact=False)
+
+
 def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False):
     """A new Tuner for the plan, or the stored one when resuming; `progress` prints Tune's live table.
 
     `shared`: the cluster is one the sweep joined, which other sweeps may use at the same time; the sweep then
     keeps to its fair share of it (sweeps.sharing)."""
     from ray import tune
+    from ray.tune.logger import TBXLoggerCallback
 
     # Ray's newer console output ignores a custom reporter; the classic one shows the table we choose.
     os.environ["RAY_AIR_NEW_OUTPUT"] = "0"
@@ -96,7 +111,8 @@ def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False):
     # that is the price of keeping few checkpoints, paid knowingly: no need to warn about it at every trial.
     os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     # Tune's automatic loggers write every report three times (JSON with the trial's config, CSV, TensorBoard),
-    # on the driver, which shares the CPUs with the trials; the results are built from the CSV alone.
+    # on the driver, which shares the CPUs with the trials: the CSV (the results are built from it) and
+    # TensorBoard's files are written, the JSON is not.
     os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"
     trainable = make_trainable(plan)
     if plan.resume:
@@ -133,7 +149,13 @@ def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False):
             name=plan.name,
             storage_path=plan.storage_path,
             checkpoint_config=tune.CheckpointConfig(num_to_keep=scheduler.checkpoints_kept),
-            callbacks=[ProgressLog(), FaultLog(), HangWatchdog(plan.trial_timeout_s)],
+            callbacks=[
+                ProgressLog(),
+                TBXLoggerCallback(),  # `tensorboard --logdir <results folder>`: every trial's curves
+                *([mlflow_logger(plan)] if plan.mlflow_uri else []),
+                FaultLog(),
+                HangWatchdog(plan.trial_timeout_s),
+            ],
             failure_config=tune.FailureConfig(max_failures=plan.max_failures),
             progress_reporter=progress_reporter(plan) if progress else None,
             verbose=1 if progress else 0,

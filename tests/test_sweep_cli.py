@@ -117,6 +117,21 @@ BAD_OPTIONS = {  # name: (options, what the error says)
     "no-samples": (["--num-samples", "0"], "--num-samples 0 must be at least 1"),
     "max-failures": (["--max-failures", "-1"], "--max-failures -1 must be 0 (no retry) or more"),
     "trial-timeout": (["--trial-timeout", "0"], "--trial-timeout 0.0 must be a positive number of seconds"),
+    "test-window-outside": (
+        ["--test-after", "1961-01-01"],
+        "test_after=1961-01-01 is at or after the last date (1960-12-01): the test window is empty",
+    ),
+    "test-window-too-short": (
+        ["--test-after", "1960-06-01"],
+        "test_after=1960-06-01 leaves 6 test point(s) after it; a test window needs at least 12",
+    ),
+    "test-window-before-validation": (
+        ["--test-after", "1958-06-01", "--split-after", "1959-01-01"],
+        "--split-after 1959-01-01 must come before --test-after 1958-06-01",
+    ),
+    "test-window-not-a-date": (["--test-after", "soon"], "test_after='soon' is not a date"),
+    "answer-top-k": (["--answer-top-k", "0"], "--answer-top-k 0 must be at least 1"),
+    "mlflow-folder": (["--mlflow-uri", "mlruns"], "refuses it unless MLFLOW_ALLOW_FILE_STORE=true is set"),
 }
 
 
@@ -128,6 +143,16 @@ def test_bad_data_is_refused_before_ray_starts(tmp_path, capsys, name):
     error = capsys.readouterr().err
     assert path in error and message in error
     assert not ray.is_initialized() and not (tmp_path / "air_rnn").exists()
+
+
+def test_zeros_in_the_test_window_are_refused_before_ray_starts(tmp_path, capsys):
+    path = air_passengers_with(tmp_path, "zero-in-test", set_value(140, "0"))
+    assert main(["air_rnn", "--data", path, "--test-after", "1959-01-01", "--storage-path", str(tmp_path)]) == 2
+    error = capsys.readouterr().err
+    assert (
+        "the test window after 1959-01-01 has 1 zero value(s) (first at 1960-09-01), where MAPE is undefined" in error
+    )
+    assert not ray.is_initialized()
 
 
 @pytest.mark.parametrize("name", BAD_OPTIONS)
