@@ -1,8 +1,9 @@
 """Search spaces as data: what a sweep may try, in a form that random search, Optuna and the checks share.
 
-A space maps each hyperparameter to a constant or to one of the distributions below. Two of them depend
+A space maps each hyperparameter to a constant or to one of the distributions below. Three of them depend
 on another hyperparameter, which is how the constraints of an RNN sweep are written down: dropout only
-where there are several layers (`OnlyWhen`), training_length always above input_chunk_length (`Offset`).
+where there are several layers (`OnlyWhen`), training_length always above input_chunk_length (`Offset`),
+the window normalisation that goes with each target transform (`ByValue`).
 From one space come Ray Tune's search domains (random search), an Optuna define-by-run function (TPE),
 a description for the resolved sweep file, and the extreme configurations the driver checks before
 any trial is scheduled.
@@ -84,9 +85,25 @@ class Offset:
         return f"{self.key} + {self.extra.describe()}"
 
 
+@dataclasses.dataclass(frozen=True)
+class ByValue:
+    """Takes, for each value of the choice `key`, its own constant or distribution from `values`."""
+
+    key: str
+    values: Mapping[Any, Any]
+
+    def describe(self) -> str:
+        return "; ".join(
+            f"{v.describe() if is_searched(v) else v!r} where {self.key} = {k!r}" for k, v in self.values.items()
+        )
+
+    def pick(self, chosen: Any) -> Any:
+        return self.values[chosen]
+
+
 Space = Mapping[str, Any]
-_DEPENDENT = (OnlyWhen, Offset)
-_DISTRIBUTIONS = (Choice, Uniform, LogUniform, IntRange, OnlyWhen, Offset)
+_DEPENDENT = (OnlyWhen, Offset, ByValue)
+_DISTRIBUTIONS = (Choice, Uniform, LogUniform, IntRange, OnlyWhen, Offset, ByValue)
 
 
 class SpaceError(ValueError):
@@ -114,6 +131,14 @@ def check_structure(space: Space) -> None:
                 raise SpaceError(f"{name} depends on {value.key!r}, which the space does not define")
             if isinstance(space[value.key], _DEPENDENT):
                 raise SpaceError(f"{name} depends on {value.key!r}, which itself depends on another value")
+        if isinstance(value, ByValue):
+            possible = space[value.key].values if isinstance(space[value.key], Choice) else (space[value.key],)
+            missing = [v for v in possible if v not in value.values]
+            if missing:
+                raise SpaceError(f"{name} gives nothing for {value.key} = {', '.join(map(repr, missing))}")
+            for inner_value in value.values.values():
+                if isinstance(inner_value, _DEPENDENT):
+                    raise SpaceError(f"{name}: a value of ByValue must be a constant or an independent distribution")
 
 
 def describe(space: Space) -> dict[str, Any]:
@@ -153,6 +178,15 @@ def to_tune(space: Space, seed: int | None = None) -> dict[str, Any]:
             param_space[name] = tune.sample_from(
                 lambda config, v=value, d=inner: config[v.key] + d.sample(random_state=rng)
             )
+        elif isinstance(value, ByValue):
+            domains = {k: domain(v) if is_searched(v) else v for k, v in value.values.items()}
+            param_space[name] = tune.sample_from(
+                lambda config, v=value, d=domains: (
+                    d[config[v.key]].sample(random_state=rng)
+                    if is_searched(v.values[config[v.key]])
+                    else d[config[v.key]]
+                )
+            )
         elif is_searched(value):
             param_space[name] = domain(value)
         else:
@@ -180,6 +214,12 @@ class OptunaDefineByRun:
                     chosen[name] = _suggest(trial, name, value.then)
                 else:
                     chosen[name] = constants[name] = value.otherwise
+            elif isinstance(value, ByValue):
+                picked = value.pick(chosen[value.key])
+                if is_searched(picked):  # a range that changes with the other value, as with Offset
+                    chosen[name] = _suggest(trial, name, picked)
+                else:
+                    chosen[name] = constants[name] = picked
             elif isinstance(value, Offset):
                 # A range that moves with the other value: Optuna takes it, and the config keeps its own names.
                 base = chosen[value.key]
@@ -232,6 +272,13 @@ def extremes(space: Space, limit: int = 50_000) -> list[dict[str, Any]]:
                 ]
             elif isinstance(value, Offset):
                 partial = [c | {name: c[value.key] + extra} for c in partial for extra in corners(value.extra)]
+            elif isinstance(value, ByValue):
+                partial = [
+                    c | {name: v}
+                    for c in partial
+                    for picked in [value.pick(c[value.key])]
+                    for v in (corners(picked) if is_searched(picked) else (picked,))
+                ]
         configs.extend({name: config[name] for name in names} for config in partial)
     return configs
 

@@ -6,7 +6,20 @@ from forecaster.config import ForecasterConfig
 from sweeps.plan import PlanError, make_plan, parse_pins
 from sweeps.registry import SWEEPS
 from sweeps.resources import ResourceError, TrialResources
-from sweeps.space import Choice, IntRange, LogUniform, Offset, OnlyWhen, Uniform, extremes, to_optuna, to_tune
+from sweeps.space import (
+    ByValue,
+    Choice,
+    IntRange,
+    LogUniform,
+    Offset,
+    OnlyWhen,
+    SpaceError,
+    Uniform,
+    check_structure,
+    extremes,
+    to_optuna,
+    to_tune,
+)
 
 SPACE = {
     "model": Choice("RNN", "GRU"),
@@ -63,6 +76,34 @@ def test_extremes_cover_every_corner_and_dependency():
     assert {c["dropout"] for c in corners if c["n_rnn_layers"] == 2} == {0.1, 0.3}
     assert {c["dropout"] for c in corners if c["n_rnn_layers"] == 1} == {0.0}
     assert len(corners) == 2 * (1 + 2) * 2 * 2 * 2  # model x (layers 1, layers 2 x dropout) x lr x icl x extra
+
+
+BY_VALUE = {
+    "target_transform": Choice("log", "log_diff"),
+    "window_norm": ByValue("target_transform", {"log": Choice("subtract", "divide"), "log_diff": "none"}),
+}
+PAIRS = {("log", "subtract"), ("log", "divide"), ("log_diff", "none")}
+
+
+def test_a_value_that_goes_with_another_is_sampled_from_that_ones_entry():
+    configs = sample_tune(BY_VALUE, seed=1, count=40)
+    assert {(c["target_transform"], c["window_norm"]) for c in configs} == PAIRS
+    optuna = pytest.importorskip("optuna")
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    define_by_run, seen = to_optuna(BY_VALUE), set()
+    for _ in range(40):
+        trial = study.ask()
+        constants = define_by_run(trial)
+        config = {**trial.params, **constants}
+        seen.add((config["target_transform"], config["window_norm"]))
+        study.tell(trial, 1.0)
+    assert seen == PAIRS
+    assert {(c["target_transform"], c["window_norm"]) for c in extremes(BY_VALUE)} == PAIRS
+
+
+def test_a_value_that_goes_with_another_must_cover_every_choice_of_it():
+    with pytest.raises(SpaceError, match="window_norm gives nothing for target_transform = 'none'"):
+        check_structure({**BY_VALUE, "target_transform": Choice("log", "log_diff", "none")})
 
 
 def test_every_corner_of_the_registered_sweeps_is_a_valid_config():
