@@ -158,3 +158,27 @@ def trial_slots(resources: TrialResources) -> int:
     import ray
 
     return trials_at_once(resources, ray.nodes())
+
+
+def prestart_workers(node: dict[str, Any], count: int, serialized_runtime_env: str, keep_alive_s: int) -> None:
+    """Ask a node's raylet to start `count` idle workers for this driver's job with the given runtime environment,
+    kept alive `keep_alive_s` seconds: Ray's own PrestartWorkers call, which its Python API does not expose. An actor
+    of the job with that runtime environment placed on the node then takes one of them instead of a new process."""
+    import ray
+    from ray._private.grpc_utils import init_grpc_channel
+    from ray.core.generated import common_pb2, node_manager_pb2, node_manager_pb2_grpc, runtime_environment_pb2
+
+    channel = init_grpc_channel(f"{node['NodeManagerAddress']}:{node['NodeManagerPort']}")
+    try:
+        node_manager_pb2_grpc.NodeManagerServiceStub(channel).PrestartWorkers(
+            node_manager_pb2.PrestartWorkersRequest(
+                language=common_pb2.Language.PYTHON,
+                job_id=bytes.fromhex(ray.get_runtime_context().get_job_id()),
+                runtime_env_info=runtime_environment_pb2.RuntimeEnvInfo(serialized_runtime_env=serialized_runtime_env),
+                keep_alive_duration_secs=keep_alive_s,
+                num_workers=count,
+            ),
+            timeout=10,
+        )
+    finally:
+        channel.close()

@@ -57,8 +57,9 @@ SWEEPS: dict[str, Sweep] = {
         Sweep(
             name="air_rnn",
             purpose=(
-                "Find the RNN, LSTM or GRU configuration with the lowest validation MAPE on the monthly Air "
-                "Passengers series (23 validation months after 1959-01)."
+                "Find the RNN, LSTM or GRU forecasters with the lowest validation MAPE on the monthly Air "
+                "Passengers series (23 validation months after 1959-01); the answer is the mean forecast of the "
+                "top 10."
             ),
             space={
                 "model": Choice("RNN", "LSTM", "GRU"),

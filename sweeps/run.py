@@ -16,9 +16,12 @@ Examples:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import importlib
 import sys
 import textwrap
+import threading
 import time
 from typing import Any
 
@@ -280,6 +283,19 @@ class SweepRun:
     """Wall time inside Tuner.fit."""
     driver_cpu_seconds: float
     """CPU time of this process inside Tuner.fit: Tune's controller, scheduler, loggers and reporter."""
+    fit_started_at: float
+    """When Tuner.fit started, in seconds since the epoch (as the trials' reported_at)."""
+
+
+DRIVER_MODULES_LATER = ("ray.tune", "sweeps.tuner", "torch", "forecaster.model", "forecaster.baselines", "matplotlib")
+"""What the driver needs once Ray is up (the Tuner; the answer's models, statsforecast's baselines and the plots):
+imported while Ray starts, which is mostly waiting for its processes."""
+
+
+def import_for_later() -> None:
+    for name in (*DRIVER_MODULES_LATER, "statsforecast.models"):
+        with contextlib.suppress(ImportError):  # an optional extra not installed: the code that needs it says so
+            importlib.import_module(name)
 
 
 def claim_folder(plan: SweepPlan, command: list[str]) -> SweepPlan:
@@ -298,18 +314,22 @@ def claim_folder(plan: SweepPlan, command: list[str]) -> SweepPlan:
 def run_sweep(plan: SweepPlan, command: list[str], progress: bool = True, shared: bool = False) -> SweepRun:
     """Run (or resume) the sweep on the Ray session of this process; write and return its results. `shared`: on
     a cluster that other sweeps may use at the same time, it keeps to its fair share (sweeps.sharing)."""
+    from sweeps.ray_session import warm_workers_enabled
     from sweeps.tuner import build_tuner
+    from sweeps.warm_pool import warm_up
 
+    if warm_workers_enabled():
+        warm_up(plan.resources)  # the trials' workers import torch while the Tuner is built
     if not plan.resume:
         plan = claim_folder(plan, command)
     tuner = build_tuner(plan, progress=progress, shared=shared)
-    wall, cpu = time.perf_counter(), time.process_time()
+    started_at, wall, cpu = time.time(), time.perf_counter(), time.process_time()
     tuner.fit()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     results = collect(plan)
     answer = build_answer(plan, results)
     scores = answer.scores(plan) if answer else None
-    return SweepRun(results, write_results(plan, results, answer, scores), scores, wall, cpu)
+    return SweepRun(results, write_results(plan, results, answer, scores), scores, wall, cpu, started_at)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -333,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     import ray
 
     started_here = not ray.is_initialized()
+    threading.Thread(target=import_for_later, daemon=True).start()
     try:
         session = start_ray(args.address, args.dashboard_host, args.dashboard_port)
         at_once, cluster = cluster_capacity(

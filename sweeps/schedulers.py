@@ -19,7 +19,7 @@ from typing import Any
 from sweeps.registry import Sweep
 from sweeps.space import Choice, LogUniform
 
-CHECKPOINT_EVERY_SECONDS = 5.0
+CHECKPOINT_EVERY_SECONDS = 2.0
 """Besides the scheduler's own points, a trial checkpoints after this many seconds of training since its last
 checkpoint: what a retried trial may lose at most. A checkpoint of these models costs a few milliseconds."""
 FIRST_CHECKPOINT_AFTER_SECONDS = 1.0

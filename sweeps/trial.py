@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import sys
 from typing import Any
 
 import pandas as pd
@@ -40,6 +41,7 @@ class TrialSettings:
 
 def train_trial(config: dict[str, Any], *, series: pd.Series, settings: TrialSettings) -> None:
     """Tune's trainable: fit the forecaster, resuming from the trial's checkpoint when Tune restarts it."""
+    warm = "lightning" in sys.modules  # imported before the trial came: a warm worker (sweeps/warm_pool.py)
     from ray import tune
 
     from sweeps.epoch_reporter import EpochReporter
@@ -48,17 +50,18 @@ def train_trial(config: dict[str, Any], *, series: pd.Series, settings: TrialSet
         _run_data_parallel(config, series, settings)
         return
     arguments = _trainer_arguments(settings.resources)
-    report = _with_node(tune.report)
+    report = _with_node(tune.report, warm)
     reporter = EpochReporter(report, tune.Checkpoint, settings.checkpoints)
     _fit(config, series, settings, reporter, tune.get_checkpoint(), **arguments)
 
 
-def _with_node(report):
-    """Every report names the Ray node it came from: the results say where each trial ran (and moved to)."""
+def _with_node(report, warm: bool):
+    """Every report names the Ray node it came from (the results say where each trial ran, and moved to) and whether
+    its process was warm (had torch and Lightning imported before the trial came)."""
     import ray
 
     node = ray.get_runtime_context().get_node_id()
-    return lambda metrics, **options: report({**metrics, "node": node}, **options)
+    return lambda metrics, **options: report({**metrics, "node": node, "warm_start": int(warm)}, **options)
 
 
 def _fit(config, series, settings: TrialSettings, reporter, checkpoint, **arguments) -> None:
@@ -139,7 +142,7 @@ def _data_parallel_worker(loop_config: dict[str, Any]) -> None:
     settings: TrialSettings = loop_config["settings"]
     arguments = _trainer_arguments(settings.resources)
     arguments["devices"] = "auto"  # Ray Train gives each worker its device
-    report = _with_node(ray.train.report)
+    report = _with_node(ray.train.report, warm="lightning" in sys.modules)
     reporter = EpochReporter(report, ray.train.Checkpoint, settings.checkpoints)
     _fit(
         loop_config["config"],

@@ -12,10 +12,12 @@ from ray.tune.utils import flatten_dict
 
 from sweeps.faults import FaultLog, HangWatchdog
 from sweeps.plan import PlanError, SweepPlan
+from sweeps.ray_session import warm_workers_enabled
 from sweeps.schedulers import scheduler_of
 from sweeps.searches import SearchError, build_search
 from sweeps.sharing import FairShare
 from sweeps.trial import TrialSettings, train_trial
+from sweeps.warm_pool import WarmPool
 
 
 class ProgressLog(CSVLoggerCallback):
@@ -77,6 +79,8 @@ def progress_reporter(plan: SweepPlan):
         "input_chunk_length": "in_len",
         "training_length": "train_len",
         "random_state": "seed",
+        "target_transform": "transform",
+        "window_norm": "norm",
     }
     return CLIReporter(
         metric_columns={"best_val_mape": "best MAPE %", "best_epoch": "at epoch", "epoch": "epochs"},
@@ -155,6 +159,7 @@ def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False):
                 *([mlflow_logger(plan)] if plan.mlflow_uri else []),
                 FaultLog(),
                 HangWatchdog(plan.trial_timeout_s),
+                *([WarmPool(plan.resources, actors_reused=not shared)] if warm_workers_enabled() else []),
             ],
             failure_config=tune.FailureConfig(max_failures=plan.max_failures),
             progress_reporter=progress_reporter(plan) if progress else None,

@@ -1,0 +1,120 @@
+"""Warm trial processes: a trial placed on any node, new or retried, trains within a second or two.
+
+A trial runs in a Ray actor, in a worker process of the sweep's job. A fresh one first imports torch and
+Lightning (which brings torch._dynamo, torchmetrics, scipy and matplotlib with it): 3-6 s on an idle core, more
+on a busy node, on the critical path of every new and every retried trial. Two Ray settings and one call take
+it off that path:
+
+- `preload_python_modules` (sweeps/warm.py): every worker a node starts imports torch, Lightning and the
+  trial's code as it starts, before it takes work;
+- the raylet's PrestartWorkers call, asked with the runtime environment that Tune gives its trial actors. The
+  environment must match to the byte: Ray hands a worker only to actors of the same environment, and Tune
+  gives its actors env_vars of their own (PL_DISABLE_FORK), so the workers Ray prestarts by itself, with the
+  job's plain environment, never serve a trial (`prestart_worker_first_driver` turns those off).
+
+`WarmPool`, a Tune callback on the driver, asks every node for as many warm workers as it has trial slots,
+when the sweep starts and when a node joins (a replacement for a preempted one, one the autoscaler adds), and
+one more where a trial failed or (on a shared cluster, where actors are not reused) ended. Each idle warm worker
+holds torch in memory: bench/sweep.py reports how much. The settings are sweeps.ray_session.WARM_WORKERS;
+SWEEPS_WARM_WORKERS=0 turns it all off.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+
+from ray import tune
+
+from sweeps.cluster_probe import prestart_workers, trials_at_once
+from sweeps.resources import TrialResources
+
+KEEP_ALIVE_S = 3600
+"""How long an idle warm worker waits for a trial; the workers of a sweep's job end with the sweep anyway."""
+LOOK_EVERY_S = 0.5
+"""How often the driver looks for new nodes."""
+
+logger = logging.getLogger(__name__)
+
+warmed_nodes: set[str] = set()
+"""The nodes this driver has asked for warm workers, by the early `warm_up` and by every WarmPool."""
+
+
+def trial_runtime_env() -> str:
+    """The runtime environment of the sweep's trial actors, serialized as the raylet compares it: Tune's env_vars
+    for its trainables (ray.tune.execution.class_cache) merged over the job's own environment."""
+    import ray
+    from ray.tune.execution.class_cache import DEFAULT_ENV_VARS, ENV_VARS_TO_PROPAGATE
+
+    propagated = {name: os.environ[name] for name in ENV_VARS_TO_PROPAGATE if name in os.environ}
+    tune_env_vars = {**DEFAULT_ENV_VARS, **propagated}
+    job = json.loads(ray.get_runtime_context().get_runtime_env_string() or "{}")
+    if not job:  # nothing to merge: Python serializes the actor's own environment
+        return json.dumps({"env_vars": tune_env_vars}, sort_keys=True)
+    # Merged with the job's by Ray's C++ core, which writes compact JSON with sorted keys.
+    merged = {**job, "env_vars": {**job.get("env_vars", {}), **tune_env_vars}}
+    return json.dumps(merged, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def warm_up(resources: TrialResources) -> None:
+    """Ask every node for its warm workers now, before the Tuner is even built: the imports in the workers then
+    overlap with the driver's own setup."""
+    WarmPool(resources, actors_reused=True).setup()
+
+
+class WarmPool(tune.Callback):
+    """Keeps warm workers ready on every node (see the module's docstring)."""
+
+    def __init__(self, resources: TrialResources, actors_reused: bool):
+        self.resources, self.actors_reused = resources, actors_reused
+        self.looked = 0.0
+        self.runtime_env: str | None = None
+
+    def setup(self, **info) -> None:
+        self._look_for_new_nodes()
+
+    def on_step_begin(self, iteration, trials, **info) -> None:
+        if time.monotonic() - self.looked >= LOOK_EVERY_S:
+            self._look_for_new_nodes()
+
+    def on_trial_error(self, iteration, trials, trial, **info) -> None:
+        self._replace(trial)
+
+    def on_trial_recover(self, iteration, trials, trial, **info) -> None:
+        self._replace(trial)
+
+    def on_trial_complete(self, iteration, trials, trial, **info) -> None:
+        if not self.actors_reused:  # its actor, and the worker it took, end with it
+            self._replace(trial)
+
+    def __getstate__(self):
+        # Restored by a resumed sweep in a new Ray session and process: its environment is found again.
+        return {**self.__dict__, "runtime_env": None}
+
+    def _look_for_new_nodes(self) -> None:
+        import ray
+
+        self.looked = time.monotonic()
+        for node in ray.nodes():
+            if node.get("Alive") and node["NodeID"] not in warmed_nodes:
+                warmed_nodes.add(node["NodeID"])
+                self._prestart(node, trials_at_once(self.resources, [node]))
+
+    def _replace(self, trial) -> None:
+        import ray
+
+        node_id = (trial.last_result or {}).get("node")
+        node = next((n for n in ray.nodes() if n["NodeID"] == node_id and n.get("Alive")), None)
+        if node is not None:
+            self._prestart(node, 1)
+
+    def _prestart(self, node: dict, count: int) -> None:
+        if count < 1:
+            return
+        try:
+            self.runtime_env = self.runtime_env or trial_runtime_env()
+            prestart_workers(node, count, self.runtime_env, KEEP_ALIVE_S)
+        except Exception as error:  # a node that died meanwhile: its trials go elsewhere, and start cold
+            logger.debug("could not prestart workers on node %s: %s", node["NodeID"], error)

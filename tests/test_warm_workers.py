@@ -1,0 +1,96 @@
+"""Warm workers on a real local Ray started as the sweep's own is (sweeps/warm_pool.py): the trials take the workers
+that imported torch and Lightning before them, also when the job has a runtime environment of its own; a worker
+whose imports fail leaves its trial to fail with that error, and the sweep ends."""
+
+import contextlib
+import os
+import subprocess
+import time
+
+import pytest
+
+from sweeps.plan import make_plan
+from sweeps.ray_session import WARM_WORKERS
+from sweeps.run import run_sweep
+from sweeps.warm_pool import warm_up
+
+
+def workers_started() -> int:
+    """How many worker processes the raylet of this session has started (its log says so for each)."""
+    from ray._private.worker import _global_node
+
+    with open(os.path.join(_global_node.get_session_dir_path(), "logs", "raylet.out")) as log:
+        return sum("Started worker process" in line for line in log)
+
+
+def idle_workers() -> int:
+    listing = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    return sum(line.startswith("ray::IDLE") for line in listing.splitlines())
+
+
+@contextlib.contextmanager
+def ray_with(runtime_env):
+    import ray
+
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env=runtime_env,
+        _system_config=WARM_WORKERS,
+    )
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def small_sweep(tmp_path, name, num_samples=4):
+    return make_plan(
+        "air_rnn",
+        num_samples=num_samples,
+        max_epochs=3,
+        seed=5,
+        pins={"hidden_dim": 8, "n_rnn_layers": 1},
+        storage_path=str(tmp_path),
+        name=name,
+    )
+
+
+@pytest.mark.parametrize(
+    "runtime_env", [None, {"env_vars": {"A_JOB_VARIABLE": "1"}}], ids=["plain-job", "job-with-env-vars"]
+)
+def test_every_trial_starts_in_a_worker_that_imported_torch_and_lightning_before_it(tmp_path, runtime_env):
+    """The first trial of each slot takes a prestarted warm worker (the rest reuse its actor): a worker of another
+    runtime environment than Tune's trial actors would never be handed one, and they would start cold."""
+    with ray_with(runtime_env):
+        plan = small_sweep(tmp_path, "warm")
+        warm_up(plan.resources)  # the sweep asks for them too; asked here, the test can wait until they are up
+        deadline = time.time() + 120
+        while idle_workers() < 2 and time.time() < deadline:
+            time.sleep(0.2)
+        run = run_sweep(plan, ["test"], progress=False)
+        started = workers_started()
+    histories = run.results.histories
+    assert len(histories) == 4
+    assert all(history["warm_start"].iloc[0] == 1 for history in histories.values())
+    assert started == 2  # the two warm workers, and none for a trial that could not take them
+
+
+def test_a_worker_whose_imports_fail_fails_its_trial_with_that_error(tmp_path):
+    """The workers' Lightning is broken (a package of that name earlier on their path): each trial fails with the
+    import's own error, retried once and then ERROR, and the sweep ends instead of waiting for workers that
+    never come up."""
+    broken = tmp_path / "broken"
+    (broken / "lightning").mkdir(parents=True)
+    (broken / "lightning" / "__init__.py").write_text("raise ImportError('this Lightning is broken')\n")
+    with ray_with({"env_vars": {"PYTHONPATH": str(broken)}}):
+        run = run_sweep(small_sweep(tmp_path, "broken", num_samples=2), ["test"], progress=False)
+    trials = run.results.trials
+    assert list(trials.status) == ["ERROR", "ERROR"]
+    assert trials.error.str.contains("this Lightning is broken").all()
+    assert run.results.best is None and run.scores is None
