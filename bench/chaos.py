@@ -8,8 +8,11 @@ as an autoscaler would. The sweep uses FIFO so that every run trains every trial
 time ratio is then the cost of the faults alone, not of different early-stopping decisions.
 
 It prints JSON: per kill interval, trials planned, completed, errored, lost (planned but missing from the
-results), duplicated, retries (failures recovered from a checkpoint), nodes killed, and the wall time of
-Tuner.fit against the fault-free run (the goal: 0 lost, ratio below 1.5). Medians over --runs seeds.
+results), duplicated, retries (failures recovered from a checkpoint), nodes killed, the wall time of
+Tuner.fit against the fault-free run (the goal: 0 lost, ratio below 1.5), and for every retry the seconds
+from its process being up (placed and started: the fault log's "restarted") to its first epoch, and from
+Tune's decision to retry it to that epoch. Medians over --runs seeds. The nodes preload the trials' code as
+the sweep's own Ray does (sweeps.ray_session.WARM_WORKERS); SWEEPS_WARM_WORKERS=0 measures without.
 
     python bench/chaos.py [--runs 3] [--trials 12] [--epochs 100] [--kill-every 8 15 30]
 """
@@ -25,6 +28,7 @@ import statistics
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -33,15 +37,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 TRIAL = {"model": "GRU", "hidden_dim": 64, "n_rnn_layers": 2, "dropout": 0.1, "batch_size": 8}
 
 
-def kill_nodes_until(done: threading.Event, cluster, cpus_per_node: int, every: float, rng: random.Random) -> int:
+def kill_nodes_until(
+    done: threading.Event, cluster, cpus_per_node: int, every: float, rng: random.Random
+) -> list[tuple[float, float]]:
     """Kills a random worker node every `every` seconds (+-50 %) and starts a replacement at once, until
-    `done`; returns how many it killed. Runs on the main thread: Ray's Node registers signal handlers."""
-    killed = 0
+    `done`; returns (when it killed, seconds the replacement took to start) for each. Runs on the main thread:
+    Ray's Node registers signal handlers."""
+    kills = []
     while not done.wait(every * rng.uniform(0.5, 1.5)):
+        killed_at = time.time()
         cluster.remove_node(rng.choice(list(cluster.worker_nodes)), allow_graceful=False)
-        killed += 1
         cluster.add_node(num_cpus=cpus_per_node)
-    return killed
+        kills.append((killed_at, time.time() - killed_at))
+    return kills
 
 
 def run_once(args, seed: int, storage: str, kill_every: float | None) -> dict:
@@ -50,9 +58,10 @@ def run_once(args, seed: int, storage: str, kill_every: float | None) -> dict:
     from ray.cluster_utils import Cluster
 
     from sweeps.plan import make_plan
+    from sweeps.ray_session import warm_workers
     from sweeps.run import run_sweep
 
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "_system_config": warm_workers()})
     for _ in range(args.workers):
         cluster.add_node(num_cpus=args.cpus_per_node)
     cluster.wait_for_nodes()
@@ -79,8 +88,8 @@ def run_once(args, seed: int, storage: str, kill_every: float | None) -> dict:
     sweeper = threading.Thread(target=sweep)
     sweeper.start()
     try:
-        killed = (
-            kill_nodes_until(done, cluster, args.cpus_per_node, kill_every, random.Random(seed)) if kill_every else 0
+        kills = (
+            kill_nodes_until(done, cluster, args.cpus_per_node, kill_every, random.Random(seed)) if kill_every else []
         )
         sweeper.join()
     finally:
@@ -102,9 +111,48 @@ def run_once(args, seed: int, storage: str, kill_every: float | None) -> dict:
         "lost": max(0, plan.sweep.num_samples - completed - errored),
         "duplicated": max(0, len(trials) - plan.sweep.num_samples),
         "retries": int(trials["failures"].sum()),
-        "nodes_killed": killed,
+        "nodes_killed": len(kills),
+        "replacement_start_s": [round(seconds, 2) for _, seconds in kills],
         "epochs_total": int(trials["epochs"].sum()),
+        **retry_latencies(plan.experiment_path, run.results.histories, [at for at, _ in kills]),
     }
+
+
+def retry_latencies(experiment_path: str, histories: dict, kill_times: list[float]) -> dict:
+    """Seconds from each retry's process start, and from Tune's decision to retry, to its first epoch; and from each
+    kill to Tune's decision to retry the trials it hit (how long a node's death takes to be noticed)."""
+    from sweeps.storage import SweepFolder
+
+    started, decided = [], []
+    faults = SweepFolder(experiment_path).faults()
+    noticed = [
+        fault["time"] - max(at for at in kill_times if at <= fault["time"])
+        for fault in faults
+        if fault["event"] == "retried" and any(at <= fault["time"] for at in kill_times)
+    ]
+    for fault in faults:
+        if fault["event"] != "restarted" or fault["trial_id"] not in histories:
+            continue
+        history = histories[fault["trial_id"]]
+        later = history[history["reported_at"] > fault["time"]]
+        if not len(later):
+            continue
+        first_epoch = float(later["reported_at"].min())
+        retried = [
+            f["time"]
+            for f in faults
+            if f["trial_id"] == fault["trial_id"] and f["event"] == "retried" and f["time"] <= fault["time"]
+        ]
+        started.append(first_epoch - fault["time"])
+        if retried:
+            decided.append(first_epoch - max(retried))
+    return {"restart_to_first_epoch_s": started, "retry_to_first_epoch_s": decided, "kill_to_retry_s": noticed}
+
+
+def spread(values: list[float]) -> dict:
+    if not values:
+        return {"count": 0}
+    return {"count": len(values), "median": round(statistics.median(values), 2), "max": round(max(values), 2)}
 
 
 def main() -> None:
@@ -148,6 +196,10 @@ def main() -> None:
                     key: statistics.median(r[key] for r in runs)
                     for key in ("tuner_fit_seconds", "time_ratio", "nodes_killed", "retries")
                 },
+                "restart_to_first_epoch_s": spread([s for r in runs for s in r["restart_to_first_epoch_s"]]),
+                "retry_to_first_epoch_s": spread([s for r in runs for s in r["retry_to_first_epoch_s"]]),
+                "kill_to_retry_s": spread([s for r in runs for s in r["kill_to_retry_s"]]),
+                "replacement_start_s": spread([s for r in runs for s in r["replacement_start_s"]]),
                 "total": {
                     key: sum(r[key] for r in runs)
                     for key in ("planned", "completed", "errored", "lost", "duplicated", "retries", "nodes_killed")
