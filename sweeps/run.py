@@ -287,9 +287,11 @@ class SweepRun:
     """When Tuner.fit started, in seconds since the epoch (as the trials' reported_at)."""
 
 
-DRIVER_MODULES_LATER = ("ray.tune", "sweeps.tuner", "torch", "forecaster.model", "forecaster.baselines", "matplotlib")
-"""What the driver needs once Ray is up (the Tuner; the answer's models, statsforecast's baselines and the plots):
-imported while Ray starts, which is mostly waiting for its processes."""
+DRIVER_MODULES_LATER = ("torch", "forecaster.model", "forecaster.baselines", "matplotlib")
+"""What the driver needs once Ray is up (the answer's models, statsforecast's baselines and the plots): imported
+while Ray starts, which is mostly waiting for its processes. Nothing of Ray's: two threads importing parts of one
+package that import each other deadlock, and Python breaks the tie by failing one import (`KeyError: 'ray.tune'`).
+The thread is joined before the sweep imports anything else."""
 
 
 def import_for_later() -> None:
@@ -353,9 +355,11 @@ def main(argv: list[str] | None = None) -> int:
     import ray
 
     started_here = not ray.is_initialized()
-    threading.Thread(target=import_for_later, daemon=True).start()
+    importing = threading.Thread(target=import_for_later, daemon=True)
+    importing.start()
     try:
         session = start_ray(args.address, args.dashboard_host, args.dashboard_port)
+        importing.join()
         at_once, cluster = cluster_capacity(
             plan.resources, plan.max_concurrent_trials, session.address, own=session.own
         )
