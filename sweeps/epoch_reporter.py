@@ -98,6 +98,8 @@ class EpochReporter(L.Callback):
             "epoch": epoch,
             "diverged": 0,
         }
+        if module.device.type == "cuda":  # the card's memory this trial has held at most: how many fit on one
+            metrics["gpu_memory_mb"] = torch.cuda.max_memory_reserved(module.device) / 2**20
         self.last = metrics
         due = self.schedule.due(
             epoch, trainer.max_epochs, improved, time.monotonic() - self.last_checkpoint_at, self.has_checkpoint

@@ -48,3 +48,23 @@ def test_a_data_parallel_trial_trains_with_ddp_under_ray_train(local_ray, tmp_pa
     history = next(iter(results.histories.values()))
     assert list(history.epoch) == [1, 2, 3]
     assert history.val_mape.notna().all() and history.best_val_mape.iloc[-1] == history.val_mape.min()
+
+
+@pytest.mark.slow
+def test_the_gpu_packing_bench_runs_on_logical_gpus(monkeypatch):
+    """bench/gpu_packing.py measures trials sharing one real card; here it runs on logical GPUs, so that it keeps
+    working where no GPU is lent: N trials of 1/N GPU each are placed on the one GPU and all train."""
+    import ray
+
+    from bench.gpu_packing import main
+
+    if ray.is_initialized():
+        ray.shutdown()  # the bench starts a Ray of its own for each count
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    monkeypatch.setenv("SWEEPS_LOGICAL_ACCELERATORS", "1")  # the bench sets it too: restored after the test
+    report = main(["--logical", "--trials", "1", "2", "--epochs", "4"])
+    for placed in (report["gpu"], report["cpu"]):
+        assert [run["trials"] for run in placed] == [1, 2]
+        assert [run["epochs"] for run in placed] == [4, 8]
+        assert all(run["aggregate_epochs_per_second"] > 0 and len(run["nodes"]) == 1 for run in placed)
+    assert [run["gpus_per_trial"] for run in report["gpu"]] == [1.0, 0.5]

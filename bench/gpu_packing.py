@@ -1,0 +1,106 @@
+"""How many trials should share one GPU? The aggregate training speed of 1, 2, 4, 8 and 16 trials on one card.
+
+For each count N it runs a sweep of N trials of the seed-sized model (FIFO, every trial its full --epochs) with
+`--gpus-per-trial 1/N` on a local Ray that has one GPU and N CPUs, so that all N train at once on the card, and
+reports the aggregate epochs per second (all trials' epochs over Tuner.fit's time), the card's memory each
+trial held at most (torch.cuda.max_memory_reserved, as every report of a trial on a GPU carries it), and the
+same N trials on the CPU (--gpus-per-trial 0, N CPUs) for comparison.
+
+    python bench/gpu_packing.py [--trials 1 2 4 8 16] [--epochs 200]
+
+Where torch sees no GPU, `--logical` runs the same code on logical GPUs (Ray's num_gpus with trials training on
+the CPU, SWEEPS_LOGICAL_ACCELERATORS=1): the placement is real, the speeds are the CPU's. The tests run it so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+SEED_CONFIG = {
+    "model": "RNN",
+    "hidden_dim": 20,
+    "n_rnn_layers": 1,
+    "dropout": 0.0,
+    "batch_size": 16,
+    "lr": 1e-3,
+    "training_length": 20,
+    "input_chunk_length": 14,
+}
+
+
+def run(trials: int, gpus_per_trial: float, epochs: int, storage: str, logical: bool) -> dict:
+    import ray
+
+    from sweeps.plan import make_plan
+    from sweeps.run import run_sweep
+
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    cpus = max(trials, 1)
+    ray.init(num_cpus=cpus, num_gpus=1 if gpus_per_trial else 0, include_dashboard=False, log_to_driver=False)
+    try:
+        plan = make_plan(
+            "air_rnn",
+            num_samples=trials,
+            max_epochs=epochs,
+            scheduler="fifo",
+            seed=0,
+            pins=SEED_CONFIG,
+            gpus_per_trial=gpus_per_trial,
+            cpus_per_trial=1,
+            storage_path=storage,
+            name=f"{trials}-{gpus_per_trial}",
+        )
+        result = run_sweep(plan, ["bench/gpu_packing.py"], progress=False)
+    finally:
+        ray.shutdown()
+    histories = result.results.histories.values()
+    epochs_run = sum(len(history) for history in histories)
+    memory = [float(h["gpu_memory_mb"].max()) for h in histories if "gpu_memory_mb" in h]
+    return {
+        "trials": trials,
+        "gpus_per_trial": gpus_per_trial,
+        "tuner_fit_seconds": result.fit_seconds,
+        "epochs": epochs_run,
+        "aggregate_epochs_per_second": epochs_run / result.fit_seconds,
+        "nodes": sorted({str(h["node"].iloc[-1]) for h in histories}),
+        "gpu_memory_mb_per_trial": statistics.median(memory) if memory else None,
+        "trained_on": "cpu (logical GPUs)" if logical else ("cuda" if gpus_per_trial else "cpu"),
+    }
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--trials", type=int, nargs="+", default=[1, 2, 4, 8, 16])
+    parser.add_argument("--epochs", type=int, default=200)
+    parser.add_argument("--logical", action="store_true", help="logical GPUs, training on the CPU (no GPU here)")
+    args = parser.parse_args(argv)
+    if args.logical:
+        os.environ["SWEEPS_LOGICAL_ACCELERATORS"] = "1"
+    else:
+        import torch
+
+        if not torch.cuda.is_available():
+            parser.error("torch sees no CUDA GPU here; --logical runs the same code on logical GPUs")
+    report = {"benchmark": "gpu_packing", "epochs_per_trial": args.epochs, "gpu": [], "cpu": []}
+    with tempfile.TemporaryDirectory() as storage:
+        for trials in args.trials:
+            report["gpu"].append(run(trials, 1 / trials, args.epochs, storage, args.logical))
+            report["cpu"].append(run(trials, 0.0, args.epochs, storage, args.logical))
+    if not args.logical:
+        import torch
+
+        report["device"] = torch.cuda.get_device_name(0)
+    print(json.dumps(report, indent=2))
+    return report
+
+
+if __name__ == "__main__":
+    main()
