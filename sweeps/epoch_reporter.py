@@ -49,8 +49,12 @@ class EpochReporter(L.Callback):
     flags `diverged`, and stops training.
     """
 
-    def __init__(self, report: Callable, checkpoint_class: type, schedule: CheckpointSchedule):
+    def __init__(self, report: Callable, checkpoint_class: type, schedule: CheckpointSchedule, trial: str = ""):
         self.report = report
+        self.trial = trial
+        """The trial's id, kept in its checkpoints: a checkpoint of another trial's is a PBT donor's."""
+        self.resumed_own = False
+        """Whether this fit resumed from a checkpoint of this trial's own (Tune restarted it)."""
         self.checkpoint_class = checkpoint_class
         self.schedule = schedule
         self.best, self.best_epoch = math.inf, 0
@@ -122,8 +126,10 @@ class EpochReporter(L.Callback):
         """A trial resumed from a checkpoint of its last epoch trains no epoch: under PBT, a trial that exploits a
         donor which has run all its epochs restores the donor's final checkpoint. It reports once what it now holds
         (the checkpoint's last report: epoch, MAPE, best) with a checkpoint of its own, so that its history, Tune's
-        record and its latest checkpoint agree: it has run all its epochs and holds that best model."""
-        if self.reported or self.last is None or self.last["epoch"] < trainer.max_epochs:
+        record and its latest checkpoint agree: it has run all its epochs and holds that best model. A trial that
+        resumes from its own final checkpoint (its driver was killed before Tune saw it end) reported that epoch
+        already: Tune has it, and its history would have it twice."""
+        if self.reported or self.resumed_own or self.last is None or self.last["epoch"] < trainer.max_epochs:
             return
         self.reported = True
         self._report_with_checkpoint(trainer, module, dict(self.last))
@@ -156,10 +162,17 @@ class EpochReporter(L.Callback):
         )
 
     def state_dict(self) -> dict:
-        return {"best": self.best, "best_epoch": self.best_epoch, "best_weights": self.best_weights, "last": self.last}
+        return {
+            "best": self.best,
+            "best_epoch": self.best_epoch,
+            "best_weights": self.best_weights,
+            "last": self.last,
+            "trial": self.trial,
+        }
 
     def load_state_dict(self, state_dict: dict) -> None:
         self.has_checkpoint = True
         self.best, self.best_epoch = state_dict["best"], state_dict["best_epoch"]
         self.best_weights = state_dict.get("best_weights")
         self.last = state_dict.get("last")
+        self.resumed_own = bool(self.trial) and state_dict.get("trial") == self.trial

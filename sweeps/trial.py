@@ -51,7 +51,7 @@ def train_trial(config: dict[str, Any], *, series: pd.Series, settings: TrialSet
         return
     arguments = _trainer_arguments(settings.resources)
     report = _with_node(tune.report, warm)
-    reporter = EpochReporter(report, tune.Checkpoint, settings.checkpoints)
+    reporter = EpochReporter(report, tune.Checkpoint, settings.checkpoints, tune.get_context().get_trial_id())
     _fit(config, series, settings, reporter, tune.get_checkpoint(), **arguments)
 
 
@@ -114,9 +114,10 @@ def _run_data_parallel(config: dict[str, Any], series: pd.Series, settings: Tria
     from ray.tune.integration.ray_train import TuneReportCallback
 
     resources = settings.resources
+    trial = tune.get_context().get_trial_id()
     trainer = TorchTrainer(
         _data_parallel_worker,
-        train_loop_config={"config": config, "series": series, "settings": settings},
+        train_loop_config={"config": config, "series": series, "settings": settings, "trial": trial},
         scaling_config=ray.train.ScalingConfig(
             num_workers=resources.data_parallel_workers,
             use_gpu=resources.gpus > 0,
@@ -124,7 +125,7 @@ def _run_data_parallel(config: dict[str, Any], series: pd.Series, settings: Tria
         ),
         run_config=ray.train.RunConfig(
             # Named after the trial, so that a restarted trial resumes this Train run from its checkpoint.
-            name=f"train-{tune.get_context().get_trial_id()}",
+            name=f"train-{trial}",
             storage_path=settings.storage_path,
             callbacks=[TuneReportCallback()],
         ),
@@ -143,7 +144,7 @@ def _data_parallel_worker(loop_config: dict[str, Any]) -> None:
     arguments = _trainer_arguments(settings.resources)
     arguments["devices"] = "auto"  # Ray Train gives each worker its device
     report = _with_node(ray.train.report, warm="lightning" in sys.modules)
-    reporter = EpochReporter(report, ray.train.Checkpoint, settings.checkpoints)
+    reporter = EpochReporter(report, ray.train.Checkpoint, settings.checkpoints, loop_config["trial"])
     _fit(
         loop_config["config"],
         loop_config["series"],

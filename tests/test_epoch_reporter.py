@@ -52,7 +52,7 @@ def checkpoints_kept_in(storage):
 EVERY_THIRD_EPOCH = CheckpointSchedule(every=3, every_seconds=math.inf, first_after_seconds=math.inf)
 
 
-def fit_and_record(storage, checkpoint=None, max_epochs=6, schedule=EVERY_THIRD_EPOCH):
+def fit_and_record(storage, checkpoint=None, max_epochs=6, schedule=EVERY_THIRD_EPOCH, trial="trial_a"):
     """A trial's fit as train_trial runs it; returns every (metrics, checkpoint) it reported."""
     reports = []
     settings = TrialSettings("1959-01-01", max_epochs, TrialResources(), schedule)
@@ -60,6 +60,7 @@ def fit_and_record(storage, checkpoint=None, max_epochs=6, schedule=EVERY_THIRD_
         lambda metrics, checkpoint=None: reports.append((metrics, checkpoint)),
         checkpoints_kept_in(storage),
         settings.checkpoints,
+        trial,
     )
     _fit(CONFIG, load_series("air_passengers"), settings, reporter, checkpoint, accelerator="cpu", devices=1)
     return reports
@@ -88,8 +89,8 @@ def test_a_trial_resumed_at_its_last_epoch_reports_it_once_with_its_best_model(t
     """What PBT does to a trial that exploits a donor which has run all its epochs: the trial restores the donor's
     final checkpoint and has no epoch left to train. Its history, Tune's record and its latest checkpoint must
     still say it ran all its epochs and hold that best model (else its row says STOPPED early)."""
-    final, final_checkpoint = fit_and_record(tmp_path)[-1]
-    resumed = fit_and_record(tmp_path, checkpoint=final_checkpoint)
+    final, final_checkpoint = fit_and_record(tmp_path, trial="donor")[-1]
+    resumed = fit_and_record(tmp_path, checkpoint=final_checkpoint, trial="exploiter")
     assert len(resumed) == 1
     metrics, checkpoint = resumed[0]
     assert metrics["epoch"] == 6
@@ -97,3 +98,10 @@ def test_a_trial_resumed_at_its_last_epoch_reports_it_once_with_its_best_model(t
     assert checkpoint is not None and checkpoint.path != final_checkpoint.path  # a checkpoint of its own
     best = torch.load(os.path.join(checkpoint.path, BEST_MODEL_FILE), weights_only=False)
     assert (best["epoch"], best["val_mape"]) == (final["best_epoch"], final["best_val_mape"])
+
+
+def test_a_trial_resumed_from_its_own_final_checkpoint_reports_nothing_again(tmp_path):
+    """Its driver was killed after the last epoch's report and before Tune saw the trial end: on --resume, Tune
+    restarts it from that checkpoint. The epoch is in its history and in Tune's record already."""
+    final_checkpoint = fit_and_record(tmp_path)[-1][1]
+    assert fit_and_record(tmp_path, checkpoint=final_checkpoint) == []
