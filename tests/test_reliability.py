@@ -157,7 +157,7 @@ def test_a_hung_trial_is_killed_by_the_watchdog_and_retried(local_ray, tmp_path)
     assert list(trials.status) == ["COMPLETED", "COMPLETED"]
     hung = trials[trials.failures == 1].iloc[0]
     assert "killed by the watchdog 1 time(s)" in hung.notes
-    faults = pd.read_json(f"{plan.experiment_path}/faults.json")
+    faults = pd.read_json(f"{plan.experiment_path}/faults.json", dtype={"trial_id": str})  # "36089_00000" is no int
     kills = faults[faults.event == "watchdog"]
     assert list(kills.trial_id) == [hung.trial_id] and kills.after_epoch.iloc[0] >= 30
     assert list(faults.event) == ["watchdog", "retried", "restarted"]
