@@ -9,7 +9,7 @@ TORCH_INDEX ?=
 SWEEP ?= air_rnn
 BIN := $(VENV)/bin
 
-.PHONY: setup run fit test test-fast lint format bench darts-env clean
+.PHONY: setup run fit test test-fast lint format bench darts-env xla-env test-xla clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -49,9 +49,43 @@ darts-env:
 	$(PYTHON) -m venv .darts-venv
 	.darts-venv/bin/pip install --quiet $(TORCH) $(TORCH_INDEX) "darts[torch]==0.48.1"
 
+# A real XLA device without a TPU: torch-xla's PJRT CPU client (PJRT_DEVICE=CPU), in its own environment,
+# since torch-xla 2.9 needs torch 2.9. No libtpu (not the `tpu` extra). torch 2.9 on PyPI is the CUDA build:
+# `import torch` needs most of its nvidia-* wheels (libtorch_cuda.so links them), but never triton, nvrtc,
+# cusolver or nvtx (1.2 GB): pip resolves the environment once without installing (--dry-run --report), then
+# installs every pin of that answer but those, --no-deps. Where download.pytorch.org is reachable, the CPU
+# build needs no nvidia wheel at all: XLA_TORCH="torch==2.9.0+cpu torch_xla==2.9.0"
+# XLA_TORCH_INDEX="--extra-index-url https://download.pytorch.org/whl/cpu".
+XLA_VENV ?= .xla-venv
+XLA_TORCH ?= torch==2.9.0 torch_xla==2.9.0
+XLA_TORCH_INDEX ?=
+XLA_BIN := $(XLA_VENV)/bin
+
+$(XLA_BIN)/python:
+	$(PYTHON) -m venv $(XLA_VENV)
+	$(XLA_BIN)/pip install --quiet --upgrade pip
+
+$(XLA_VENV)/.installed: $(XLA_BIN)/python pyproject.toml
+	$(XLA_BIN)/pip install --quiet --dry-run --ignore-installed --report $(XLA_VENV)/resolved.json \
+		$(XLA_TORCH) $(XLA_TORCH_INDEX) -e . pytest pytest-timeout
+	$(XLA_BIN)/python -c 'import json, sys; print("\n".join("%s==%s" % (m["name"], m["version"]) \
+		for m in (p["metadata"] for p in json.load(sys.stdin)["install"]) if not m["name"].lower().startswith( \
+		("triton", "nvidia-cuda-nvrtc", "nvidia-cusolver", "nvidia-nvtx", "rnn-sweeps"))))' \
+		< $(XLA_VENV)/resolved.json > $(XLA_VENV)/requirements.txt
+	$(XLA_BIN)/pip install --quiet --no-deps $(XLA_TORCH_INDEX) -r $(XLA_VENV)/requirements.txt
+	$(XLA_BIN)/pip install --quiet --no-deps -e .
+	PJRT_DEVICE=CPU $(XLA_BIN)/python -c "import torch, torch_xla, lightning, forecaster.train; torch_xla.device()"
+	touch $@
+
+xla-env: $(XLA_VENV)/.installed
+
+# The XLA tests (tests/xla/), on the PJRT CPU device; `make test` never collects them.
+test-xla: xla-env
+	PJRT_DEVICE=CPU $(XLA_BIN)/python -m pytest tests/xla
+
 bench: setup
 	$(BIN)/python bench/single_trial.py
 	$(BIN)/python bench/sweep.py
 
 clean:
-	rm -rf $(VENV) .darts-venv .pytest_cache build *.egg-info
+	rm -rf $(VENV) .darts-venv $(XLA_VENV) .pytest_cache build *.egg-info

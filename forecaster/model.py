@@ -128,6 +128,12 @@ class RNNForecaster(L.LightningModule):
         for optimizer in self.trainer.optimizers:
             for group in optimizer.param_groups:
                 group["lr"] = self.config.lr
+        if self.device.type == "xla":
+            # XLA's dropout draws from torch-xla's own generator, which torch.manual_seed does not reseed: without
+            # this, a second fit in the same process (a warm Ray worker) would draw other masks with the same seed.
+            import torch_xla.core.xla_model as xm
+
+            xm.set_rng_state(self.config.random_state, device=self.device)
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         # The fused kernel updates all parameters in one call; it exists on CPU and CUDA only.

@@ -79,6 +79,10 @@ class EpochBatches:
     padded to equal length as DistributedSampler does, so that all ranks step together.
     """
 
+    dataset = None
+    """No dataset behind the batches; Lightning's multi-device XLA strategy wraps every training loader in torch-xla's
+    MpDeviceLoader, which reads this attribute (without it, a fit on several TPU chips fails before its first step)."""
+
     def __init__(
         self,
         windows: Tensor,
@@ -103,8 +107,10 @@ class EpochBatches:
         if self.world_size > 1:
             per_rank = math.ceil(count / self.world_size)
             order = order.repeat(2)[: per_rank * self.world_size][self.rank :: self.world_size]
-        order = order.to(self.windows.device)
-        batches = [self.windows.index_select(1, part) for part in order.split(self.batch_size)]
+        # Each mini-batch's indices go to the device on their own: on XLA, index_select with the pieces of a
+        # device tensor's split() aborts the process (torch-xla 2.9: `shape.h: Check failed: buffer != nullptr`).
+        device = self.windows.device
+        batches = [self.windows.index_select(1, part.to(device)) for part in order.split(self.batch_size)]
         validation = self.validation
         yield EpochBatch(batches, validation.inputs, validation.actual, validation.weights)
 
