@@ -2,8 +2,9 @@
 
 For a model of a few hundred parameters the arithmetic is negligible and the cost is the number of
 tensor operations per time step. `torch.nn.RNN` and `nn.GRU` on CPU record four to ten autograd nodes
-per step; the layers here take two to five operations per step each way and cut the time of a
-training step by 1.5-3x (bench/single_trial.py). `nn.LSTM` needs no such help: on CPU it runs oneDNN's
+per step; the layers here take two to five operations per step each way and cut the CPU time of a
+whole fit of the seed config by 1.3x (RNN) and 1.8x (GRU) (bench/single_trial.py, its plain_modules row:
+FORECASTER_PLAIN_RNN=1; medians of 3, 2026-11-24). `nn.LSTM` needs no such help: on CPU it runs oneDNN's
 fused kernel, faster than anything written op by op. The layers read the weights of the `nn.RNN`/
 `nn.GRU` module, so parameters, optimizers and checkpoints are the standard ones; off CPU (cuDNN,
 XLA) the module itself runs.
