@@ -117,17 +117,22 @@ def naming(label: str | None):
         raise
 
 
+def cut_after(series: pd.Series, when: str | pd.Timestamp, option: str) -> tuple[pd.Series, pd.Series]:
+    """The points up to `when` (inclusive) and those after it; `option` names the date in the error."""
+    try:
+        cut = pd.Timestamp(when)
+    except (ValueError, TypeError):
+        raise SeriesError(f"{option}={when!r} is not a date; use a date such as 1959-01-01") from None
+    if series.index.tz is not None and cut.tz is None:
+        cut = cut.tz_localize(series.index.tz)
+    return series[series.index <= cut], series[series.index > cut]
+
+
 def split_series(
     series: pd.Series, split_after: str | pd.Timestamp = DEFAULT_SPLIT_AFTER
 ) -> tuple[pd.Series, pd.Series]:
     """Split by time as Darts' `split_after`: the training part ends at `split_after`, inclusive."""
-    try:
-        cut = pd.Timestamp(split_after)
-    except (ValueError, TypeError):
-        raise SeriesError(f"split_after={split_after!r} is not a date; use a date such as 1959-01-01") from None
-    if series.index.tz is not None and cut.tz is None:
-        cut = cut.tz_localize(series.index.tz)
-    train, val = series[series.index <= cut], series[series.index > cut]
+    train, val = cut_after(series, split_after, "split_after")
     first, last = series.index[0].date(), series.index[-1].date()
     if len(train) == 0:
         raise SeriesError(f"split_after={split_after} is before the first date ({first}): the training part is empty")
@@ -143,13 +148,7 @@ def hold_out(series: pd.Series, test_after: str | pd.Timestamp) -> tuple[pd.Seri
 
     The window must lie inside the series, hold at least one season (two points where there is none: a score of
     one point says little), and no zeros, where MAPE is undefined."""
-    try:
-        cut = pd.Timestamp(test_after)
-    except (ValueError, TypeError):
-        raise SeriesError(f"test_after={test_after!r} is not a date; use a date such as 1959-01-01") from None
-    if series.index.tz is not None and cut.tz is None:
-        cut = cut.tz_localize(series.index.tz)
-    seen, test = series[series.index <= cut], series[series.index > cut]
+    seen, test = cut_after(series, test_after, "test_after")
     first, last = series.index[0].date(), series.index[-1].date()
     if len(test) == 0:
         raise SeriesError(f"test_after={test_after} is at or after the last date ({last}): the test window is empty")
