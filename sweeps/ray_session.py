@@ -35,6 +35,13 @@ def warm_workers() -> dict:
     return WARM_WORKERS if warm_workers_enabled() else {}
 
 
+def trial_priority() -> dict:
+    """Ray runs its workers at nice 15, so that its own daemons keep the CPU; on a machine that anything else
+    keeps busy (a build, a browser, another sweep's driver) such trials get a few percent of a core and crawl.
+    The sweep's own Ray runs them at normal priority instead, unless the user set RAY_worker_niceness."""
+    return {} if "RAY_worker_niceness" in os.environ else {"worker_niceness": 0}
+
+
 class RaySessionError(RuntimeError):
     """Ray cannot be started or joined as asked; the message says what to change."""
 
@@ -100,7 +107,7 @@ def start_ray(address: str | None, dashboard_host: str, dashboard_port: int | No
             dashboard_host=dashboard_host,
             dashboard_port=dashboard_port,
             logging_level=logging.WARNING,
-            _system_config=warm_workers(),
+            _system_config={**warm_workers(), **trial_priority()},
         )
     except ValueError as error:  # the port was taken between the check and Ray's own
         ray.shutdown()

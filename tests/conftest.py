@@ -5,6 +5,11 @@ import os
 
 import pytest
 
+# Ray runs its workers at nice 15; on a machine that other work keeps busy (a CI runner) such workers get a few
+# percent of a core and the suite's time limits fire. Every Ray the suite starts (ray.init, `ray start`,
+# ray.cluster_utils.Cluster, the CLI's) inherits this, as a sweep's own Ray has it (sweeps/ray_session.py).
+os.environ.setdefault("RAY_worker_niceness", "0")
+
 
 def pytest_collection_modifyitems(config, items):
     import torch

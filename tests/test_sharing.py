@@ -78,6 +78,26 @@ def test_a_dashboard_port_that_is_taken_is_refused_before_ray_starts(tmp_path, c
     assert not ray.is_initialized()
 
 
+NICENESS_OF_A_WORKER = (
+    "import os, ray; from sweeps.ray_session import start_ray; start_ray(None, '127.0.0.1', None); "
+    "print('worker niceness', ray.get(ray.remote(lambda: os.nice(0)).remote()))"
+)
+
+
+@pytest.mark.parametrize("users_setting, niceness", [(None, 0), ("7", 7)])
+def test_a_sweeps_own_ray_trains_at_normal_priority_unless_the_user_sets_rays_niceness(users_setting, niceness):
+    """Ray's default, nice 15, starves trials on a machine that anything else keeps busy."""
+    env = ray_env(RAY_AUTH_MODE="disabled")
+    env.pop("RAY_worker_niceness", None)  # the suite's own setting (conftest.py)
+    if users_setting:
+        env["RAY_worker_niceness"] = users_setting
+    done = subprocess.run(
+        [sys.executable, "-c", NICENESS_OF_A_WORKER], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"worker niceness {niceness}" in done.stdout
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_a_sweep_beside_a_ray_started_here_runs_on_its_own_and_says_so(tmp_path):
