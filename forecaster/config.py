@@ -37,13 +37,20 @@ class ForecasterConfig:
     n_rnn_layers: int = _field(1, "number of stacked recurrent layers")
     dropout: float = _field(0.0, "dropout between stacked layers, in [0, 1); no effect with one layer (as in PyTorch)")
     batch_size: int = _field(16, "training windows per optimizer step")
-    n_epochs: int = _field(300, "passes over all training windows")
+    n_epochs: int = _field(300, "training epochs, each of at most windows_per_epoch windows")
     lr: float = _field(1e-3, "Adam learning rate")
     training_length: int = _field(
         20, "length of the training windows; the model learns to predict the next point at every position"
     )
     input_chunk_length: int = _field(
         14, "points of history the model reads before it forecasts; must be below training_length"
+    )
+    windows_per_epoch: int = _field(
+        4096,
+        "training windows per epoch: every window once, in a random order, where there are no more and every series "
+        "has as many (one series of a few hundred points); otherwise this many, each drawn by picking a series "
+        "uniformly at random, then one of its windows: every series weighs the same, and an epoch costs the same "
+        "however many series the panel has",
     )
     random_state: int = _field(42, "seed of the weights, the shuffling and dropout: same seed, same model on CPU")
     # What the net sees, and how its epochs are scored (forecaster/transforms.py). The defaults are the plain path:
@@ -99,6 +106,7 @@ class ForecasterConfig:
             ("input_chunk_length", 1),
             ("random_state", 0),
             ("val_origins", 1),
+            ("windows_per_epoch", 1),
         ):
             object.__setattr__(self, name, _whole_number(name, getattr(self, name), minimum))
         if self.random_state > MAX_RANDOM_STATE:

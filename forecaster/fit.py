@@ -1,9 +1,12 @@
-"""`python -m forecaster.fit`: train one forecaster from the command line and print its validation MAPE.
+"""`python -m forecaster.fit`: train one forecaster on a series or a panel from the command line and print its
+validation metrics.
 
 Examples:
   python -m forecaster.fit                                # the seed config on Air Passengers
   python -m forecaster.fit --model LSTM --hidden-dim 32 --plot forecast.png
   python -m forecaster.fit --data sales.csv --date-column day --value-column units --split-after 2024-06-30
+  python -m forecaster.fit --data m3_monthly --horizon 18  # one global model on 1,428 series (the benchmarks extra)
+  python -m forecaster.fit --data stores.parquet --horizon 12 --drop-short-series   # unique_id, ds, y
 """
 
 from __future__ import annotations
@@ -11,11 +14,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import resource
 import sys
+import time
 
 from forecaster.config import ConfigError, ForecasterConfig
 from forecaster.data import DEFAULT_SPLIT_AFTER, SeriesError
+from forecaster.metrics import METRICS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,13 +41,40 @@ def build_parser() -> argparse.ArgumentParser:
         )
     data = parser.add_argument_group("data")
     data.add_argument(
-        "--data", default="air_passengers", help="a CSV file, or a built-in dataset (default: air_passengers)"
+        "--data",
+        default="air_passengers",
+        help="a CSV or Parquet file (one series, or a panel in long format), or a built-in dataset: air_passengers, "
+        "wineind, or m3_monthly and the other competition panels (the benchmarks extra) (default: air_passengers)",
     )
-    data.add_argument("--date-column", help="date column of the CSV (found automatically when it has two columns)")
-    data.add_argument("--value-column", help="value column of the CSV (found automatically when it has two columns)")
+    data.add_argument("--id-column", help="series id column of a panel (found by itself when named unique_id)")
+    data.add_argument("--date-column", help="date (or time) column (found by itself when named ds, or with 2 columns)")
+    data.add_argument("--value-column", help="value column (found by itself when named y, or with 2 columns)")
     data.add_argument("--freq", help="pandas frequency of the dates, e.g. MS or D (default: inferred)")
     data.add_argument(
-        "--split-after", default=DEFAULT_SPLIT_AFTER, help="last date of the training part (default: %(default)s)"
+        "--season-length",
+        type=int,
+        help="points per season of a plain integer time index (12 for monthly data, 1 for none); dates need none",
+    )
+    data.add_argument(
+        "--horizon",
+        type=int,
+        help="points per series: the last H of every series are its test window (never seen) and the H before them "
+        "its validation part (default: the official horizon of a benchmark panel, else --split-after)",
+    )
+    data.add_argument(
+        "--split-after",
+        default=DEFAULT_SPLIT_AFTER,
+        help="without --horizon: the last date of every series' training part (default: %(default)s)",
+    )
+    data.add_argument(
+        "--metric",
+        choices=METRICS,
+        help="the metric that ranks the epochs (default: mape for one series, smape for a panel)",
+    )
+    data.add_argument(
+        "--drop-short-series",
+        action="store_true",
+        help="leave out the series too short for the windows, validation and test points, instead of refusing",
     )
     run = parser.add_argument_group("run")
     run.add_argument(
@@ -88,62 +121,114 @@ def _devices(text: str) -> int | list[int] | str:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # Heavy imports after argument parsing, so that --help and argument errors answer at once.
-    from forecaster.data import load_series, split_series
+    from forecaster.data import load_panel
     from forecaster.train import AcceleratorError, fit, quiet_lightning
 
     quiet_lightning()
     try:
         config = ForecasterConfig(**{field: getattr(args, field) for field in ForecasterConfig.field_names()})
-        series = load_series(args.data, args.date_column, args.value_column, args.freq)
+        panel = load_panel(
+            args.data, args.id_column, args.date_column, args.value_column, args.freq, args.season_length
+        )
+        horizon = args.horizon or panel.horizon
+        if horizon is None and not panel.dated:
+            raise SeriesError(
+                f"{panel.label} has a plain time index: give --horizon H (its last H points of every series are held "
+                "out, the H before them validate), or --split-after with a time of that index"
+            )
+        started = time.perf_counter()
         result = fit(
             config,
-            series,
+            panel,
             split_after=args.split_after,
+            val_size=horizon,
+            test_size=horizon or 0,
+            metric=args.metric,
+            drop_short=args.drop_short_series,
             accelerator=args.accelerator,
             devices=args.devices,
             threads=args.threads,
         )
+        total = time.perf_counter() - started
     except (ConfigError, SeriesError, AcceleratorError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    parts = result.parts
     best = result.best_epoch
+    last = result.history[-1]
     summary = {
         "config": config.to_dict(),
         "data": args.data,
-        "val_mape": result.val_mape,
-        "best_val_mape": best["val_mape"],
+        "series": len(parts.train),
+        "dropped_series": len(result.dropped),
+        "horizon": horizon,
+        "validation_points": int(parts.val.lengths.sum()),
+        "metric": result.metric,
+        "val_mape": last["val_mape"],
+        "val_smape": last["val_smape"],
+        "val_mase": last["val_mase"],
+        f"best_val_{result.metric}": best[f"val_{result.metric}"],
         "best_epoch": best["epoch"],
         "epochs": len(result.history),
         "fit_wall_seconds": result.fit_seconds,
         "fit_cpu_seconds": result.cpu_seconds,
         "epochs_per_second": result.epochs_per_second,
+        "total_wall_seconds": total,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
     if args.plot:
-        from forecaster.plot import plot_forecast
-
-        train, val = split_series(series, args.split_after)
-        plot_forecast(
-            train,
-            val,
-            result.forecast,
-            args.plot,
-            title=f"{config.model} forecast, validation MAPE {result.val_mape:.2f} %",
-        )
+        _plot(result, args.plot, config)
     if args.json:
         print(json.dumps(summary))
+        return 0
+    name = {"mape": "MAPE", "smape": "sMAPE", "mase": "MASE"}[result.metric]
+    unit = "" if result.metric == "mase" else (" %" if result.metric == "mape" else "")
+    if len(parts.train) == 1:
+        print(
+            f"validation {name} {last[f'val_{result.metric}']:.2f}{unit} after {len(result.history)} epochs "
+            f"(lowest {best[f'val_{result.metric}']:.2f}{unit} at epoch {best['epoch']})"
+        )
     else:
+        dropped = f", {len(result.dropped)} dropped as too short" if result.dropped else ""
+        lengths = parts.val.lengths
+        points = f"{lengths[0]}" if (lengths == lengths[0]).all() else f"{lengths.min()}-{lengths.max()}"
+        mape = f"{last['val_mape']:.2f} %" if math.isfinite(last["val_mape"]) else "undefined (zeros)"
         print(
-            f"validation MAPE {result.val_mape:.2f} % after {len(result.history)} epochs "
-            f"(lowest {best['val_mape']:.2f} % at epoch {best['epoch']})"
+            f"validation over {len(parts.train)} series{dropped} ({points} points each): sMAPE {last['val_smape']:.2f}"
+            f", MASE {last['val_mase']:.3f}, MAPE {mape} after {len(result.history)} epochs; lowest {name} "
+            f"{best[f'val_{result.metric}']:.3f} at epoch {best['epoch']}"
         )
-        print(
-            f"fit: {result.fit_seconds:.2f} s wall, {result.cpu_seconds:.2f} s CPU, "
-            f"{result.epochs_per_second:.0f} epochs/s, peak RSS {summary['peak_rss_mb']:.0f} MB"
-        )
-        if args.plot:
-            print(f"plot: {args.plot}")
+    print(
+        f"fit: {result.fit_seconds:.2f} s wall, {result.cpu_seconds:.2f} s CPU, "
+        f"{result.epochs_per_second:.1f} epochs/s, {total:.2f} s with the checks and the final forecast, "
+        f"peak RSS {summary['peak_rss_mb']:.0f} MB"
+    )
+    if args.plot:
+        print(f"plot: {args.plot}")
     return 0
+
+
+def _plot(result, path: str, config: ForecasterConfig) -> None:
+    """A single series: train, validation and forecast; a panel: the first series of it, each in its own panel."""
+    from forecaster.plot import plot_forecast, plot_panel
+
+    parts = result.parts
+    if len(parts.train) == 1:
+        plot_forecast(
+            parts.train.series(0),
+            parts.val.series(0),
+            result.forecast_series(0),
+            path,
+            title=f"{config.model} forecast, validation MAPE {result.val_mape:.2f} %",
+        )
+        return
+    shown = range(min(6, len(parts.train)))
+    plot_panel(
+        [(parts.train.series(i), parts.val.series(i), result.forecast_series(i)) for i in shown],
+        path,
+        title=f"{config.model}, one model for {len(parts.train)} series (the first {len(shown)}): "
+        f"validation sMAPE {result.history[-1]['val_smape']:.2f}",
+    )
 
 
 if __name__ == "__main__":

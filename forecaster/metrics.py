@@ -1,16 +1,31 @@
-"""Validation MAPE: the metric every sweep ranks trials by, always on the original (unscaled) values."""
+"""The metrics of the field, always on original (unscaled) values: MAPE, sMAPE on the M3 scale and MASE, per series
+and as their mean over the series of a panel (the M-competitions' way: every series counts the same).
+
+- MAPE: 100 * mean(|y - y_hat| / |y|); undefined where y is 0.
+- sMAPE: 200 * mean(|y - y_hat| / (|y| + |y_hat|)), in 0-200 (0 where both are 0); utilsforecast's `smape` times 200.
+- MASE: mean(|y - y_hat|) / the series' in-sample seasonal naive error (the mean of |y_t - y_{t-season}| over its
+  training part), as utilsforecast's `mase` and the M4 competition compute it.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+import torch
+from torch import Tensor
+
+if TYPE_CHECKING:
+    from forecaster.panel import Panel
+
+METRICS = ("mape", "smape", "mase")
 
 
 def mape(actual, forecast, weights=None):
-    """Mean absolute percentage error, in percent: 100 * mean(|y - y_hat| / |y|).
+    """Mean absolute percentage error, in percent: 100 * mean(|y - y_hat| / |y|), pooled over every point.
 
-    Works on NumPy arrays and torch tensors alike (on any device, without a host sync), so the per-epoch
-    metric inside training and the offline one are the same code. A zero in `actual` gives inf: refuse such
-    data up front with `forecaster.data.check_mape_defined`. `weights` (0 or 1, the shape of `actual`) leaves
+    Works on NumPy arrays and torch tensors alike (on any device, without a host sync). A zero in `actual` gives
+    inf: refuse such data up front (forecaster.data checks it). `weights` (0 or 1, the shape of `actual`) leaves
     out the pairs weighted 0, without a data-dependent shape (which would force a sync on an accelerator).
     """
     if actual.shape != forecast.shape:
@@ -22,3 +37,53 @@ def mape(actual, forecast, weights=None):
     left_out = weights == 0
     errors = errors.masked_fill(left_out, 0.0) if hasattr(errors, "masked_fill") else np.where(left_out, 0.0, errors)
     return 100.0 * errors.sum() / weights.sum()
+
+
+def mase_scales(train: Panel) -> np.ndarray:
+    """(S,) each series' in-sample seasonal naive error: the mean of |y_t - y_{t-season}| over its training part
+    (lag 1 where there is no season); NaN for a series no longer than that lag."""
+    lag = train.season
+    values = train.values
+    later = np.flatnonzero(train.positions >= lag)
+    errors = np.abs(values[later] - values[later - lag])
+    series = np.repeat(np.arange(len(train)), train.lengths)[later]
+    sums = np.bincount(series, weights=errors, minlength=len(train))
+    counts = np.bincount(series, minlength=len(train))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+
+
+def series_scores(
+    actual: Tensor, forecast: Tensor, weights: Tensor, series: Tensor, n_series: int, scale: Tensor
+) -> dict[str, Tensor]:
+    """Per series (n_series,): MAPE, sMAPE and MASE of forecasts laid out in columns (steps, B), each column
+    belonging to series[column] (a series may have several: one per forecast origin, pooled), scored where
+    weights is 1. `scale` (B,) is each column's series' MASE scale. On the forecasts' device, without a sync."""
+    error = (actual - forecast).abs()
+    left_out = weights == 0
+    denominator = actual.abs() + forecast.abs()
+    per_point = {
+        "mape": 100.0 * error / actual.abs(),
+        "smape": torch.where(denominator == 0, 0.0, 200.0 * error / denominator),
+        "mase": error / scale,
+    }
+    counts = weights.new_zeros(n_series).index_add_(0, series, weights.sum(0))
+
+    def mean_per_series(errors: Tensor) -> Tensor:
+        sums = errors.masked_fill(left_out, 0.0).sum(0)
+        return sums.new_zeros(n_series).index_add_(0, series, sums) / counts
+
+    return {name: mean_per_series(errors) for name, errors in per_point.items()}
+
+
+def panel_scores(
+    actual, forecast, weights, series, n_series: int, scale, mape_defined: bool = True
+) -> dict[str, Tensor]:
+    """The mean over series of each metric of `series_scores` (NumPy arrays or tensors); MAPE is NaN where it is
+    not defined for every series (a zero in a scored part)."""
+    actual, forecast, weights, series, scale = (torch.as_tensor(x) for x in (actual, forecast, weights, series, scale))
+    per_series = series_scores(actual, forecast, weights, series, n_series, scale)
+    means = {name: values.mean() for name, values in per_series.items()}
+    if not mape_defined:
+        means["mape"] = torch.full_like(means["mape"], float("nan"))
+    return means

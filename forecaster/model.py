@@ -31,19 +31,21 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import lightning as L
 import numpy as np
+import pandas as pd
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from forecaster import recurrence
 from forecaster.config import ForecasterConfig
-from forecaster.data import MinMaxScaler, season_phase
-from forecaster.metrics import mape
+from forecaster.data import MinMaxScaler, as_panel
+from forecaster.metrics import panel_scores
+from forecaster.panel import Panel
 from forecaster.transforms import CALENDAR_FEATURES, ForecastInputs, TargetTransform, forecast_inputs
 
 _CELLS = {"RNN": nn.RNN, "LSTM": nn.LSTM, "GRU": nn.GRU}
@@ -57,11 +59,17 @@ class EpochBatch:
     """The epoch's mini-batches of training windows, each (training_length + 1, batch, 1 + C) in the net's units: the
     value, and with calendar inputs the next point's place in the season."""
     validation: ForecastInputs
-    """The forecasts that score the epoch, from each validation origin (B of them)."""
+    """The forecasts that score the epoch, one column per series and validation origin (B of them)."""
     actual: Tensor
     """(steps, B): the validation values each forecast is scored on, in original units (1 where there is none)."""
     weights: Tensor
     """(steps, B): 1 where a forecast step has a validation value to be scored on, 0 past the part's end."""
+    series: Tensor
+    """(B,) int64: the series of each column."""
+    mase_scale: Tensor
+    """(B,): the in-sample seasonal naive error of each column's series, by which MASE divides."""
+    mape_defined: bool
+    """False where a series has a zero in its validation part: MAPE is then reported as NaN."""
 
 
 class RNNForecaster(L.LightningModule):
@@ -70,21 +78,34 @@ class RNNForecaster(L.LightningModule):
     def __init__(
         self,
         config: ForecasterConfig | Mapping[str, Any],
-        scaler_minimum: float = 0.0,
-        scaler_scale: float = 1.0,
+        scaler_minimum: float | Sequence[float] = 0.0,
+        scaler_scale: float | Sequence[float] = 1.0,
         season: int = 1,
+        series_ids: Sequence[str] | None = None,
+        time_origins: Sequence[int] | None = None,
     ):
+        """One scaler (minimum and scale) per series it is trained on, with their ids, so that it forecasts any of
+        them from its history; `time_origins`, on a plain time index, where each series' season count starts."""
         super().__init__()
         config = config if isinstance(config, ForecasterConfig) else ForecasterConfig.from_dict(config)
+        # Plain lists from here on: Lightning's save_hyperparameters compares the arguments' values, which arrays break.
+        scaler_minimum = np.atleast_1d(np.asarray(scaler_minimum, dtype=np.float64)).tolist()
+        scaler_scale = np.atleast_1d(np.asarray(scaler_scale, dtype=np.float64)).tolist()
+        series_ids = None if series_ids is None else [str(i) for i in series_ids]
+        time_origins = None if time_origins is None else np.asarray(time_origins, dtype=np.int64).tolist()
         self.config = config
-        self.scaler = MinMaxScaler(minimum=float(scaler_minimum), scale=float(scaler_scale))
+        self.scaler = MinMaxScaler(minimum=np.array(scaler_minimum), scale=np.array(scaler_scale))
+        self.series_ids = series_ids
+        self.time_origins = None if time_origins is None else np.array(time_origins, dtype=np.int64)
         self.transform = TargetTransform.of(config, int(season), self.scaler)
         self.save_hyperparameters(
             {
                 "config": config.to_dict(),
-                "scaler_minimum": self.scaler.minimum,
-                "scaler_scale": self.scaler.scale,
+                "scaler_minimum": scaler_minimum,
+                "scaler_scale": scaler_scale,
                 "season": int(season),
+                "series_ids": series_ids,
+                "time_origins": time_origins,
             }
         )
         between_layers = config.dropout if config.n_rnn_layers > 1 else 0.0  # PyTorch warns on dropout with 1 layer
@@ -114,7 +135,16 @@ class RNNForecaster(L.LightningModule):
             windows += batch.shape[1]
         self._update_average()
         forecast = self.predict(epoch.validation, len(epoch.actual))
-        metrics = {"train_loss": loss_sum / windows, "val_mape": mape(epoch.actual, forecast, epoch.weights)}
+        scores = panel_scores(
+            epoch.actual,
+            forecast,
+            epoch.weights,
+            epoch.series,
+            len(self.scaler.minimum),
+            epoch.mase_scale,
+            epoch.mape_defined,
+        )
+        metrics = {"train_loss": loss_sum / windows, **{f"val_{name}": value for name, value in scores.items()}}
         self.log_dict(metrics, on_step=False, on_epoch=True, sync_dist=True, batch_size=1)
 
     def on_train_start(self) -> None:
@@ -187,34 +217,88 @@ class RNNForecaster(L.LightningModule):
         """Forecasts of `steps` points from each origin of `inputs`, in original units: (steps, B)."""
         with self.averaged_weights():
             scaled = self.forecast_scaled(inputs.context, steps, inputs.future)
-        return self.transform.from_model(scaled, inputs.level, inputs.history)
+        return self.transform.from_model(scaled, inputs)
 
-    def forecast(self, history, steps: int) -> np.ndarray:
-        """Forecast `steps` points after `history` (original units, oldest first) in original units.
+    def forecast(self, history, steps: int):
+        """Forecast `steps` points after the end of every series of `history`, in original units.
 
-        `history` is a pandas Series with its dates (which calendar inputs need) or, without calendar inputs, any
-        sequence of values."""
-        config = self.config
-        first_phase = None
-        if config.calendar:
-            index = getattr(history, "index", None)
-            if getattr(index, "freqstr", None) is None:
-                raise ValueError("this model reads the calendar: give the history as a pandas Series with its dates")
-            first_phase = season_phase(index[0], index.freqstr)
-        values = np.asarray(history, dtype=np.float64)
-        needed = config.input_chunk_length + self.transform.lag
-        if len(values) < needed:
-            raise ValueError(f"history has {len(values)} points; the model reads the last {needed}")
+        `history` is a Panel of series this model was trained on (matched by id; any one series for a model of
+        one): the answer is a long table, unique_id, ds and forecast. A pandas Series with its dates (which
+        calendar inputs need) or, without calendar inputs, any sequence of values is a panel of one: the answer is
+        then an array of `steps` values."""
+        panel = _as_history(history, self.config.calendar, self.transform.season)
+        rows = self._scaler_rows(panel)
+        if self.time_origins is not None and not panel.dated:  # the season count of training, whatever the start
+            panel = dataclasses.replace(panel, origins=self.time_origins[rows])
+        needed = self.config.input_chunk_length + self.transform.lag
+        if panel.lengths.min() < needed:
+            short = panel.ids[panel.lengths < needed]
+            raise ValueError(
+                f"history has {panel.lengths.min()} points"
+                + (f" in series {panel.id_list(short)}" if len(panel) > 1 else "")
+                + f"; the model reads the last {needed}"
+            )
         inputs = forecast_inputs(
-            self.transform, values, [len(values) - 1], config.input_chunk_length, steps, first_phase
+            self.transform,
+            panel,
+            panel.offsets[1:] - 1,
+            self.config.input_chunk_length,
+            steps,
+            self.config.calendar,
+            rows,
         )
-        inputs.context = inputs.context.to(self.device)
-        inputs.future = None if inputs.future is None else inputs.future.to(self.device)
         was_training = self.training
         self.eval()
         try:
             with self.averaged_weights():
-                scaled = self.forecast_scaled(inputs.context, steps, inputs.future).double().cpu()
-            return self.transform.from_model(scaled, inputs.level.cpu(), inputs.history.cpu())[:, 0].numpy()
+                scaled = self.forecast_scaled(inputs.context.to(self.device), steps, _to(inputs.future, self.device))
+            forecasts = self.transform.from_model(scaled.double().cpu(), inputs).numpy()
         finally:
             self.train(was_training)
+        if not isinstance(history, Panel):
+            return forecasts[:, 0]
+        return pd.DataFrame(
+            {
+                "unique_id": np.repeat(panel.ids, steps),
+                "ds": panel.future_times(steps).reshape(-1),
+                "forecast": forecasts.T.reshape(-1),
+            }
+        )
+
+    def _scaler_rows(self, panel: Panel) -> np.ndarray:
+        """The scaler row of each series of `panel`: by id; a model of one series forecasts any one series."""
+        if len(self.scaler.minimum) == 1 and len(panel) == 1:
+            return np.zeros(1, dtype=np.int64)
+        known = {series_id: row for row, series_id in enumerate(self.series_ids or [])}
+        unknown = [series_id for series_id in panel.ids if series_id not in known]
+        if unknown:
+            raise ValueError(
+                f"the model was trained on {len(self.scaler.minimum)} series and knows no series "
+                f"{panel.id_list(unknown)}: it forecasts only series it was trained on (their scalers are fit on "
+                "their training parts)"
+            )
+        return np.array([known[series_id] for series_id in panel.ids], dtype=np.int64)
+
+
+def _as_history(history, calendar: bool, season: int) -> Panel:
+    """A forecast's history as a panel: a Panel, a dated Series, or (without calendar inputs) plain values."""
+    if isinstance(history, Panel):
+        return history
+    if isinstance(history, pd.Series) and isinstance(history.index, pd.DatetimeIndex):
+        return as_panel(history)
+    if calendar:
+        raise ValueError("this model reads the calendar: give the history as a pandas Series with its dates")
+    values = np.asarray(history, dtype=np.float64)
+    return Panel(
+        ids=np.array(["series"], dtype=object),
+        offsets=np.array([0, len(values)], dtype=np.int64),
+        times=np.arange(len(values), dtype=np.int64),
+        values=values,
+        freq=None,
+        season=season,
+        origins=np.zeros(1, dtype=np.int64),
+    )
+
+
+def _to(tensor: Tensor | None, device) -> Tensor | None:
+    return None if tensor is None else tensor.to(device)

@@ -40,3 +40,26 @@ def plot_forecast(
     axes.legend(loc="upper left")
     figure.savefig(path, dpi=110)
     plt.close(figure)
+
+
+def plot_panel(items: list[tuple[pd.Series, pd.Series, pd.Series]], path: str | os.PathLike, title: str = "") -> None:
+    """Several series of a panel, one small plot each: (training part, validation part, forecast) per series."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    columns = min(3, len(items))
+    rows = -(-len(items) // columns)
+    figure, grid = plt.subplots(rows, columns, figsize=(4.2 * columns, 2.8 * rows), layout="constrained", squeeze=False)
+    for axes, (train, val, forecast) in zip(grid.flat, items):
+        axes.plot(train.index, train.to_numpy(), color="0.45", linewidth=1)
+        axes.plot(val.index, val.to_numpy(), color="black", linewidth=1)
+        axes.plot(forecast.index, forecast.to_numpy(), color="tab:red", linestyle="--", linewidth=1)
+        axes.axvline(train.index[-1], color="0.7", linewidth=0.8)
+        axes.set_title(str(train.attrs.get("unique_id", "")), fontsize=9)
+    for axes in list(grid.flat)[len(items) :]:
+        axes.set_visible(False)
+    figure.suptitle(title)
+    figure.savefig(path, dpi=100)
+    plt.close(figure)

@@ -1,11 +1,17 @@
-"""`fit(config, series)`: train one forecaster with a Lightning Trainer and return its metrics per epoch.
+"""`fit(config, data)`: train one forecaster with a Lightning Trainer on a series or a panel of many, and return
+its metrics per epoch.
+
+One global model for a panel: every series' windows train the same weights, each series seen through its own
+scaler (fit on its own training part), and every epoch is scored on the validation part of every series. A single
+series is a panel of one, on the same path.
 
 Nothing here knows about Ray: a sweep passes its reporting callback in `callbacks` and its Trainer
 settings in `trainer_options`. What makes a fit of a 481-parameter model fast is what is *not* done
-per step: the training windows live in one tensor on the device and batches are slices of it (no
-DataLoader, no per-sample collation), the loss is logged once per epoch, the validation forecast is
-one cheap autoregressive loop, and the progress bar, model summary, logger and checkpoint files are
-off unless asked for.
+per step: the training parts live in one tensor on the device and an epoch's windows are cut from it in one
+gather (no DataLoader, no per-sample collation), the loss is logged once per epoch, the validation forecast of
+every series is one batched autoregressive loop, and the progress bar, model summary, logger and checkpoint
+files are off unless asked for. An epoch has at most `windows_per_epoch` windows, each series equally likely, so
+its cost does not grow with the number of series; the validation forecast does, one column per series.
 """
 
 from __future__ import annotations
@@ -26,20 +32,11 @@ import torch
 from torch import Tensor
 
 from forecaster.config import ForecasterConfig
-from forecaster.data import (
-    DEFAULT_SPLIT_AFTER,
-    check_fit_possible,
-    check_series,
-    load_series,
-    naming,
-    season_length,
-    season_phase,
-    source_of,
-    split_series,
-    with_frequency,
-)
+from forecaster.data import DEFAULT_SPLIT_AFTER, FitParts, as_panel, fit_parts, load_panel, naming
+from forecaster.metrics import METRICS, mase_scales
 from forecaster.model import EpochBatch, RNNForecaster
-from forecaster.transforms import ForecastInputs, TargetTransform, forecast_inputs, training_windows
+from forecaster.panel import Panel
+from forecaster.transforms import ForecastInputs, TargetTransform, TrainingWindows, forecast_inputs
 
 ACCELERATORS = ("cpu", "gpu", "tpu", "auto")
 
@@ -50,33 +47,61 @@ class FitResult:
 
     model: RNNForecaster
     history: list[dict[str, float]]
-    """One row per epoch: epoch (from 1), train_loss (scaled MSE), val_mape (percent, original units)."""
-    forecast: pd.Series
-    """The trained model's forecast of the validation dates, in original units."""
+    """One row per epoch: epoch (from 1), train_loss (scaled MSE), and over the validation parts, in original units:
+    val_mape (percent; NaN where a series has a zero), val_smape (0-200) and val_mase, each a mean over series."""
+    forecast: pd.DataFrame
+    """The trained model's forecast of every series' validation part: unique_id, ds, y (the truth) and forecast."""
+    parts: FitParts
+    """The training and validation parts it was given, and the ranking metric."""
     fit_seconds: float
     cpu_seconds: float
+
+    @property
+    def metric(self) -> str:
+        return self.parts.metric
+
+    @property
+    def dropped(self) -> tuple[str, ...]:
+        """Series left out as too short (drop_short)."""
+        return self.parts.dropped
 
     @property
     def val_mape(self) -> float:
         return self.history[-1]["val_mape"]
 
     @property
+    def score(self) -> float:
+        """The last epoch's value of the ranking metric."""
+        return self.history[-1][f"val_{self.metric}"]
+
+    @property
     def best_epoch(self) -> dict[str, float]:
-        """The epoch with the lowest validation MAPE (NaN epochs never win)."""
-        finite = [row for row in self.history if math.isfinite(row["val_mape"])]
-        return min(finite, key=lambda row: row["val_mape"]) if finite else self.history[-1]
+        """The epoch with the lowest value of the ranking metric (NaN epochs never win)."""
+        key = f"val_{self.metric}"
+        finite = [row for row in self.history if math.isfinite(row[key])]
+        return min(finite, key=lambda row: row[key]) if finite else self.history[-1]
 
     @property
     def epochs_per_second(self) -> float:
         return len(self.history) / self.fit_seconds
 
+    def forecast_series(self, index: int = 0) -> pd.Series:
+        """Series `index`'s validation forecast as a pandas Series over its validation dates (or times)."""
+        val = self.parts.val.series(index)
+        rows = self.forecast["unique_id"] == self.parts.val.ids[index]
+        return pd.Series(self.forecast.loc[rows, "forecast"].to_numpy(), index=val.index, name=val.name)
+
 
 class EpochBatches:
-    """One `EpochBatch` per epoch: the training windows shuffled and cut into mini-batches, on the device.
+    """One `EpochBatch` per epoch: its training windows, cut into mini-batches, on the device.
 
-    The order depends only on (seed, epoch), so a fit resumed from a checkpoint sees the same batches as
-    an uninterrupted one. Under data parallelism every rank shuffles alike and takes its own share,
-    padded to equal length as DistributedSampler does, so that all ranks step together.
+    An epoch is every window once, in a random order, where there are at most `windows_per_epoch` and every series
+    has as many (a single series); otherwise `windows_per_epoch` windows (or as many as there are), each drawn by
+    choosing a series uniformly at random, then one of its windows uniformly: every series weighs the same whatever
+    its length, and an epoch costs the same whatever the number of series. The draw depends only on (seed,
+    epoch), so a fit resumed from a checkpoint sees the same batches as an uninterrupted one. Under data
+    parallelism every rank draws alike and takes its own share, padded to equal length as DistributedSampler
+    does, so that all ranks step together.
     """
 
     dataset = None
@@ -85,9 +110,10 @@ class EpochBatches:
 
     def __init__(
         self,
-        windows: Tensor,
+        windows: TrainingWindows,
         validation: Validation,
         batch_size: int,
+        windows_per_epoch: int,
         seed: int,
         epoch: Callable[[], int],
         rank: int = 0,
@@ -96,72 +122,105 @@ class EpochBatches:
         self.windows, self.validation = windows, validation
         self.batch_size, self.seed, self.epoch = batch_size, seed, epoch
         self.rank, self.world_size = rank, world_size
+        self.counts = windows.counts.cpu()
+        total = int(self.counts.sum())
+        self.size = min(windows_per_epoch, total)
+        self.every_window = self.size == total and bool((self.counts == self.counts[0]).all())
 
     def __len__(self) -> int:
         return 1
 
-    def __iter__(self) -> Iterator[EpochBatch]:
+    def draw(self) -> tuple[Tensor, Tensor]:
+        """This epoch's windows, (series, position) pairs, on the CPU."""
         generator = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch())
-        count = self.windows.shape[1]
-        order = torch.randperm(count, generator=generator)
+        if self.every_window:
+            order = torch.randperm(self.size, generator=generator)
+            per_series = int(self.counts[0])
+            series, positions = order // per_series, order % per_series
+        else:
+            series = torch.randint(len(self.counts), (self.size,), generator=generator)
+            positions = (torch.rand(self.size, generator=generator, dtype=torch.float64) * self.counts[series]).long()
         if self.world_size > 1:
-            per_rank = math.ceil(count / self.world_size)
-            order = order.repeat(2)[: per_rank * self.world_size][self.rank :: self.world_size]
-        # Each mini-batch's indices go to the device on their own: on XLA, index_select with the pieces of a
-        # device tensor's split() aborts the process (torch-xla 2.9: `shape.h: Check failed: buffer != nullptr`).
-        device = self.windows.device
-        batches = [self.windows.index_select(1, part.to(device)) for part in order.split(self.batch_size)]
+            per_rank = math.ceil(self.size / self.world_size)
+            mine = torch.arange(self.size).repeat(2)[: per_rank * self.world_size][self.rank :: self.world_size]
+            series, positions = series[mine], positions[mine]
+        return series, positions
+
+    def __iter__(self) -> Iterator[EpochBatch]:
+        series, positions = self.draw()
+        device = self.windows.values.device
+        windows = self.windows.cut(series.to(device), positions.to(device))
         validation = self.validation
-        yield EpochBatch(batches, validation.inputs, validation.actual, validation.weights)
+        yield EpochBatch(
+            list(windows.split(self.batch_size, dim=1)),
+            validation.inputs,
+            validation.actual,
+            validation.weights,
+            validation.series,
+            validation.mase_scale,
+            validation.mape_defined,
+        )
 
 
 @dataclasses.dataclass
 class Validation:
-    """The forecasts that score every epoch: from each validation origin to the validation part's end."""
+    """The forecasts that score every epoch: from each validation origin of every series to its part's end."""
 
     inputs: ForecastInputs
     actual: Tensor
-    """(steps, origins), original units; 1 past the part's end, where the weight is 0."""
+    """(steps, B), original units; 1 past a part's end, where the weight is 0."""
     weights: Tensor
+    series: Tensor
+    """(B,) int64: the series of each column (columns run series after series, origins within)."""
+    mase_scale: Tensor
+    """(B,): the MASE scale of each column's series."""
+    mape_defined: bool
 
     def to(self, device) -> Validation:
-        inputs = self.inputs
-        moved = ForecastInputs(
-            context=inputs.context.to(device),
-            level=inputs.level.to(device, torch.float32),
-            history=inputs.history.to(device, torch.float32),
-            future=None if inputs.future is None else inputs.future.to(device),
+        return dataclasses.replace(
+            self,
+            inputs=self.inputs.to(device),
+            actual=self.actual.to(device),
+            weights=self.weights.to(device),
+            series=self.series.to(device),
+            mase_scale=self.mase_scale.to(device),
         )
-        return Validation(moved, self.actual.to(device), self.weights.to(device))
 
 
-def validation_origins(points: int, origins: int) -> list[int]:
-    """How many validation points each origin has seen: evenly spaced from 0 (the end of training)."""
-    return sorted({round(k * points / origins) for k in range(origins)})
+def validation_origins(points: np.ndarray, origins: int) -> np.ndarray:
+    """(origins, S): how many validation points each origin of each series has seen, evenly spaced from 0 (the end
+    of training); `points` (S,) is each series' validation length, at least `origins`."""
+    return np.round(np.arange(origins)[:, None] * np.asarray(points)[None, :] / origins).astype(np.int64)
 
 
-class SeriesDataModule(L.LightningDataModule):
-    """Training windows and the validation forecasts' inputs, in the net's units, put on the training device once."""
+class PanelDataModule(L.LightningDataModule):
+    """Training windows and the validation forecasts' inputs of every series, in the net's units, put on the training
+    device once."""
 
-    def __init__(self, config: ForecasterConfig, train: pd.Series, val: pd.Series, transform: TargetTransform):
+    def __init__(self, config: ForecasterConfig, parts: FitParts, transform: TargetTransform):
         super().__init__()
         self.config = config
-        freq = train.index.freqstr
-        first_phase = season_phase(train.index[0], freq) if config.calendar else None
-        self.windows = training_windows(transform, train.to_numpy(np.float64), config, first_phase)
-        values = np.concatenate([train.to_numpy(np.float64), val.to_numpy(np.float64)])
-        seen = validation_origins(len(val), config.val_origins)
-        steps = len(val)
-        inputs = forecast_inputs(
-            transform, values, [len(train) - 1 + k for k in seen], config.input_chunk_length, steps, first_phase
-        )
-        actual = np.ones((steps, len(seen)))
-        weights = np.zeros((steps, len(seen)))
-        for column, k in enumerate(seen):  # origin k forecasts val[k:], in its first len(val) - k steps
-            actual[: steps - k, column] = val.to_numpy(np.float64)[k:]
-            weights[: steps - k, column] = 1.0
+        train, val, seen = parts.train, parts.val, parts.seen
+        self.windows = TrainingWindows.of(transform, train, config)
+        seen_points = validation_origins(val.lengths, config.val_origins)  # (origins, S)
+        columns = seen_points.T.reshape(-1)  # series after series, origins within
+        series = np.repeat(np.arange(len(train)), config.val_origins)
+        ends = seen.offsets[series] + train.lengths[series] - 1 + columns
+        steps = int(val.lengths.max())
+        inputs = forecast_inputs(transform, seen, ends, config.input_chunk_length, steps, config.calendar)
+        left = val.lengths[series] - columns  # validation points after each origin
+        ahead = np.arange(steps)[:, None]
+        scored = ahead < left[None, :]
+        rows = np.minimum(val.offsets[series] + columns + ahead, len(val.values) - 1)
+        actual = np.where(scored, val.values[rows], 1.0)
+        scales = mase_scales(train)
         self.validation = Validation(
-            inputs, torch.as_tensor(actual, dtype=torch.float32), torch.as_tensor(weights, dtype=torch.float32)
+            inputs,
+            torch.as_tensor(actual, dtype=torch.float32),
+            torch.as_tensor(scored, dtype=torch.float32),
+            torch.as_tensor(series),
+            torch.as_tensor(scales[series], dtype=torch.float32),
+            mape_defined=not (val.values == 0).any(),
         )
 
     def train_dataloader(self) -> EpochBatches:
@@ -171,6 +230,7 @@ class SeriesDataModule(L.LightningDataModule):
             self.windows.to(device),
             self.validation.to(device),
             self.config.batch_size,
+            self.config.windows_per_epoch,
             seed=self.config.random_state,
             epoch=lambda: trainer.current_epoch,
             rank=trainer.global_rank,
@@ -179,7 +239,7 @@ class SeriesDataModule(L.LightningDataModule):
 
 
 class EpochHistory(L.Callback):
-    """Records train_loss and val_mape at the end of every epoch."""
+    """Records train_loss and the validation metrics at the end of every epoch."""
 
     def __init__(self) -> None:
         self.rows: list[dict[str, float]] = []
@@ -190,7 +250,7 @@ class EpochHistory(L.Callback):
             {
                 "epoch": trainer.current_epoch + 1,
                 "train_loss": float(metrics.get("train_loss", math.nan)),
-                "val_mape": float(metrics.get("val_mape", math.nan)),
+                **{f"val_{name}": float(metrics.get(f"val_{name}", math.nan)) for name in METRICS},
             }
         )
 
@@ -232,9 +292,13 @@ def quiet_lightning() -> None:
 
 def fit(
     config: ForecasterConfig | Mapping[str, Any] = ForecasterConfig(),
-    series: pd.Series | None = None,
+    data: Panel | pd.Series | pd.DataFrame | None = None,
     *,
-    split_after: str = DEFAULT_SPLIT_AFTER,
+    split_after: str | int | None = DEFAULT_SPLIT_AFTER,
+    val_size: int | None = None,
+    test_size: int = 0,
+    metric: str | None = None,
+    drop_short: bool = False,
     callbacks: Sequence[L.Callback] = (),
     accelerator: str = "cpu",
     devices: int | str | Sequence[int] = 1,
@@ -243,7 +307,13 @@ def fit(
     prepare_trainer: Callable[[L.Trainer], L.Trainer] | None = None,
     ckpt_path: str | None = None,
 ) -> FitResult:
-    """Train one forecaster on `series` (default: Air Passengers) split after `split_after`.
+    """Train one forecaster on `data` (default: Air Passengers): a Panel, a long DataFrame (unique_id, ds, y) or a
+    dated Series.
+
+    Each series is cut as forecaster.data.fit_parts says: the last `test_size` points of each never reach the fit;
+    it validates on the last `val_size` points of the rest, or on everything after `split_after`. `metric` (mape,
+    smape or mase; default MAPE for one series, sMAPE for a panel) ranks the epochs (`best_epoch`). `drop_short`
+    leaves out the series too short for the windows, instead of refusing the panel.
 
     accelerator: "cpu", "gpu" (devices = a count or a list of ids), "tpu" (devices = cores) or "auto".
     The model is tiny: one CPU thread is the cheapest way to train it, a GPU pays off only for large
@@ -252,21 +322,34 @@ def fit(
     resumes from a Lightning checkpoint.
     """
     config = config if isinstance(config, ForecasterConfig) else ForecasterConfig.from_dict(config)
-    series = load_series("air_passengers") if series is None else series
-    with naming(source_of(series)):
-        check_series(series)
-        series = with_frequency(series)
-        train, val = split_series(series, split_after)
-        check_fit_possible(config, train, val)
+    data = load_panel("air_passengers") if data is None else data
+    panel = as_panel(data)
+    with naming(panel.source):
+        parts = fit_parts(
+            config,
+            panel,
+            split_after=split_after,
+            val_size=val_size,
+            test_size=test_size,
+            metric=metric,
+            drop_short=drop_short,
+        )
     check_accelerator(accelerator)
     if threads is not None:
         torch.set_num_threads(threads)
 
-    season = season_length(train.index.freqstr)
-    transform = TargetTransform.fit(config, train.to_numpy(np.float64), season)
+    train = parts.train
+    transform = TargetTransform.fit(config, train)
     torch.manual_seed(config.random_state)  # the initial weights and dropout masks
-    model = RNNForecaster(config, transform.scaler.minimum, transform.scaler.scale, season)
-    data = SeriesDataModule(config, train, val, transform)
+    model = RNNForecaster(
+        config,
+        transform.scaler.minimum,
+        transform.scaler.scale,
+        train.season,
+        series_ids=train.ids,
+        time_origins=train.origins,
+    )
+    module = PanelDataModule(config, parts, transform)
     history = EpochHistory()
     options = dict(
         max_epochs=config.n_epochs,
@@ -284,8 +367,25 @@ def fit(
         trainer = prepare_trainer(trainer)
 
     wall, cpu = time.perf_counter(), time.process_time()
-    trainer.fit(model, datamodule=data, ckpt_path=ckpt_path)
+    trainer.fit(model, datamodule=module, ckpt_path=ckpt_path)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return FitResult(
+        model=model,
+        history=history.rows,
+        forecast=validation_forecast(model, parts),
+        parts=parts,
+        fit_seconds=wall,
+        cpu_seconds=cpu,
+    )
 
-    forecast = pd.Series(model.forecast(train, len(val)), index=val.index, name=series.name)
-    return FitResult(model=model, history=history.rows, forecast=forecast, fit_seconds=wall, cpu_seconds=cpu)
+
+def validation_forecast(model: RNNForecaster, parts: FitParts) -> pd.DataFrame:
+    """The model's forecast of every series' validation part from the end of its training part: unique_id, ds, y
+    and forecast, one row per validation point."""
+    val = parts.val
+    ahead = model.forecast(parts.train, int(val.lengths.max()))
+    steps = int(val.lengths.max())
+    rows = np.repeat(np.arange(len(val)), val.lengths) * steps + val.positions
+    frame = val.to_frame()
+    frame["forecast"] = ahead["forecast"].to_numpy()[rows]
+    return frame

@@ -1,4 +1,5 @@
-"""What the net sees instead of the raw series, and the exact way back to original units.
+"""What the net sees instead of the raw series, and the exact way back to original units, for every series of a
+panel at once.
 
 The mission's plain path is min-max scaling fit on the training part. A growing series (Air Passengers
 grows about 10 % a year) then puts the months to forecast at 1.2-1.3, beyond anything a tanh net saw in
@@ -6,25 +7,30 @@ training. The options here keep the net's inputs in the range it trained on; eac
 (`ForecasterConfig.target_transform`, `window_norm`, `calendar`):
 
     y --log (target_transform log*)--> z --differences at lag 1 or the season (*diff)--> d
-      --min-max, fit on the training part--> s --per window, minus its level (window_norm subtract)--> net
+      --min-max, fit on each series' training part--> s --per window, minus its level (window_norm subtract)--> net
 
+Every step is per series: each series has its own scaler (fit on its own training part only), its own
+differences and its own windows, so one global model sees every series on the same footing whatever its units.
 `window_norm="divide"` takes the place of the min-max step: each window is divided by its level, and 1
 subtracted, as DeepAR scales by the mean of its context. A window's level is the mean of its first
 input_chunk_length points, the part the net reads before it forecasts; in a forecast, the context's.
 
 With `calendar`, every input also carries where the *next* point falls in the season (month of year for
-monthly data) as a sine and a cosine, so the net knows which month it is predicting, also when it feeds its
-own forecasts back.
+monthly data; on a plain time index, points since the series' start) as a sine and a cosine, so the net knows
+which month it is predicting, also when it feeds its own forecasts back.
 
-Every step inverts exactly (the tests check it): a forecast in the net's units goes back through the level,
-the scaler, the differences (from the last known values, then from the forecast's own) and the log.
+Every step inverts exactly (the tests check it, series by series): a forecast in the net's units goes back
+through the level, the series' scaler, the differences (from the last known values, then from the forecast's
+own) and the log.
+
+Arrays of many series are flat, series after series, with offsets (forecaster/panel.py); a forecast's inputs
+and outputs are time-major, (steps, B), one column per forecast.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -32,6 +38,7 @@ from torch import Tensor
 
 from forecaster.config import ForecasterConfig
 from forecaster.data import MinMaxScaler
+from forecaster.panel import Panel
 
 CALENDAR_FEATURES = 2
 """sin and cos of the position in the season."""
@@ -44,37 +51,47 @@ class TargetTransform:
     """0: no differences; 1: first differences; the season: seasonal differences."""
     window_norm: str
     scaler: MinMaxScaler
+    """One row per series of the panel it was fit on (a checkpoint stores them with the series' ids)."""
     season: int
-    """Points per season (12 for monthly data, 1 where the frequency has none): lag, calendar, baselines."""
+    """Points per season (12 for monthly data, 1 where there is none): lag, calendar, baselines."""
 
     @classmethod
     def of(cls, config: ForecasterConfig, season: int, scaler: MinMaxScaler) -> TargetTransform:
-        """The transform of `config` with a fitted scaler (a checkpoint stores the scaler and the season)."""
+        """The transform of `config` with fitted scalers (a checkpoint stores the scalers and the season)."""
         kind = config.target_transform
         lag = season if kind.endswith("seasonal_diff") else 1 if kind.endswith("diff") else 0
         return cls(kind.startswith("log"), lag, config.window_norm, scaler, season)
 
     @classmethod
-    def fit(cls, config: ForecasterConfig, train: np.ndarray, season: int) -> TargetTransform:
-        """Fit the scaler on the training part only, so that nothing after it leaks into the inputs."""
-        unscaled = cls.of(config, season, MinMaxScaler(0.0, 1.0))
+    def fit(cls, config: ForecasterConfig, train: Panel) -> TargetTransform:
+        """Fit each series' scaler on its training part only, so that nothing after it leaks into the inputs."""
+        unscaled = cls.of(config, train.season, MinMaxScaler.identity(len(train)))
         if config.window_norm == "divide":  # each window is scaled by its own level instead
             return unscaled
-        return dataclasses.replace(unscaled, scaler=MinMaxScaler.fit(unscaled.differenced(train)))
+        differenced, offsets = unscaled.differenced(train)
+        return dataclasses.replace(unscaled, scaler=MinMaxScaler.fit(differenced, offsets))
 
     def level_space(self, values: np.ndarray) -> np.ndarray:
         """y -> z: the log, or the values themselves."""
         values = np.asarray(values, dtype=np.float64)
         return np.log(values) if self.log else values
 
-    def differenced(self, values: np.ndarray) -> np.ndarray:
-        """y -> d, `lag` points shorter: d[i] belongs to y[i + lag]."""
-        z = self.level_space(values)
-        return z[self.lag :] - z[: -self.lag] if self.lag else z
+    def differenced(self, panel: Panel) -> tuple[np.ndarray, np.ndarray]:
+        """y -> d for every series, each `lag` points shorter (d's element k of a series belongs to its point
+        k + lag), and d's offsets."""
+        z = self.level_space(panel.values)
+        offsets = panel.offsets - self.lag * np.arange(len(panel) + 1)
+        if not self.lag:
+            return z, offsets
+        later = np.flatnonzero(panel.positions >= self.lag)
+        return z[later] - z[later - self.lag], offsets
 
-    def to_model(self, values: np.ndarray) -> np.ndarray:
-        """y -> s, before any per-window normalisation; s[i] belongs to y[i + lag]."""
-        return self.scaler.transform(self.differenced(values))
+    def to_model(self, panel: Panel, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """y -> s, before any per-window normalisation, each series scaled by its scaler (`rows`: the scaler row of
+        each of the panel's series; default: the panel is the one the scalers were fit on)."""
+        differenced, offsets = self.differenced(panel)
+        rows = np.arange(len(panel)) if rows is None else np.asarray(rows)
+        return self.scaler.transform(differenced, np.repeat(rows, np.diff(offsets))), offsets
 
     def normalise(self, windows, input_chunk_length: int):
         """Windows (time first, any further axes) in the net's units, and the level of each."""
@@ -85,18 +102,18 @@ class TargetTransform:
             return windows / level - 1.0, level
         return windows, level * 0.0
 
-    def from_model(self, predictions: Tensor, level: Tensor, history: Tensor) -> Tensor:
-        """Forecasts in the net's units (steps, B) -> original units, each continuing its `history`, the last
-        `lag` values of z before it (lag, B)."""
+    def from_model(self, predictions: Tensor, inputs: ForecastInputs) -> Tensor:
+        """Forecasts in the net's units (steps, B) -> original units, each column continuing its series with the
+        level, scaler and history (the last `lag` values of z before it) that `inputs` holds for it."""
         if self.window_norm == "subtract":
-            predictions = predictions + level
+            predictions = predictions + inputs.level
         elif self.window_norm == "divide":
-            predictions = (predictions + 1.0) * level
-        z = self.scaler.inverse_transform(predictions)
+            predictions = (predictions + 1.0) * inputs.level
+        z = predictions * inputs.scale + inputs.minimum
         if self.lag == 1:
-            z = history[-1] + torch.cumsum(z, 0)
+            z = inputs.history[-1] + torch.cumsum(z, 0)
         elif self.lag > 1:
-            blocks, previous = [], history
+            blocks, previous = [], inputs.history
             for start in range(0, len(z), self.lag):
                 previous = z[start : start + self.lag] + previous[: len(z[start : start + self.lag])]
                 blocks.append(previous)
@@ -105,14 +122,14 @@ class TargetTransform:
 
 
 def calendar_features(positions: np.ndarray, season: int) -> np.ndarray:
-    """(n, 2): sin and cos of each position's place in the season."""
+    """(..., 2): sin and cos of each position's place in the season."""
     angle = 2 * math.pi * (np.asarray(positions) % season) / season
     return np.stack([np.sin(angle), np.cos(angle)], axis=-1)
 
 
 @dataclasses.dataclass
 class ForecastInputs:
-    """What the net needs to forecast from B origins at once (B=1 for one forecast)."""
+    """What the net needs to forecast from B origins at once (one column per series and origin)."""
 
     context: Tensor
     """(input_chunk_length, B, 1 + C): the normalised values before each origin, with the next point's calendar."""
@@ -120,55 +137,131 @@ class ForecastInputs:
     """(B,): each context's level (float64, as `history`)."""
     history: Tensor
     """(lag, B): the last lag values of z up to each origin, from which the differences are undone."""
+    minimum: Tensor
+    """(B,): the minimum of the scaler of each column's series."""
+    scale: Tensor
+    """(B,): the scale of the scaler of each column's series."""
     future: Tensor | None
     """(steps - 1, B, C): the calendar of the point after each forecast one, or None without calendar inputs."""
+
+    def to(self, device, dtype: torch.dtype = torch.float32) -> ForecastInputs:
+        """On `device`, the float64 parts (level, history, scaler) in `dtype`."""
+        return ForecastInputs(
+            context=self.context.to(device),
+            level=self.level.to(device, dtype),
+            history=self.history.to(device, dtype),
+            minimum=self.minimum.to(device, dtype),
+            scale=self.scale.to(device, dtype),
+            future=None if self.future is None else self.future.to(device),
+        )
 
 
 def forecast_inputs(
     transform: TargetTransform,
-    values: np.ndarray,
-    ends: Sequence[int],
+    panel: Panel,
+    ends: np.ndarray,
     input_chunk_length: int,
     steps: int,
-    first_phase: int | None,
+    calendar: bool,
+    rows: np.ndarray | None = None,
 ) -> ForecastInputs:
-    """The inputs of forecasts of `steps` points after each index in `ends` (the last known point) of `values`.
-
-    `first_phase` is the season position of values[0], or None without calendar inputs."""
-    scaled = transform.to_model(values)
+    """The inputs of forecasts of `steps` points after each row in `ends` (the last known point of each forecast,
+    a row of `panel`; several may lie in one series). `rows`: the scaler row of each of the panel's series."""
+    ends = np.asarray(ends, dtype=np.int64)
+    series = np.searchsorted(panel.offsets, ends, side="right") - 1
+    scaled, _ = transform.to_model(panel, rows)
     lag, length = transform.lag, input_chunk_length
-    contexts = np.stack([scaled[end - lag - length + 1 : end - lag + 1] for end in ends], axis=1)
+    points = ends[None, :] + np.arange(1 - length, 1)[:, None]  # (length, B): rows of the context
+    contexts = scaled[points - lag * (series[None, :] + 1)]  # s's element for a point: lag fewer per series so far
     normalised, level = transform.normalise(contexts, length)
-    z = transform.level_space(values)
-    history = np.stack([z[end - lag + 1 : end + 1] for end in ends], axis=1) if lag else np.zeros((0, len(ends)))
+    z = transform.level_space(panel.values)
+    history = z[ends[None, :] + np.arange(1 - lag, 1)[:, None]] if lag else np.zeros((0, len(ends)))
     context, future = normalised[..., None], None
-    if first_phase is not None:
+    if calendar:
         # Row j of a context holds the point at end - length + 1 + j, and the calendar of the point after it.
-        rows = np.stack([np.arange(end - length + 2, end + 2) for end in ends], axis=1) + first_phase
-        calendar = calendar_features(rows, transform.season)
-        context = np.concatenate([context, calendar], axis=-1)
-        after = np.stack([np.arange(end + 2, end + steps + 1) for end in ends], axis=1) + first_phase
+        phase = panel.phases(ends)[None, :]
+        context = np.concatenate(
+            [context, calendar_features(phase + np.arange(2 - length, 2)[:, None], transform.season)], axis=-1
+        )
+        after = phase + np.arange(2, steps + 1)[:, None]
         future = torch.as_tensor(calendar_features(after, transform.season), dtype=torch.float32)
+    scaler_rows = (np.arange(len(panel)) if rows is None else np.asarray(rows))[series]
     return ForecastInputs(
         context=torch.as_tensor(context, dtype=torch.float32),
         level=torch.as_tensor(level, dtype=torch.float64),  # float64: a caller that wants float32 converts
         history=torch.as_tensor(history, dtype=torch.float64),
+        minimum=torch.as_tensor(transform.scaler.minimum[scaler_rows], dtype=torch.float64),
+        scale=torch.as_tensor(transform.scaler.scale[scaler_rows], dtype=torch.float64),
         future=future,
     )
 
 
-def training_windows(
-    transform: TargetTransform, values: np.ndarray, config: ForecasterConfig, first_phase: int | None
-) -> Tensor:
-    """Every window of training_length + 1 points of the training part, normalised, time-major:
-    (training_length + 1, n_windows, 1 + C), the calendar of each row being that of the point after it."""
-    scaled = transform.to_model(values)
-    span = config.training_length + 1
-    starts = np.arange(len(scaled) - span + 1)
-    rows = starts[None, :] + np.arange(span)[:, None]  # (span, n_windows): indices into scaled
-    windows, _ = transform.normalise(scaled[rows], config.input_chunk_length)
-    windows = windows[..., None]
-    if first_phase is not None:
-        calendar = calendar_features(rows + transform.lag + 1 + first_phase, transform.season)
-        windows = np.concatenate([windows, calendar], axis=-1)
-    return torch.as_tensor(windows, dtype=torch.float32).contiguous()
+@dataclasses.dataclass
+class TrainingWindows:
+    """Every series' training part in the net's units, back to back on one device, from which any of its windows is
+    cut when an epoch asks for it: memory grows with the points of the panel, not with its windows (a window of
+    every point would take training_length times more).
+
+    A window of series i at position k holds the training_length + 1 points of s from k on (s's element k belongs to
+    the series' point k + lag), normalised, with the calendar of the point after each."""
+
+    values: Tensor
+    """(M,) float64: s of every series, back to back (float64, so that the windows round once, to float32)."""
+    starts: Tensor
+    """(S,) int64: where each series starts in `values`."""
+    counts: Tensor
+    """(S,) int64: how many windows each series has."""
+    phases: Tensor | None
+    """(S,) int64: the season position of the point after row 0 of each series' first window; None without calendar."""
+    calendar: Tensor | None
+    """(season, 2) float32: sin and cos of each season position."""
+    transform: TargetTransform
+    span: int
+    input_chunk_length: int
+
+    @classmethod
+    def of(cls, transform: TargetTransform, train: Panel, config: ForecasterConfig) -> TrainingWindows:
+        scaled, offsets = transform.to_model(train)
+        span = config.training_length + 1
+        phases = calendar = None
+        if config.calendar:
+            phases = torch.as_tensor(train.phases() + transform.lag + 1)
+            table = calendar_features(np.arange(transform.season), transform.season)
+            calendar = torch.as_tensor(table, dtype=torch.float32)
+        return cls(
+            values=torch.as_tensor(scaled, dtype=torch.float64),
+            starts=torch.as_tensor(offsets[:-1]),
+            counts=torch.as_tensor(np.diff(offsets) - span + 1),
+            phases=phases,
+            calendar=calendar,
+            transform=transform,
+            span=span,
+            input_chunk_length=config.input_chunk_length,
+        )
+
+    @property
+    def total(self) -> int:
+        return int(self.counts.sum())
+
+    def to(self, device) -> TrainingWindows:
+        move = lambda tensor: None if tensor is None else tensor.to(device)  # noqa: E731
+        return dataclasses.replace(
+            self,
+            values=move(self.values),
+            starts=move(self.starts),
+            counts=move(self.counts),
+            phases=move(self.phases),
+            calendar=move(self.calendar),
+        )
+
+    def cut(self, series: Tensor, positions: Tensor) -> Tensor:
+        """The windows at `positions` of `series` (both (E,), on the device): (span, E, 1 + C) float32, time-major,
+        the calendar of each row being that of the point after it."""
+        steps = torch.arange(self.span, device=self.values.device)[:, None]
+        points = (self.starts[series] + positions)[None, :] + steps  # (span, E) indices into values
+        windows, _ = self.transform.normalise(self.values[points], self.input_chunk_length)
+        windows = windows.float()[..., None]
+        if self.calendar is None:
+            return windows
+        phase = (self.phases[series] + positions)[None, :] + steps
+        return torch.cat([windows, self.calendar[phase % self.transform.season]], -1)

@@ -22,8 +22,9 @@ import pandas as pd
 from forecaster.config import ConfigError, ForecasterConfig, check_known_keys
 from forecaster.data import (
     SeriesError,
-    check_fit_possible,
+    as_panel,
     check_mape_defined,
+    fit_parts,
     hold_out,
     load_series,
     naming,
@@ -257,11 +258,11 @@ def make_plan(
                         f"--split-after {sweep.split_after} must come before --test-after {sweep.test_after}: the "
                         "validation part lies between them"
                     )
-            train, val = split_series(seen, sweep.split_after)
-            check_mape_defined(val)  # a fault of the data whatever the configuration: say so before the space
+            # A fault of the data whatever the configuration: say so before the space.
+            check_mape_defined(split_series(seen, sweep.split_after)[1])
     except SeriesError as error:
         raise PlanError(str(error)) from None
-    _check_space(sweep, data_label, train, val)
+    _check_space(sweep, data_label, seen)
 
     storage = located(storage_path or DEFAULT_STORAGE)
     named_by_user = name is not None
@@ -341,7 +342,7 @@ def _check_budget(sweep: Sweep) -> None:
         )
 
 
-def _check_space(sweep: Sweep, data_label: str, train: pd.Series, val: pd.Series) -> None:
+def _check_space(sweep: Sweep, data_label: str, seen: pd.Series) -> None:
     """Every corner of the space must be a valid forecaster for this data, or the sweep does not start."""
     try:
         check_structure(sweep.space)
@@ -352,9 +353,11 @@ def _check_space(sweep: Sweep, data_label: str, train: pd.Series, val: pd.Series
         corners = extremes(sweep.space)
     except (SpaceError, ConfigError) as error:
         raise PlanError(f"search space of {sweep.name!r}: {error}") from None
+    panel = as_panel(seen)
     for corner in corners:
         try:
-            check_fit_possible(ForecasterConfig.from_dict({**corner, "n_epochs": sweep.max_epochs}), train, val)
+            config = ForecasterConfig.from_dict({**corner, "n_epochs": sweep.max_epochs})
+            fit_parts(config, panel, split_after=sweep.split_after)
         except (ConfigError, SeriesError) as error:
             searched = {k: corner[k] for k in sweep.space if is_searched(sweep.space[k])}
             raise PlanError(

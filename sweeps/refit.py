@@ -46,12 +46,15 @@ def main(argv: list[str] | None = None) -> int:
         f"({'reproduced' if reproduced else f'differs by {difference:+.4f} points'}); fit {result.fit_seconds:.1f} s"
     )
     if args.plot:
-        from forecaster.data import split_series
         from forecaster.plot import plot_forecast
 
-        train, val = split_series(plan.seen_series, plan.sweep.split_after)
+        parts = result.parts
         plot_forecast(
-            train, val, result.forecast, args.plot, title=f"refit of {best['trial_id']}: MAPE {result.val_mape:.2f} %"
+            parts.train.series(0),
+            parts.val.series(0),
+            result.forecast_series(0),
+            args.plot,
+            title=f"refit of {best['trial_id']}: MAPE {result.val_mape:.2f} %",
         )
         print(f"plot: {args.plot}")
     return 0 if reproduced else 1

@@ -21,6 +21,8 @@ def test_defaults_are_the_seed_config():
         "lr": 1e-3,
         "training_length": 20,
         "input_chunk_length": 14,
+        # Every window of a single series once per epoch (Air Passengers has about 100); a panel's epoch is capped.
+        "windows_per_epoch": 4096,
         "random_state": 42,
         # The mission's plain path: min-max scaling only, one forecast from the end of training, the latest weights.
         "target_transform": "none",

@@ -133,7 +133,7 @@ def test_trailing_blank_lines_are_ignored(tmp_path):
 def test_missing_file_and_unknown_dataset(tmp_path):
     with pytest.raises(SeriesError, match="no such file"):
         load_series(str(tmp_path / "absent.csv"))
-    with pytest.raises(SeriesError, match="neither a CSV file nor a built-in dataset"):
+    with pytest.raises(SeriesError, match="neither a CSV or Parquet file nor a built-in dataset"):
         load_series("air_pasengers")
 
 

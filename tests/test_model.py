@@ -5,9 +5,9 @@ import torch
 
 from forecaster import recurrence
 from forecaster.config import ForecasterConfig
-from forecaster.data import MinMaxScaler, load_series, split_series
+from forecaster.data import MinMaxScaler, fit_parts, load_panel, load_series, split_series
 from forecaster.model import RNNForecaster
-from forecaster.train import EpochBatches, SeriesDataModule
+from forecaster.train import EpochBatches, PanelDataModule
 from forecaster.transforms import TargetTransform
 
 CELLS = {"RNN": torch.nn.RNN, "LSTM": torch.nn.LSTM, "GRU": torch.nn.GRU}
@@ -110,43 +110,48 @@ def test_the_hand_written_backward_passes_gradcheck(layer):
 
 
 def seed_data(config=ForecasterConfig()):
-    train, val = split_series(load_series("air_passengers"))
-    transform = TargetTransform.fit(config, train.to_numpy(), season=12)
-    return SeriesDataModule(config, train, val, transform), transform.scaler
+    parts = fit_parts(config, load_panel("air_passengers"))
+    transform = TargetTransform.fit(config, parts.train)
+    return PanelDataModule(config, parts, transform), transform.scaler
+
+
+def every_window(data):
+    """All training windows in order, (21, n, 1)."""
+    windows = data.windows
+    return windows.cut(torch.zeros(windows.total, dtype=torch.long), torch.arange(windows.total))
 
 
 def test_training_windows_are_all_windows_of_training_length_plus_one():
     data, scaler = seed_data()
-    assert data.windows.shape == (21, 101, 1)  # 121 training months -> 101 windows of 21 points
+    assert every_window(data).shape == (21, 101, 1)  # 121 training months -> 101 windows of 21 points
     train, _ = split_series(load_series("air_passengers"))
     assert scaler == MinMaxScaler.fit(train)  # the plain path: min-max scaling fit on the training part
     first = torch.as_tensor(scaler.transform(train.to_numpy()[:21]), dtype=torch.float32)
-    torch.testing.assert_close(data.windows[:, 0, 0], first)
+    torch.testing.assert_close(every_window(data)[:, 0, 0], first)
     validation = data.validation
     assert validation.inputs.context.shape == (14, 1, 1) and validation.actual.shape == (23, 1)
 
 
+def batches_of(data, epoch, rank=0, world_size=1):
+    return next(iter(EpochBatches(data.windows, data.validation, 16, 4096, 42, lambda: epoch, rank, world_size)))
+
+
 def test_epoch_batches_cover_every_window_once_and_depend_only_on_seed_and_epoch():
     data, _ = seed_data()
-    epoch = [0]
-    batches = EpochBatches(data.windows, data.validation, 16, seed=42, epoch=lambda: epoch[0])
-    first = next(iter(batches)).windows
+    first = batches_of(data, 0).windows
     assert [b.shape[1] for b in first] == [16] * 6 + [5]
     starts = torch.cat([b[0, :, 0] for b in first])
-    torch.testing.assert_close(starts.sort().values, data.windows[0, :, 0].sort().values)
-    torch.testing.assert_close(torch.cat(next(iter(batches)).windows, 1), torch.cat(first, 1))
-    epoch[0] = 1
-    assert not torch.equal(torch.cat(next(iter(batches)).windows, 1), torch.cat(first, 1))
+    torch.testing.assert_close(starts.sort().values, every_window(data)[0, :, 0].sort().values)
+    torch.testing.assert_close(torch.cat(batches_of(data, 0).windows, 1), torch.cat(first, 1))
+    assert not torch.equal(torch.cat(batches_of(data, 1).windows, 1), torch.cat(first, 1))
 
 
 def test_ranks_share_the_epoch_in_equal_parts():
     data, _ = seed_data()
-    shares = [
-        next(iter(EpochBatches(data.windows, data.validation, 16, 42, lambda: 0, rank, 2))).windows for rank in (0, 1)
-    ]
+    shares = [batches_of(data, 0, rank, 2).windows for rank in (0, 1)]
     assert [sum(b.shape[1] for b in share) for share in shares] == [51, 51]  # 101 padded to 102
     seen = torch.cat([b[0, :, 0] for share in shares for b in share])
-    assert set(seen.tolist()) == set(data.windows[0, :, 0].tolist())
+    assert set(seen.tolist()) == set(every_window(data)[0, :, 0].tolist())
 
 
 def test_forward_predicts_the_next_point_at_every_position():

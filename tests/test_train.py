@@ -28,9 +28,11 @@ def test_a_short_fit_learns_and_reports_every_epoch():
     assert result.val_mape < result.history[0]["val_mape"]
     # The model's forecast, scored offline on the original scale, is the last epoch's val_mape.
     _, val = split_series(load_series("air_passengers"))
-    offline = 100 * ((val - result.forecast).abs() / val.abs()).mean()
+    forecast = result.forecast_series()
+    offline = 100 * ((val - forecast).abs() / val.abs()).mean()
     assert offline == pytest.approx(result.val_mape, rel=1e-5)
-    assert list(result.forecast.index) == list(val.index)
+    assert list(forecast.index) == list(val.index)
+    assert result.forecast["y"].tolist() == val.tolist() and set(result.forecast["unique_id"]) == {"air_passengers"}
 
 
 @pytest.mark.parametrize("model", ["RNN", "LSTM", "GRU"])
@@ -124,7 +126,8 @@ def test_mixed_precision_trains_every_cell(model):
 def test_an_lr_scheduler_is_refused_rather_than_never_stepped():
     """Under manual optimization Lightning steps no scheduler: a model that configured one would train at a
     constant learning rate while its author believes otherwise."""
-    from forecaster.train import SeriesDataModule
+    from forecaster.data import fit_parts, load_panel
+    from forecaster.train import PanelDataModule
     from forecaster.transforms import TargetTransform
 
     class WithScheduler(RNNForecaster):
@@ -132,14 +135,14 @@ def test_an_lr_scheduler_is_refused_rather_than_never_stepped():
             optimizer = torch.optim.Adam(self.parameters(), lr=self.config.lr)
             return {"optimizer": optimizer, "lr_scheduler": torch.optim.lr_scheduler.StepLR(optimizer, 1)}
 
-    train, val = split_series(load_series("air_passengers"))
-    transform = TargetTransform.fit(SHORT, train.to_numpy(), season=12)
+    parts = fit_parts(SHORT, load_panel("air_passengers"))
+    transform = TargetTransform.fit(SHORT, parts.train)
     scaler = transform.scaler
     trainer = L.Trainer(max_epochs=2, logger=False, enable_checkpointing=False, enable_progress_bar=False)
     with pytest.raises(RuntimeError, match="would never step the LR scheduler"):
         trainer.fit(
             WithScheduler(SHORT, scaler.minimum, scaler.scale),
-            datamodule=SeriesDataModule(SHORT, train, val, transform),
+            datamodule=PanelDataModule(SHORT, parts, transform),
         )
 
 
@@ -156,7 +159,7 @@ def test_a_fit_on_a_gpu_learns_and_forecasts_in_original_units(model):
     assert result.model.device.type == "cuda"
     assert len(result.history) == 30 and all(math.isfinite(row["val_mape"]) for row in result.history)
     assert result.history[-1]["train_loss"] < result.history[0]["train_loss"]
-    assert result.forecast.between(50, 1000).all()  # passengers, not scaled values
+    assert result.forecast["forecast"].between(50, 1000).all()  # passengers, not scaled values
 
 
 def test_a_user_csv_trains_the_same_way(tmp_path):

@@ -10,13 +10,27 @@ import pytest
 import torch
 
 from forecaster.config import TARGET_TRANSFORMS, WINDOW_NORMS, ConfigError, ForecasterConfig
-from forecaster.data import SeriesError, load_series, season_length, season_phase, split_series
+from forecaster.data import SeriesError, fit_parts, load_panel, load_series, split_series
 from forecaster.model import RNNForecaster
-from forecaster.train import SeriesDataModule, fit, validation_origins
-from forecaster.transforms import TargetTransform, calendar_features, forecast_inputs, training_windows
+from forecaster.seasons import season_length, season_phase
+from forecaster.train import PanelDataModule, fit, validation_origins
+from forecaster.transforms import TargetTransform, TrainingWindows, calendar_features, forecast_inputs
 
 SERIES = load_series("air_passengers")
 TRAIN, VAL = split_series(SERIES)
+PANEL = load_panel("air_passengers")  # the same series, as the panel of one that a fit takes
+TRAIN_PART, VAL_PART = PANEL.split_at([len(TRAIN)])
+
+
+def all_windows(target, config, train=TRAIN_PART):
+    """Every training window, in order: (training_length + 1, n_windows, 1 + C)."""
+    windows = TrainingWindows.of(target, train, config)
+    counts = windows.counts
+    series = torch.repeat_interleave(torch.arange(len(counts)), counts)
+    positions = torch.cat([torch.arange(int(n)) for n in counts])
+    return windows.cut(series, positions)
+
+
 VALID = [
     (transform, norm)
     for transform, norm in itertools.product(TARGET_TRANSFORMS, WINDOW_NORMS)
@@ -29,43 +43,42 @@ def test_every_transform_inverts_exactly(transform, norm):
     """Encode the validation part the way a forecast is encoded, decode it from the history before it: the same
     values come back, whatever the log, the differences, the scaler and the window's level did."""
     config = ForecasterConfig(target_transform=transform, window_norm=norm, input_chunk_length=14)
-    target = TargetTransform.fit(config, TRAIN.to_numpy(), season=12)
-    values = SERIES.to_numpy(np.float64)
+    target = TargetTransform.fit(config, TRAIN_PART)
     end = len(TRAIN) - 1
-    inputs = forecast_inputs(target, values, [end], 14, len(VAL), first_phase=None)
+    inputs = forecast_inputs(target, PANEL, [end], 14, len(VAL), calendar=False)
     # The val part in the net's units, normalised by the context's level as the net's forecast would be.
-    scaled = target.to_model(values)[end - target.lag + 1 :]
+    scaled = target.to_model(PANEL)[0][end - target.lag + 1 :]
     if norm == "subtract":
         scaled = scaled - inputs.level.item()
     elif norm == "divide":
         scaled = scaled / inputs.level.item() - 1
-    decoded = target.from_model(torch.as_tensor(scaled[:, None]), inputs.level, inputs.history)[:, 0]
+    decoded = target.from_model(torch.as_tensor(scaled[:, None]), inputs)[:, 0]
     np.testing.assert_allclose(decoded.numpy(), VAL.to_numpy(), rtol=1e-12)
 
 
 def test_the_plain_path_is_min_max_scaling_fit_on_the_training_part():
-    target = TargetTransform.fit(ForecasterConfig(), TRAIN.to_numpy(), season=12)
+    target = TargetTransform.fit(ForecasterConfig(), TRAIN_PART)
     assert (target.log, target.lag, target.window_norm) == (False, 0, "none")
-    scaled = target.to_model(TRAIN.to_numpy())
+    scaled, _ = target.to_model(TRAIN_PART)
     assert scaled.min() == 0.0 and scaled.max() == 1.0
 
 
 def test_window_normalisation_keeps_a_growing_series_in_the_range_it_trained_on():
     """Min-max scaling puts Air Passengers' last validation peak far above anything seen in training; divided by
     each window's level, the windows of the validation part look like those of the training part."""
-    plain = TargetTransform.fit(ForecasterConfig(), TRAIN.to_numpy(), season=12)
-    assert plain.to_model(VAL.to_numpy()).max() > 1.25  # 622 passengers, where training ended at 505
+    plain = TargetTransform.fit(ForecasterConfig(), TRAIN_PART)
+    assert plain.to_model(VAL_PART)[0].max() > 1.25  # 622 passengers, where training ended at 505
     config = ForecasterConfig(target_transform="log", window_norm="subtract")
-    target = TargetTransform.fit(config, TRAIN.to_numpy(), season=12)
-    trained = training_windows(target, TRAIN.to_numpy(), config, None)
-    later = training_windows(target, SERIES.to_numpy()[-40:], config, None)
+    target = TargetTransform.fit(config, TRAIN_PART)
+    trained = all_windows(target, config)
+    later = all_windows(target, config, PANEL.split_last(40)[1])
     assert later.abs().max() < 1.5 * trained.abs().max()
 
 
 def test_training_windows_carry_the_next_points_month():
     config = ForecasterConfig(calendar=True, training_length=20, input_chunk_length=14)
-    target = TargetTransform.fit(config, TRAIN.to_numpy(), season=12)
-    windows = training_windows(target, TRAIN.to_numpy(), config, first_phase=0)  # the series starts in January
+    target = TargetTransform.fit(config, TRAIN_PART)
+    windows = all_windows(target, config)  # the series starts in January
     assert windows.shape == (21, 101, 3)
     # Row 0 of window 0 is January 1949, and carries February's place in the year: month index 1 of 12.
     torch.testing.assert_close(windows[0, 0, 1:], torch.tensor([math.sin(math.pi / 6), math.cos(math.pi / 6)]))
@@ -74,10 +87,10 @@ def test_training_windows_carry_the_next_points_month():
 
 def test_forecast_inputs_give_each_origin_its_own_context_and_history():
     config = ForecasterConfig(target_transform="log_seasonal_diff", calendar=True, input_chunk_length=14)
-    target = TargetTransform.fit(config, TRAIN.to_numpy(), season=12)
+    target = TargetTransform.fit(config, TRAIN_PART)
     values = SERIES.to_numpy(np.float64)
     ends = [120, 126]
-    inputs = forecast_inputs(target, values, ends, 14, 10, first_phase=0)
+    inputs = forecast_inputs(target, PANEL, ends, 14, 10, calendar=True)
     assert inputs.context.shape == (14, 2, 3) and inputs.history.shape == (12, 2) and inputs.future.shape == (9, 2, 2)
     np.testing.assert_allclose(inputs.history[:, 1].numpy(), np.log(values[115:127]))
     # The first future row is the calendar of the point two after the origin (the second forecast step's input).
@@ -85,11 +98,11 @@ def test_forecast_inputs_give_each_origin_its_own_context_and_history():
 
 
 def test_validation_origins_are_evenly_spaced_from_the_end_of_training():
-    assert validation_origins(23, 1) == [0]
-    assert validation_origins(24, 4) == [0, 6, 12, 18]
-    data = SeriesDataModule(
-        ForecasterConfig(val_origins=4), TRAIN, VAL, TargetTransform.fit(ForecasterConfig(), TRAIN.to_numpy(), 12)
-    )
+    assert validation_origins([23], 1).tolist() == [[0]]
+    assert validation_origins([24, 8], 4).tolist() == [[0, 0], [6, 2], [12, 4], [18, 6]]  # per series
+    config = ForecasterConfig(val_origins=4)
+    parts = fit_parts(config, PANEL)
+    data = PanelDataModule(config, parts, TargetTransform.fit(config, parts.train))
     weights = data.validation.weights
     assert weights.shape == (23, 4) and weights.sum(0).tolist() == [23.0, 17.0, 11.0, 6.0]
 
@@ -143,7 +156,8 @@ def test_a_fit_with_every_option_forecasts_in_original_units_and_its_checkpoint_
     )
     result = fit(config)
     assert all(math.isfinite(row["val_mape"]) for row in result.history)
-    assert result.forecast.min() > 100 and result.forecast.max() < 1000  # passengers, not the net's units
+    forecast = result.forecast_series()
+    assert forecast.min() > 100 and forecast.max() < 1000  # passengers, not the net's units
     model = result.model
     path = tmp_path / "model.ckpt"
     torch.save(
@@ -151,7 +165,7 @@ def test_a_fit_with_every_option_forecasts_in_original_units_and_its_checkpoint_
         path,
     )
     restored = RNNForecaster.load_from_checkpoint(path)
-    np.testing.assert_allclose(restored.forecast(TRAIN, len(VAL)), result.forecast.to_numpy(), rtol=1e-6)
+    np.testing.assert_allclose(restored.forecast(TRAIN, len(VAL)), forecast.to_numpy(), rtol=1e-6)
     with pytest.raises(ValueError, match="give the history as a pandas Series with its dates"):
         restored.forecast(TRAIN.to_numpy(), 3)
 

@@ -1,0 +1,191 @@
+"""One global fit on a panel, as the panel grows: seconds per epoch, windows per second, validation time, peak RSS.
+
+Workloads: m3_monthly (1,428 series, the benchmarks extra) and generated panels of 1k, 10k and 100k monthly series of
+120 points each (seasonal, trended, noisy, every series on its own scale), each with the last 18 points of every
+series held out and the 18 before them validating. Every workload is one fresh process (its peak RSS is its own), on
+the CPU with one thread and, where torch sees a GPU, on the GPU. An epoch is `windows_per_epoch` windows whatever
+the number of series, so the seconds per epoch should stay flat while the validation (every series, every epoch)
+and the memory grow linearly.
+
+    python bench/panel_fit.py [--sizes 1000 10000 100000] [--epochs 6] [--no-m3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HORIZON = 18
+CONFIG = {
+    "model": "GRU",
+    "hidden_dim": 32,
+    "batch_size": 256,
+    "lr": 3e-3,
+    "training_length": 24,
+    "input_chunk_length": 18,
+    "target_transform": "log",
+    "window_norm": "subtract",
+    "calendar": True,
+    "windows_per_epoch": 4096,
+}
+
+
+def generated_panel(series: int, length: int = 120, seed: int = 0):
+    """Monthly series, each with its own level (1 to 10,000), trend, seasonal amplitude and phase, and noise."""
+    import numpy as np
+    import pandas as pd
+
+    from forecaster.data import load_panel
+
+    generator = np.random.default_rng(seed)
+    t = np.arange(length)[None, :]
+    level = 10 ** generator.uniform(0, 4, (series, 1))
+    trend = generator.normal(0.003, 0.004, (series, 1))
+    amplitude = generator.uniform(0.0, 0.3, (series, 1))
+    phase = generator.uniform(0, 2 * np.pi, (series, 1))
+    noise = generator.uniform(0.01, 0.08, (series, 1)) * generator.standard_normal((series, length))
+    values = level * np.exp(trend * t + amplitude * np.sin(2 * np.pi * t / 12 + phase) + noise)
+    frame = pd.DataFrame(
+        {
+            "unique_id": np.repeat([f"g{i}" for i in range(series)], length),
+            "ds": np.tile(np.arange(1, length + 1), series),
+            "y": values.reshape(-1),
+        }
+    )
+    return load_panel(frame, season_length=12)
+
+
+def epoch_clock():
+    """A Lightning callback that keeps the wall time of every epoch (in .seconds)."""
+    import lightning as L
+
+    class EpochClock(L.Callback):
+        def __init__(self):
+            self.seconds, self.started = [], 0.0
+
+        def on_train_epoch_start(self, trainer, module):
+            self.started = time.perf_counter()
+
+        def on_train_epoch_end(self, trainer, module):
+            self.seconds.append(time.perf_counter() - self.started)
+
+    return EpochClock()
+
+
+def one(workload: str, device: str, epochs: int) -> dict:
+    """One fit in this process: the figures of one workload on one device."""
+    import torch
+
+    from forecaster.config import ForecasterConfig
+    from forecaster.data import load_panel
+    from forecaster.train import PanelDataModule, fit, quiet_lightning
+
+    quiet_lightning()
+    started = time.perf_counter()
+    panel = load_panel("m3_monthly") if workload == "m3_monthly" else generated_panel(int(workload))
+    loaded = time.perf_counter() - started
+    config = ForecasterConfig(**CONFIG, n_epochs=epochs)
+    clock = epoch_clock()
+    accelerator = "gpu" if device == "gpu" else "cpu"
+    result = fit(
+        config, panel, val_size=HORIZON, test_size=HORIZON, callbacks=[clock], accelerator=accelerator, threads=1
+    )
+    model = result.model
+    module = PanelDataModule(config, result.parts, model.transform)
+    validation = module.validation.to(model.device)
+    timings = []
+    for _ in range(3):
+        if device == "gpu":
+            torch.cuda.synchronize()
+        begun = time.perf_counter()
+        model.predict(validation.inputs, HORIZON)
+        if device == "gpu":
+            torch.cuda.synchronize()
+        timings.append(time.perf_counter() - begun)
+    per_epoch = statistics.median(clock.seconds[1:]) if len(clock.seconds) > 1 else clock.seconds[0]
+    validation_seconds = statistics.median(timings)
+    return {
+        "data": workload,
+        "device": device,
+        "series": len(panel),
+        "points": len(panel.values),
+        "training_windows": int(module.windows.total),
+        "epochs": len(result.history),
+        "seconds_per_epoch": per_epoch,
+        "validation_seconds": validation_seconds,
+        "training_seconds_per_epoch": per_epoch - validation_seconds,
+        "windows_per_second": config.windows_per_epoch / (per_epoch - validation_seconds),
+        "first_epoch_seconds": clock.seconds[0],
+        "load_seconds": loaded,
+        "fit_seconds": result.fit_seconds,
+        "whole_seconds": time.perf_counter() - started,
+        "val_smape": result.history[-1]["val_smape"],
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
+    parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--no-m3", action="store_true", help="leave out m3_monthly (it needs the benchmarks extra)")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    parser.add_argument("--device", default="cpu", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(one(args.one, args.device, args.epochs)))
+        return
+
+    import torch
+
+    devices = ["cpu", *(["gpu"] if torch.cuda.is_available() else [])]
+    workloads = ([] if args.no_m3 else ["m3_monthly"]) + [str(size) for size in args.sizes]
+    rows = []
+    for device in devices:
+        for workload in workloads:
+            command = [sys.executable, __file__, "--one", workload, "--device", device, "--epochs", str(args.epochs)]
+            done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=dict(os.environ))
+            if done.returncode != 0:
+                raise SystemExit(f"{workload} on {device} failed:\n{done.stderr[-3000:]}")
+            rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            print(json.dumps(rows[-1]), file=sys.stderr)
+    scaling = {}
+    for device in devices:
+        generated = [row for row in rows if row["device"] == device and row["data"] != "m3_monthly"]
+        if len(generated) > 1:
+            small, large = generated[0], generated[-1]
+            factor = large["series"] / small["series"]
+            scaling[device] = {
+                "series_ratio": factor,
+                "seconds_per_epoch_ratio": large["seconds_per_epoch"] / small["seconds_per_epoch"],
+                "training_seconds_per_epoch_ratio": large["training_seconds_per_epoch"]
+                / small["training_seconds_per_epoch"],
+                "validation_seconds_ratio": large["validation_seconds"] / small["validation_seconds"],
+                "peak_rss_ratio": large["peak_rss_mb"] / small["peak_rss_mb"],
+            }
+    print(
+        json.dumps(
+            {
+                "bench": "panel_fit",
+                "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "torch": torch.__version__},
+                "config": CONFIG,
+                "horizon": HORIZON,
+                "workloads": rows,
+                "scaling": scaling,
+            },
+            indent=1,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,165 @@
+"""`Panel`: the one data type of the forecaster. Many series in one long table (`unique_id, ds, y`, the convention of
+neuralforecast, statsforecast and utilsforecast); a single series is a panel of one.
+
+It is held as flat arrays, series after series, with the offset where each starts (as neuralforecast's
+TimeSeriesDataset does): every per-series operation (a split, a scaler, a window's place) is then a NumPy
+expression over all series at once, so a panel of 100,000 series costs no Python loop over them.
+
+Time is either dates (a pandas frequency, the season from it) or a plain integer index (the season given by the
+user, each series' place in the season counted from its own first point, as loaded: `origins`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from forecaster.seasons import season_phases
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Panel:
+    ids: np.ndarray
+    """(S,) the series' ids, as text, in the order of their first row."""
+    offsets: np.ndarray
+    """(S + 1,) int64: series i holds rows offsets[i]:offsets[i + 1]."""
+    times: np.ndarray
+    """(N,) datetime64[ns] for dated panels, int64 for a plain time index; increasing within each series."""
+    values: np.ndarray
+    """(N,) float64."""
+    freq: str | None
+    """The pandas frequency of dated panels (e.g. 'MS'); None for a plain time index."""
+    season: int
+    """Points per season: 12 for monthly data; 1 where there is none."""
+    origins: np.ndarray | None = None
+    """(S,) int64, plain time index only: the time at which each series' season count starts (its first point as
+    loaded), so that a part cut from it keeps its place in the season."""
+    source: str | None = None
+    """The file or built-in dataset it came from: errors found later name it."""
+    value_name: str | None = None
+    """The value column's name, for labels."""
+    horizon: int | None = None
+    """The official hold-out of a benchmark panel (points at the end of every series), None otherwise."""
+    dropped: tuple[str, ...] = ()
+    """Ids of series dropped as too short for the fit asked of them (drop_short)."""
+
+    # --- shape --------------------------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    @property
+    def dated(self) -> bool:
+        return self.freq is not None
+
+    @property
+    def positions(self) -> np.ndarray:
+        """(N,) each row's position within its series, from 0."""
+        return np.arange(len(self.values)) - np.repeat(self.offsets[:-1], self.lengths)
+
+    @property
+    def label(self) -> str:
+        return self.source or "the data"
+
+    def describe_time(self, time) -> str:
+        """A time as a message shows it: a date (with the hour where it has one), or the integer."""
+        if not self.dated:
+            return str(int(time))
+        stamp = pd.Timestamp(time)
+        return str(stamp.date()) if stamp == stamp.normalize() else str(stamp)
+
+    # --- parts --------------------------------------------------------------------------------------------------
+    def take(self, keep: np.ndarray) -> Panel:
+        """The series where `keep` (a boolean mask over series) is true, in order."""
+        keep = np.asarray(keep, dtype=bool)
+        rows = np.repeat(keep, self.lengths)
+        return dataclasses.replace(
+            self,
+            ids=self.ids[keep],
+            offsets=np.concatenate([[0], np.cumsum(self.lengths[keep])]).astype(np.int64),
+            times=self.times[rows],
+            values=self.values[rows],
+            origins=None if self.origins is None else self.origins[keep],
+        )
+
+    def split_at(self, head_lengths: np.ndarray) -> tuple[Panel, Panel]:
+        """Each series cut in two after its first head_lengths[i] points: (heads, tails). Both parts keep the
+        series' ids and their place in the season."""
+        head_lengths = np.asarray(head_lengths, dtype=np.int64)
+        in_head = self.positions < np.repeat(head_lengths, self.lengths)
+
+        def part(rows: np.ndarray, lengths: np.ndarray) -> Panel:
+            return dataclasses.replace(
+                self,
+                offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+                times=self.times[rows],
+                values=self.values[rows],
+            )
+
+        return part(in_head, head_lengths), part(~in_head, self.lengths - head_lengths)
+
+    def split_last(self, points: int) -> tuple[Panel, Panel]:
+        """Each series' last `points` points apart: (the rest, the last points)."""
+        return self.split_at(self.lengths - points)
+
+    def points_up_to(self, when) -> np.ndarray:
+        """(S,) how many points of each series lie at or before `when` (a date, or an integer time)."""
+        at_or_before = (self.times <= when).astype(np.int64)
+        counts = np.add.reduceat(at_or_before, self.offsets[:-1]) if len(self.times) else np.zeros(len(self), np.int64)
+        return np.where(self.lengths > 0, counts, 0)
+
+    def first_times(self) -> np.ndarray:
+        return self.times[self.offsets[:-1]]
+
+    def last_times(self) -> np.ndarray:
+        return self.times[self.offsets[1:] - 1]
+
+    def phases(self, row_index: np.ndarray | None = None) -> np.ndarray:
+        """The place in the season of the given rows (default: each series' first point): the month of the year for
+        monthly dates, and on a plain time index the points since the series' start, modulo the season."""
+        rows = self.offsets[:-1] if row_index is None else np.asarray(row_index)
+        if self.season == 1:
+            return np.zeros(len(rows), dtype=np.int64)
+        if self.dated:
+            return season_phases(pd.DatetimeIndex(self.times[rows]), self.freq)
+        series = np.searchsorted(self.offsets, rows, side="right") - 1
+        return (self.times[rows] - self.origins[series]) % self.season
+
+    def future_times(self, steps: int) -> np.ndarray:
+        """(S, steps): the times of the `steps` points after each series' end."""
+        last = self.last_times()
+        if not self.dated:
+            return last[:, None] + np.arange(1, steps + 1)[None, :]
+        offset = pd.tseries.frequencies.to_offset(self.freq)
+        return np.stack([pd.DatetimeIndex(last) + offset * step for step in range(1, steps + 1)], axis=1).astype(
+            "datetime64[ns]"
+        )
+
+    # --- views --------------------------------------------------------------------------------------------------
+    def series(self, index: int = 0) -> pd.Series:
+        """Series `index` as a pandas Series (dates with their frequency, or the integer times)."""
+        rows = slice(self.offsets[index], self.offsets[index + 1])
+        if self.dated:
+            time_index = pd.DatetimeIndex(self.times[rows], freq=self.freq)
+        else:
+            time_index = pd.Index(self.times[rows], name="ds")
+        series = pd.Series(self.values[rows], index=time_index, name=self.value_name)
+        series.attrs["unique_id"] = str(self.ids[index])
+        if self.source:
+            series.attrs["source"] = self.source
+        return series
+
+    def to_frame(self) -> pd.DataFrame:
+        """The long table: unique_id, ds, y."""
+        return pd.DataFrame({"unique_id": np.repeat(self.ids, self.lengths), "ds": self.times, "y": self.values})
+
+    def id_list(self, ids: Sequence[str], limit: int = 5) -> str:
+        """The first `limit` of `ids` for a message, with how many more."""
+        shown = ", ".join(repr(str(i)) for i in list(ids)[:limit])
+        return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")

@@ -1,0 +1,57 @@
+"""The season of a frequency and where a time falls in it: what the calendar inputs, seasonal differences, MASE and
+seasonal naive read. A plain time index has no calendar: its season is given, and its place counted from a start."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+_PER_CYCLE = {"M": 12, "MS": 12, "ME": 12, "Q": 4, "QS": 4, "QE": 4, "W": 52, "B": 5, "D": 7}
+
+
+def season_length(freq: str) -> int:
+    """Points per natural season of a frequency: 12 for monthly, 4 quarterly, 52 weekly, 7 daily, 5 business-daily,
+    24 hourly (periods per day below a day); 1 where there is none (yearly, or a step that does not divide it)."""
+    offset = pd.tseries.frequencies.to_offset(freq)
+    per_cycle = _PER_CYCLE.get(_base_name(offset))
+    if per_cycle is None:
+        try:
+            per_cycle = pd.Timedelta(days=1) / pd.Timedelta(offset.nanos, "ns") if offset.n else None
+        except ValueError:  # not a fixed step: yearly and the like
+            return 1
+        if per_cycle is None or not float(per_cycle).is_integer() or per_cycle < 2:
+            return 1
+        return int(per_cycle)
+    step = offset.n
+    return per_cycle // step if per_cycle % step == 0 and per_cycle // step > 1 else 1
+
+
+def season_phase(date: pd.Timestamp, freq: str) -> int:
+    """Where a date falls in its season (season_length points): the month of year for monthly data, the day of
+    the week for daily, the hour of the day for hourly, and so on."""
+    return int(season_phases(pd.DatetimeIndex([date]), freq)[0])
+
+
+def season_phases(dates: pd.DatetimeIndex, freq: str) -> np.ndarray:
+    """season_phase of many dates at once (int64)."""
+    season = season_length(freq)
+    if season == 1:
+        return np.zeros(len(dates), dtype=np.int64)
+    offset = pd.tseries.frequencies.to_offset(freq)
+    name = _base_name(offset)
+    if name in ("M", "MS", "ME"):
+        position = dates.month.to_numpy() - 1
+    elif name in ("Q", "QS", "QE"):
+        position = dates.quarter.to_numpy() - 1
+    elif name == "W":
+        position = dates.isocalendar().week.to_numpy().astype(np.int64) - 1
+    elif name in ("B", "D"):
+        position = dates.dayofweek.to_numpy()
+    else:  # a step of less than a day: steps since midnight
+        steps = (dates - dates.normalize()) // pd.Timedelta(offset.nanos, "ns")
+        return np.asarray(steps, dtype=np.int64) % season
+    return (np.asarray(position, dtype=np.int64) // offset.n) % season
+
+
+def _base_name(offset) -> str:
+    return offset.rule_code.split("-")[0].upper()
