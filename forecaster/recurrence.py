@@ -48,12 +48,21 @@ def hidden_states(rnn: nn.RNNBase, inputs: Tensor) -> Tensor:
     return hidden
 
 
+GRU_MODULE_FROM = 8192
+"""Batch x hidden_size from which a GRU runs nn.GRU itself: oneDNN's fused GRU overtakes the hand-written layer where
+the arithmetic, not the number of operations, is the cost (a panel's batches of 256-512 windows). Measured on
+M3 monthly, CPU seconds per epoch of 4096 windows, hand-written / nn.GRU: hidden 16 x batch 64 0.21 / 0.32,
+64 x 32 0.57 / 0.69, 32 x 256 0.27 / 0.24, 64 x 128 0.60 / 0.46, 64 x 512 0.63 / 0.40 (2026-11-24). The tanh
+layer stayed ahead at every size tried (up to 64 x 512: 0.14 / 0.16)."""
+
+
 def fast_path_applies(rnn: nn.RNNBase, inputs: Tensor) -> bool:
-    """Whether the hand-written layers compute exactly what `rnn` would: they assume a tanh-RNN or GRU module
-    on CPU, time-major (batch_first=False), one direction, with both biases, no proj_size, and inputs of
-    shape (T, B, input_size). Anything else runs the module itself."""
+    """Whether the hand-written layers compute exactly what `rnn` would, and faster: they assume a tanh-RNN or GRU
+    module on CPU, time-major (batch_first=False), one direction, with both biases, no proj_size, and inputs of
+    shape (T, B, input_size); a GRU below GRU_MODULE_FROM. Anything else runs the module itself."""
     return (
         rnn.mode in _LAYERS
+        and not (rnn.mode == "GRU" and inputs.dim() == 3 and inputs.shape[1] * rnn.hidden_size >= GRU_MODULE_FROM)
         and inputs.is_cpu
         and inputs.dim() == 3
         and not rnn.batch_first

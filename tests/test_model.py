@@ -49,6 +49,13 @@ def test_modules_outside_the_fast_paths_assumptions_run_themselves(mode, options
     torch.testing.assert_close(recurrence.hidden_states(rnn, inputs), rnn(inputs)[0], rtol=0, atol=0)
 
 
+def test_a_gru_of_large_batches_runs_the_fused_module_where_it_is_faster():
+    gru = torch.nn.GRU(1, 64)
+    assert recurrence.fast_path_applies(gru, torch.rand(5, 64, 1))
+    assert not recurrence.fast_path_applies(gru, torch.rand(5, 128, 1))  # 128 x 64 = 8192
+    assert recurrence.fast_path_applies(torch.nn.RNN(1, 64), torch.rand(5, 512, 1))
+
+
 @pytest.mark.parametrize("mode", ["RNN", "GRU"])
 def test_the_plain_modules_can_be_forced_for_comparison(mode, monkeypatch):
     torch.manual_seed(4)
