@@ -40,27 +40,28 @@ CONFIG = {
 
 
 def generated_panel(series: int, length: int = 120, seed: int = 0):
-    """Monthly series, each with its own level (1 to 10,000), trend, seasonal amplitude and phase, and noise."""
+    """Monthly series, each with its own level (1 to 10,000), trend, seasonal amplitude and phase, and noise, as a
+    long table (ids as a categorical column, as a Parquet file's dictionary-encoded ids load) read by load_panel."""
     import numpy as np
     import pandas as pd
 
     from forecaster.data import load_panel
 
     generator = np.random.default_rng(seed)
+    values = np.empty((series, length))
     t = np.arange(length)[None, :]
-    level = 10 ** generator.uniform(0, 4, (series, 1))
-    trend = generator.normal(0.003, 0.004, (series, 1))
-    amplitude = generator.uniform(0.0, 0.3, (series, 1))
-    phase = generator.uniform(0, 2 * np.pi, (series, 1))
-    noise = generator.uniform(0.01, 0.08, (series, 1)) * generator.standard_normal((series, length))
-    values = level * np.exp(trend * t + amplitude * np.sin(2 * np.pi * t / 12 + phase) + noise)
-    frame = pd.DataFrame(
-        {
-            "unique_id": np.repeat([f"g{i}" for i in range(series)], length),
-            "ds": np.tile(np.arange(1, length + 1), series),
-            "y": values.reshape(-1),
-        }
-    )
+    for start in range(0, series, 10_000):  # in blocks: the temporaries of 100,000 x 120 would dwarf the panel
+        block = min(10_000, series - start)
+        level = 10 ** generator.uniform(0, 4, (block, 1))
+        trend = generator.normal(0.003, 0.004, (block, 1))
+        amplitude = generator.uniform(0.0, 0.3, (block, 1))
+        phase = generator.uniform(0, 2 * np.pi, (block, 1))
+        noise = generator.uniform(0.01, 0.08, (block, 1)) * generator.standard_normal((block, length))
+        values[start : start + block] = level * np.exp(
+            trend * t + amplitude * np.sin(2 * np.pi * t / 12 + phase) + noise
+        )
+    ids = pd.Categorical.from_codes(np.repeat(np.arange(series), length), [f"g{i}" for i in range(series)])
+    frame = pd.DataFrame({"unique_id": ids, "ds": np.tile(np.arange(1, length + 1), series), "y": values.reshape(-1)})
     return load_panel(frame, season_length=12)
 
 
@@ -87,7 +88,7 @@ def one(workload: str, device: str, epochs: int) -> dict:
 
     from forecaster.config import ForecasterConfig
     from forecaster.data import load_panel
-    from forecaster.train import PanelDataModule, fit, quiet_lightning
+    from forecaster.train import fit, quiet_lightning
 
     quiet_lightning()
     started = time.perf_counter()
@@ -100,7 +101,7 @@ def one(workload: str, device: str, epochs: int) -> dict:
         config, panel, val_size=HORIZON, test_size=HORIZON, callbacks=[clock], accelerator=accelerator, threads=1
     )
     model = result.model
-    module = PanelDataModule(config, result.parts, model.transform)
+    module = model.trainer.datamodule
     validation = module.validation.to(model.device)
     timings = []
     for _ in range(3):

@@ -608,11 +608,15 @@ def _panel_from_table(
     subject = _Subjects(names if id_column else None, codes)
     times, dated = _parse_times(table[date_column], rows, date_column, season, subject)
     values = _parse_values(table[value_column], rows, value_column, subject)
-    _check_order(times, codes, rows, subject, dated)
-    order = np.argsort(codes, kind="stable")  # series after series, each in its file order (checked: by time)
+    grouped = bool((codes[1:] >= codes[:-1]).all())  # the file lists its series one after the other (the usual)
+    order = None if grouped else np.argsort(codes, kind="stable")  # series after series, each in its file order
+    _check_order(times, codes, order, rows, subject, dated)
     lengths = np.bincount(codes, minlength=len(names))
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    times, values = times[order], values[order]
+    if order is not None:
+        times, values = times[order], values[order]
+    else:
+        order = np.arange(len(times))
     if dated:
         if not id_column and len(times) < 3:
             raise SeriesError(f"{label}: only {len(times)} rows; a time series needs many more points than that")
@@ -799,9 +803,16 @@ def _show(time, dated: bool) -> str:
     return str(pd.Timestamp(time)) if dated else str(int(time))
 
 
-def _check_order(times: np.ndarray, codes: np.ndarray, rows: _Rows, subject: _Subjects, dated: bool) -> None:
+def _check_order(
+    times: np.ndarray, codes: np.ndarray, order: np.ndarray | None, rows: _Rows, subject: _Subjects, dated: bool
+) -> None:
     """No series has a time twice, and each series' rows are in time order (its rows may be interleaved with
-    other series' rows): within each series, in file order, every time is later than the one before."""
+    other series' rows): within each series, in file order, every time is later than the one before. `order`
+    lists the rows series after series (None: the file is already so)."""
+    grouped_codes, grouped_times = (codes, times) if order is None else (codes[order], times[order])
+    same = grouped_codes[1:] == grouped_codes[:-1]
+    if not (same & (grouped_times[1:] <= grouped_times[:-1])).any():
+        return
     unit = "date" if dated else "time"
     by_time = np.lexsort((times, codes))  # stable: equal keys keep their file order
     repeated = (codes[by_time][1:] == codes[by_time][:-1]) & (times[by_time][1:] == times[by_time][:-1])
@@ -813,17 +824,16 @@ def _check_order(times: np.ndarray, codes: np.ndarray, rows: _Rows, subject: _Su
             f"{rows.at(row)}: {subject.of(row)}{unit} {_show(times[row], dated)} already appears on {rows.kind} "
             f"{rows.number(first)}; keep one row per {per} (aggregate or delete the duplicates)"
         )
-    order = np.argsort(codes, kind="stable")
-    backwards = (codes[order][1:] == codes[order][:-1]) & (times[order][1:] < times[order][:-1])
-    if backwards.any():
-        candidates = order[1:][backwards]
-        pick = int(np.argmin(candidates))
-        row, previous = int(candidates[pick]), int(order[:-1][backwards][pick])
-        raise SeriesError(
-            f"{rows.at(row)}: {subject.of(row)}{unit} {_show(times[row], dated)} comes after "
-            f"{_show(times[previous], dated)} ({rows.kind} {rows.number(previous)}); sort the rows "
-            f"by {'id and ' if subject.panel else ''}{unit}"
-        )
+    order = np.arange(len(codes)) if order is None else order
+    backwards = same & (grouped_times[1:] < grouped_times[:-1])
+    candidates = order[1:][backwards]
+    pick = int(np.argmin(candidates))
+    row, previous = int(candidates[pick]), int(order[:-1][backwards][pick])
+    raise SeriesError(
+        f"{rows.at(row)}: {subject.of(row)}{unit} {_show(times[row], dated)} comes after "
+        f"{_show(times[previous], dated)} ({rows.kind} {rows.number(previous)}); sort the rows "
+        f"by {'id and ' if subject.panel else ''}{unit}"
+    )
 
 
 def _check_steps_of_one(

@@ -49,6 +49,9 @@ from forecaster.panel import Panel
 from forecaster.transforms import CALENDAR_FEATURES, ForecastInputs, TargetTransform, forecast_inputs
 
 _CELLS = {"RNN": nn.RNN, "LSTM": nn.LSTM, "GRU": nn.GRU}
+CPU_FORECAST_COLUMNS = 2048
+"""A CPU forecast of many series runs in blocks of this many: one block of 100,000 took 2.1 s (a GRU of 32, 18 + 18
+steps, one thread), 49 blocks of 2048 0.9 s; per forecast the same 9 us as for 1,000 series (2026-11-24)."""
 
 
 @dataclasses.dataclass
@@ -199,8 +202,23 @@ class RNNForecaster(L.LightningModule):
         """Forecast `steps` points after `context` (T, B, 1 + C) in the net's units, feeding predictions back (with
         the calendar of the point after each, `future`, (steps - 1, B, C)): returns (steps, B).
 
-        In the weights' own precision: mixed precision would round the fed-back predictions at every step.
+        In the weights' own precision: mixed precision would round the fed-back predictions at every step. On the
+        CPU, in blocks of CPU_FORECAST_COLUMNS forecasts, whose states stay in the cache.
         """
+        columns = context.shape[1]
+        if context.is_cpu and columns > CPU_FORECAST_COLUMNS:
+            blocks = range(0, columns, CPU_FORECAST_COLUMNS)
+            return torch.cat(
+                [
+                    self.forecast_scaled(
+                        context[:, start : start + CPU_FORECAST_COLUMNS],
+                        steps,
+                        None if future is None else future[:, start : start + CPU_FORECAST_COLUMNS],
+                    )
+                    for start in blocks
+                ],
+                dim=1,
+            )
         with torch.autocast(context.device.type, enabled=False):
             state = recurrence.zero_state(self.rnn, context.shape[1], context)
             for point in context:
