@@ -549,3 +549,14 @@ def test_the_cli_refuses_bad_panels_with_exit_code_2(tmp_path):
     plain = write_text(tmp_path, HEADER + "".join(f"a,{t},{t}\n" for t in range(1, 40)), "plain.csv")
     done = run_cli("--data", plain, "--season-length", "12")
     assert done.returncode == 2 and "has a plain time index: give --horizon H" in done.stderr
+
+
+@pytest.mark.gpu
+def test_a_panel_trains_on_a_gpu_with_the_cudnn_modules_and_forecasts_in_each_series_units():
+    panel = load_panel(monthly_panel_frame(lengths=(60, 70, 64)))
+    result = fit(TINY.replace(model="GRU", n_epochs=5), panel, val_size=6, test_size=6, accelerator="gpu")
+    assert result.model.device.type == "cuda" and len(result.history) == 5
+    assert all(math.isfinite(row["val_smape"]) for row in result.history)
+    forecast = result.forecast
+    for series_id, level in (("s0", 10), ("s1", 100), ("s2", 1000)):
+        assert forecast.loc[forecast["unique_id"] == series_id, "forecast"].between(0.1 * level, 10 * level).all()
