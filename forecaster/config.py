@@ -16,6 +16,7 @@ from typing import Any
 MODELS = ("RNN", "LSTM", "GRU")
 TARGET_TRANSFORMS = ("none", "log", "diff", "log_diff", "seasonal_diff", "log_seasonal_diff")
 WINDOW_NORMS = ("none", "subtract", "divide")
+LOSSES = ("mse", "l1")
 MAX_RANDOM_STATE = 2**32 - 1
 
 
@@ -39,6 +40,11 @@ class ForecasterConfig:
     batch_size: int = _field(16, "training windows per optimizer step")
     n_epochs: int = _field(300, "training epochs, each of at most windows_per_epoch windows")
     lr: float = _field(1e-3, "Adam learning rate")
+    loss: str = _field(
+        "mse",
+        "training loss of the next-step predictions, in the net's units: mse (Darts' default) or l1, whose forecasts "
+        "aim at the median, as sMAPE and MASE reward",
+    )
     training_length: int = _field(
         20, "length of the training windows; the model learns to predict the next point at every position"
     )
@@ -85,7 +91,7 @@ class ForecasterConfig:
         if model not in MODELS:
             raise ConfigError(f"model={self.model!r} is not one of {', '.join(MODELS)}")
         object.__setattr__(self, "model", model)
-        for name, choices in (("target_transform", TARGET_TRANSFORMS), ("window_norm", WINDOW_NORMS)):
+        for name, choices in (("target_transform", TARGET_TRANSFORMS), ("window_norm", WINDOW_NORMS), ("loss", LOSSES)):
             value = getattr(self, name)
             if value not in choices:
                 raise ConfigError(f"{name}={value!r} is not one of {', '.join(choices)}")

@@ -79,7 +79,7 @@ def load_panel(
         return _benchmark_panel(name)
     path, label = _resolve(name)
     table = _read_table(path, label)
-    rows = _Rows(label, "line" if not label.lower().endswith(".parquet") else "row")
+    rows = _Rows(label, "row" if label.lower().endswith((".parquet", ".pq")) else "line")
     return _panel_from_table(table, rows, id_column, date_column, value_column, freq, season_length)
 
 
@@ -108,7 +108,7 @@ def as_panel(data: Panel | pd.Series | pd.DataFrame) -> Panel:
     source = source_of(series)
     freq = series.index.freqstr
     return Panel(
-        ids=np.array([_stem(source) or str(series.name or "series")], dtype=object),
+        ids=np.array([series.attrs.get("unique_id") or _stem(source) or str(series.name or "series")], dtype=object),
         offsets=np.array([0, len(series)], dtype=np.int64),
         times=series.index.tz_localize(None).to_numpy(dtype="datetime64[ns]"),
         values=pd.to_numeric(series).to_numpy(dtype=np.float64),
@@ -284,7 +284,6 @@ def fit_parts(
     metric = metric or default_metric(panel)
     if metric not in METRICS:
         raise SeriesError(f"metric={metric!r} is not one of {', '.join(METRICS)}")
-    _check_season(config, panel)
     for name, size, minimum in (("val_size", val_size, 1), ("test_size", test_size, 0)):
         if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < minimum):
             raise SeriesError(f"{name}={size!r} must be a whole number of points, at least {minimum}")
@@ -294,23 +293,22 @@ def fit_parts(
     else:
         train_lengths = np.minimum(panel.points_up_to(_cut_time(panel, split_after)), seen_lengths)
         _check_cut_inside(panel, split_after, train_lengths, seen_lengths)
-    val_lengths = seen_lengths - train_lengths
-    panel = _drop_or_refuse_short(
-        config,
-        panel,
-        train_lengths,
-        val_lengths,
-        val_size=val_size,
-        test_size=test_size,
-        split_after=split_after,
-        drop=drop_short,
-    )
+    _check_season(config, panel)
+    if val_size is not None and config.val_origins > val_size:
+        raise SeriesError(
+            f"val_origins={config.val_origins} is more than the {val_size} points of the validation part: each origin "
+            "is a point of it; lower val_origins"
+        )
+    short = _too_short(config, panel, train_lengths, seen_lengths - train_lengths)
+    if short.any() and drop_short and len(panel) > 1:
+        panel, train_lengths = _drop(config, panel, short, val_size, test_size, split_after), train_lengths[~short]
+        short = short[~short]
     seen = panel.split_last(test_size)[0] if test_size else panel
-    if val_size is not None:
-        train, val = seen.split_last(val_size)
-    else:
-        train, val = seen.split_at(seen.points_up_to(_cut_time(seen, split_after)))
-    _check_values(config, train, val)
+    _check_values(config, seen.take(~short) if len(panel) > 1 else seen)  # a dropped series' values do not matter
+    if short.any():
+        val_lengths = seen.lengths - train_lengths
+        _refuse_short(config, panel, short, train_lengths, val_lengths, val_size, test_size, split_after)
+    train, val = seen.split_at(train_lengths)
     _check_metric(metric, train, val)
     return FitParts(train, val, seen, metric)
 
@@ -359,31 +357,40 @@ def _check_cut_inside(panel: Panel, split_after, train_lengths: np.ndarray, seen
     )
 
 
-def _drop_or_refuse_short(
+def _too_short(config: ForecasterConfig, panel: Panel, train_lengths: np.ndarray, val_lengths: np.ndarray):
+    """(S,) bool: the series with too few points for one training window before their validation part, or with
+    fewer validation points than origins."""
+    window = config.training_length + 1 + _lag(config, panel.season)
+    return (train_lengths < window) | (val_lengths < max(1, config.val_origins))
+
+
+def _drop(config: ForecasterConfig, panel: Panel, short: np.ndarray, val_size, test_size: int, split_after) -> Panel:
+    if short.all():
+        needed = _length_needed(config, _lag(config, panel.season), val_size, test_size, split_after)
+        raise SeriesError(f"{panel.label}: every one of its {len(panel)} series is too short for this fit; {needed}")
+    kept = panel.take(~short)
+    return dataclasses.replace(kept, dropped=(*panel.dropped, *map(str, panel.ids[short])))
+
+
+def _refuse_short(
     config: ForecasterConfig,
     panel: Panel,
+    short: np.ndarray,
     train_lengths: np.ndarray,
     val_lengths: np.ndarray,
-    *,
     val_size: int | None,
     test_size: int,
     split_after,
-    drop: bool,
-) -> Panel:
+) -> None:
     lag = _lag(config, panel.season)
-    window = config.training_length + 1 + lag
-    need_val = max(1, config.val_origins)
-    short = (train_lengths < window) | (val_lengths < need_val)
-    if not short.any():
-        return panel
+    needed = _length_needed(config, lag, val_size, test_size, split_after)
     if len(panel) == 1 and val_size is not None:
         raise SeriesError(
-            f"the series has {panel.lengths[0]} points, too few for this fit: it "
-            f"{_length_needed(config, lag, val_size, test_size, split_after).removeprefix('each ')}; lower "
-            "training_length or the horizon"
+            f"the series has {panel.lengths[0]} points, too few for this fit: it {needed.removeprefix('each ')}; "
+            "lower training_length or the horizon"
         )
     if len(panel) == 1:  # the messages of a single series cut at a date: what to change in its split or windows
-        if train_lengths[0] < window:
+        if train_lengths[0] < config.training_length + 1 + lag:
             usable = int(train_lengths[0]) - lag
             differenced = f" ({train_lengths[0]} less the {lag} that {config.target_transform} takes)" if lag else ""
             raise SeriesError(
@@ -395,20 +402,11 @@ def _drop_or_refuse_short(
             f"val_origins={config.val_origins} is more than the {val_lengths[0]} points of the validation part: each "
             "origin is a point of it; lower val_origins"
         )
-    if drop:
-        if short.all():
-            raise SeriesError(
-                f"{panel.label}: every one of its {len(panel)} series is too short for this fit; "
-                f"{_length_needed(config, lag, val_size, test_size, split_after)}"
-            )
-        kept = panel.take(~short)
-        return dataclasses.replace(kept, dropped=(*panel.dropped, *map(str, panel.ids[short])))
     lengths = ", ".join(str(n) for n in panel.lengths[short][:5])
     raise SeriesError(
         f"{panel.label}: {short.sum()} of {len(panel)} series are too short for this fit: "
         f"{panel.id_list(panel.ids[short])} (with {lengths}{' ...' if short.sum() > 5 else ''} points); "
-        f"{_length_needed(config, lag, val_size, test_size, split_after)}; drop them with --drop-short-series "
-        "(drop_short=True), or lower training_length"
+        f"{needed}; drop them with --drop-short-series (drop_short=True), or lower training_length"
     )
 
 
@@ -445,26 +443,24 @@ def _floor_options(config: ForecasterConfig) -> tuple[float, str] | None:
     return floor, options
 
 
-def _check_values(config: ForecasterConfig, train: Panel, val: Panel) -> None:
+def _check_values(config: ForecasterConfig, seen: Panel) -> None:
+    """The log, and the division by a window's level, need every value the fit sees above a floor."""
     asked = _floor_options(config)
     if asked is None:
         return
     floor, options = asked
-    for part in (train, val):
-        low = np.flatnonzero(part.values <= floor)
-        if not len(low):
-            continue
-        row = low[0]
-        series = np.searchsorted(part.offsets, row, side="right") - 1
-        where = ""
-        if len(part) > 1:
-            count = len(np.unique(np.searchsorted(part.offsets, low, side="right")))
-            where = f"series {part.ids[series]!r}{f' (and {count - 1} more)' if count > 1 else ''}: "
-        raise SeriesError(
-            f"{where}{options} needs values above {floor:g}, and the value at {part.describe_time(part.times[row])} "
-            f"is {part.values[row]:g}; use target_transform='none' (or a difference) and window_norm='subtract' or "
-            "'none', or shift the series"
-        )
+    low = np.flatnonzero(seen.values <= floor)
+    if not len(low):
+        return
+    row = int(low[np.argmin(seen.lines[low])] if seen.lines is not None else low[0])  # the first in the file
+    series = np.unique(np.searchsorted(seen.offsets, low, side="right") - 1)
+    more = f" (and {len(series) - 1} more series)" if len(series) > 1 else ""
+    where = f"{seen.where(row)}{more}: " if seen.where(row) else ""
+    raise SeriesError(
+        f"{where}{options} needs values above {floor:g}, and the value at {seen.describe_time(seen.times[row])} is "
+        f"{seen.values[row]:g}; use target_transform='none' (or a difference) and window_norm='subtract' or 'none', "
+        "or shift the series"
+    )
 
 
 def _check_metric(metric: str, train: Panel, val: Panel) -> None:
@@ -479,9 +475,11 @@ def _check_metric(metric: str, train: Panel, val: Panel) -> None:
                 "move split_after so the validation months have no zeros, or shift the series away from 0"
             )
         series = np.unique(np.searchsorted(val.offsets, zero, side="right") - 1)
+        first = f" (the first on {val.line_kind} {val.lines[zero].min()})" if val.lines is not None else ""
         raise SeriesError(
             f"{val.label}: MAPE is undefined on {len(series)} series with zeros in their validation part: "
-            f"{val.id_list(val.ids[series])}; rank by metric='smape' or 'mase' (--metric), which are defined there"
+            f"{val.id_list(val.ids[series])}{first}; rank by metric='smape' or 'mase' (--metric), which are defined "
+            "there"
         )
     if metric == "mase":
         scales = mase_scales(train)
@@ -635,6 +633,8 @@ def _panel_from_table(
         origins=origins,
         source=label,
         value_name=value_column,
+        lines=rows.number(order),
+        line_kind=rows.kind,
     )
 
 
@@ -721,7 +721,10 @@ def _parse_times(
             raise SeriesError(f"{rows.at(row)}: {subject.of(row)}the date in column {name!r} is missing")
         return _dates_only(dates, season, name), True
     if pd.api.types.is_integer_dtype(column):
-        return _plain_index(column.to_numpy(dtype=np.int64), season, name, rows), False
+        integers = column.to_numpy(dtype=np.int64)
+        if season is None and ((integers >= 1000) & (integers <= 2999)).all():  # years, as a CSV's 4-digit dates
+            return _dates_only(pd.DatetimeIndex(pd.to_datetime(integers.astype(str), format="%Y")), season, name), True
+        return _plain_index(integers, season, name, rows), False
     text = column.astype(str).str.strip()
     if (text == "").any() or column.isna().any():
         row = int(np.flatnonzero((text == "").to_numpy() | column.isna().to_numpy())[0])
@@ -767,7 +770,7 @@ def _plain_index(times: np.ndarray, season: int | None, name: str, rows: _Rows) 
     if season is None:
         raise SeriesError(
             f"{rows.label}: column {name!r} holds integers, a plain time index without dates; give its season length "
-            "(--season-length 12 for monthly data, 4 quarterly, 1 for none), or write dates"
+            "(season_length=, or --season-length: 12 for monthly data, 4 quarterly, 1 for none), or write dates"
         )
     return times.astype(np.int64)
 

@@ -63,8 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     data.add_argument(
         "--split-after",
-        default=DEFAULT_SPLIT_AFTER,
-        help="without --horizon: the last date of every series' training part (default: %(default)s)",
+        help="without --horizon: the last date (or time) of every series' training part "
+        f"(default: {DEFAULT_SPLIT_AFTER})",
     )
     data.add_argument(
         "--metric",
@@ -130,8 +130,9 @@ def main(argv: list[str] | None = None) -> int:
         panel = load_panel(
             args.data, args.id_column, args.date_column, args.value_column, args.freq, args.season_length
         )
-        horizon = args.horizon or panel.horizon
-        if horizon is None and not panel.dated:
+        horizon = args.horizon if args.horizon is not None else panel.horizon
+        split_after = args.split_after if args.split_after is not None or not panel.dated else DEFAULT_SPLIT_AFTER
+        if horizon is None and split_after is None:
             raise SeriesError(
                 f"{panel.label} has a plain time index: give --horizon H (its last H points of every series are held "
                 "out, the H before them validate), or --split-after with a time of that index"
@@ -140,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         result = fit(
             config,
             panel,
-            split_after=args.split_after,
+            split_after=split_after,
             val_size=horizon,
             test_size=horizon or 0,
             metric=args.metric,
@@ -198,10 +199,10 @@ def main(argv: list[str] | None = None) -> int:
             f", MASE {last['val_mase']:.3f}, MAPE {mape} after {len(result.history)} epochs; lowest {name} "
             f"{best[f'val_{result.metric}']:.3f} at epoch {best['epoch']}"
         )
+    speed = result.epochs_per_second
     print(
         f"fit: {result.fit_seconds:.2f} s wall, {result.cpu_seconds:.2f} s CPU, "
-        f"{result.epochs_per_second:.1f} epochs/s, {total:.2f} s with the checks and the final forecast, "
-        f"peak RSS {summary['peak_rss_mb']:.0f} MB"
+        f"{f'{speed:.0f}' if speed >= 10 else f'{speed:.2f}'} epochs/s, peak RSS {summary['peak_rss_mb']:.0f} MB"
     )
     if args.plot:
         print(f"plot: {args.plot}")

@@ -119,6 +119,7 @@ class RNNForecaster(L.LightningModule):
             # Buffers, so that checkpoints and the best model keep the average with the weights.
             for index, parameter in enumerate(self.parameters()):
                 self.register_buffer(f"average_{index}", parameter.detach().clone())
+        self.loss = F.l1_loss if config.loss == "l1" else F.mse_loss
         self.automatic_optimization = False  # training_step steps each mini-batch of the epoch
 
     def forward(self, inputs: Tensor) -> Tensor:
@@ -130,7 +131,7 @@ class RNNForecaster(L.LightningModule):
         loss_sum, windows = torch.zeros((), device=self.device), 0
         for batch in epoch.windows:
             inputs, targets = batch[:-1], batch[1:, :, :1]  # (L, B, 1 + C) and (L, B, 1), shifted by one step
-            loss = F.mse_loss(self(inputs), targets)
+            loss = self.loss(self(inputs), targets)
             optimizer.zero_grad()
             self.manual_backward(loss)
             optimizer.step()

@@ -45,6 +45,11 @@ class Panel:
     """The official hold-out of a benchmark panel (points at the end of every series), None otherwise."""
     dropped: tuple[str, ...] = ()
     """Ids of series dropped as too short for the fit asked of them (drop_short)."""
+    lines: np.ndarray | None = None
+    """(N,) int64: where each point is in its file (a CSV's line, a Parquet file's or a table's row), for messages
+    about a value found later (a log of 0); None for data built in code."""
+    line_kind: str = "line"
+    """What `lines` count: 'line' (a CSV file, the header being line 1) or 'row'."""
 
     # --- shape --------------------------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -86,6 +91,7 @@ class Panel:
             times=self.times[rows],
             values=self.values[rows],
             origins=None if self.origins is None else self.origins[keep],
+            lines=None if self.lines is None else self.lines[rows],
         )
 
     def split_at(self, head_lengths: np.ndarray) -> tuple[Panel, Panel]:
@@ -100,6 +106,7 @@ class Panel:
                 offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
                 times=self.times[rows],
                 values=self.values[rows],
+                lines=None if self.lines is None else self.lines[rows],
             )
 
         return part(in_head, head_lengths), part(~in_head, self.lengths - head_lengths)
@@ -121,15 +128,24 @@ class Panel:
         return self.times[self.offsets[1:] - 1]
 
     def phases(self, row_index: np.ndarray | None = None) -> np.ndarray:
-        """The place in the season of the given rows (default: each series' first point): the month of the year for
-        monthly dates, and on a plain time index the points since the series' start, modulo the season."""
-        rows = self.offsets[:-1] if row_index is None else np.asarray(row_index)
+        """The place in the season of the given rows (default: each series' first point), counted from the place of
+        its series' first point: the month of the year for monthly dates (the first point's, plus the points
+        since), and on a plain time index the points since the series' start as loaded, modulo the season. Every
+        window, forecast and checkpoint counts the same way, also where a calendar's own count drifts (a 53-week
+        year)."""
+        if row_index is None:
+            rows, series = self.offsets[:-1], np.arange(len(self))
+        else:
+            rows = np.asarray(row_index)
+            series = np.searchsorted(self.offsets, rows, side="right") - 1
         if self.season == 1:
             return np.zeros(len(rows), dtype=np.int64)
+        first = self.offsets[:-1]
         if self.dated:
-            return season_phases(pd.DatetimeIndex(self.times[rows]), self.freq)
-        series = np.searchsorted(self.offsets, rows, side="right") - 1
-        return (self.times[rows] - self.origins[series]) % self.season
+            start = season_phases(pd.DatetimeIndex(self.times[first]), self.freq)
+        else:
+            start = (self.times[first] - self.origins) % self.season
+        return (start[series] + rows - first[series]) % self.season
 
     def future_times(self, steps: int) -> np.ndarray:
         """(S, steps): the times of the `steps` points after each series' end."""
@@ -158,6 +174,13 @@ class Panel:
     def to_frame(self) -> pd.DataFrame:
         """The long table: unique_id, ds, y."""
         return pd.DataFrame({"unique_id": np.repeat(self.ids, self.lengths), "ds": self.times, "y": self.values})
+
+    def where(self, row: int) -> str:
+        """A point for a message: its series (in a panel of several) and its line, where they are known."""
+        series = int(np.searchsorted(self.offsets, row, side="right") - 1)
+        place = f"{self.line_kind} {self.lines[row]}" if self.lines is not None else ""
+        named = f"series {self.ids[series]!r}" if len(self) > 1 else ""
+        return ", ".join(part for part in (named, place) if part)
 
     def id_list(self, ids: Sequence[str], limit: int = 5) -> str:
         """The first `limit` of `ids` for a message, with how many more."""

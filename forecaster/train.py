@@ -96,12 +96,13 @@ class EpochBatches:
     """One `EpochBatch` per epoch: its training windows, cut into mini-batches, on the device.
 
     An epoch is every window once, in a random order, where there are at most `windows_per_epoch` and every series
-    has as many (a single series); otherwise `windows_per_epoch` windows (or as many as there are), each drawn by
-    choosing a series uniformly at random, then one of its windows uniformly: every series weighs the same whatever
-    its length, and an epoch costs the same whatever the number of series. The draw depends only on (seed,
-    epoch), so a fit resumed from a checkpoint sees the same batches as an uninterrupted one. Under data
-    parallelism every rank draws alike and takes its own share, padded to equal length as DistributedSampler
-    does, so that all ranks step together.
+    has as many; a single series with more windows than that gives an epoch of that many of them, drawn without
+    replacement. Otherwise an epoch is `windows_per_epoch` windows (or as many as there are), each drawn by choosing
+    a series uniformly at random, then one of its windows uniformly: every series weighs the same whatever its
+    length, and an epoch costs the same whatever the number of series. The draw depends only on (seed, epoch), so a
+    fit resumed from a checkpoint sees the same batches as an uninterrupted one. Under data parallelism every rank
+    draws alike and takes its own share, padded to equal length as DistributedSampler does, so that all ranks step
+    together.
     """
 
     dataset = None
@@ -125,7 +126,9 @@ class EpochBatches:
         self.counts = windows.counts.cpu()
         total = int(self.counts.sum())
         self.size = min(windows_per_epoch, total)
-        self.every_window = self.size == total and bool((self.counts == self.counts[0]).all())
+        equal = bool((self.counts == self.counts[0]).all())
+        self.permuted = equal and (self.size == total or len(self.counts) == 1)
+        """Windows drawn without replacement: a random permutation of all of them, cut to the epoch's size."""
 
     def __len__(self) -> int:
         return 1
@@ -133,8 +136,8 @@ class EpochBatches:
     def draw(self) -> tuple[Tensor, Tensor]:
         """This epoch's windows, (series, position) pairs, on the CPU."""
         generator = torch.Generator().manual_seed(self.seed * 100_003 + self.epoch())
-        if self.every_window:
-            order = torch.randperm(self.size, generator=generator)
+        if self.permuted:
+            order = torch.randperm(int(self.counts.sum()), generator=generator)[: self.size]
             per_series = int(self.counts[0])
             series, positions = order // per_series, order % per_series
         else:

@@ -245,9 +245,11 @@ class TrainingWindows:
 
     def to(self, device) -> TrainingWindows:
         move = lambda tensor: None if tensor is None else tensor.to(device)  # noqa: E731
+        # Apple's MPS holds no float64: there the windows are cut from float32 values.
+        values = self.values.float() if torch.device(device).type == "mps" else self.values
         return dataclasses.replace(
             self,
-            values=move(self.values),
+            values=move(values),
             starts=move(self.starts),
             counts=move(self.counts),
             phases=move(self.phases),

@@ -100,7 +100,8 @@ def test_an_integer_time_index_needs_its_season_and_counts_phases_from_each_seri
     path = write_text(tmp_path, "\n".join(rows) + "\n")
     with pytest.raises(
         SeriesError,
-        match=r"column 'ds' holds integers, a plain time index without dates; give its season length \(--season-length",
+        match=r"column 'ds' holds integers, a plain time index without dates; give its season length "
+        r"\(season_length=, or --season-length",
     ):
         load_panel(path)
     panel = load_panel(path, season_length=12)
@@ -464,7 +465,7 @@ def test_a_panel_epoch_draws_a_fixed_number_of_windows_each_series_equally_likel
     parts = fit_parts(config, panel, val_size=6)
     module = PanelDataModule(config, parts, TargetTransform.fit(config, parts.train))
     batches = EpochBatches(module.windows, module.validation, 32, 3000, 0, lambda: 0)
-    assert batches.size == 248 and not batches.every_window  # no more windows than the panel has
+    assert batches.size == 248 and not batches.permuted  # no more windows than the panel has
     big = EpochBatches(module.windows, module.validation, 32, 3000, 0, lambda: 0)
     big.size = 3000
     series, positions = big.draw()
@@ -560,3 +561,142 @@ def test_a_panel_trains_on_a_gpu_with_the_cudnn_modules_and_forecasts_in_each_se
     forecast = result.forecast
     for series_id, level in (("s0", 10), ("s1", 100), ("s2", 1000)):
         assert forecast.loc[forecast["unique_id"] == series_id, "forecast"].between(0.1 * level, 10 * level).all()
+
+
+# --- what the review of the first version found -----------------------------------------------------------------
+
+
+def test_several_origins_per_series_with_unequal_validation_parts_score_as_the_checkpoint_forecasts():
+    """Cut at one date, the series' validation parts differ in length; with 2 origins each, every epoch's sMAPE
+    and MASE are the mean over series of each series' forecasts from its origins, pooled."""
+    config = TINY.replace(val_origins=2, target_transform="log_diff", calendar=True, n_epochs=2)
+    panel = load_panel(monthly_panel_frame())  # ends: 2004-04, 2004-06, 2004-04 minus their starts
+    result = fit(config, panel, split_after="2003-01-01")
+    parts, model = result.parts, result.model
+    smape, mase = [], []
+    scales = mase_scales(parts.train)
+    for index in range(len(panel)):
+        val = parts.val.series(index).to_numpy()
+        seen = parts.seen.series(index)
+        train_points = parts.train.lengths[index]
+        errors, absolute = [], []
+        for origin in np.round(np.arange(2) * len(val) / 2).astype(int):
+            ahead = model.forecast(seen.iloc[: train_points + origin], len(val) - origin)
+            truth = val[origin:]
+            errors.extend(200 * np.abs(truth - ahead) / (np.abs(truth) + np.abs(ahead)))
+            absolute.extend(np.abs(truth - ahead))
+        smape.append(np.mean(errors))
+        mase.append(np.mean(absolute) / scales[index])
+    assert len(set(parts.val.lengths)) > 1
+    assert result.history[-1]["val_smape"] == pytest.approx(np.mean(smape), rel=1e-4)
+    assert result.history[-1]["val_mase"] == pytest.approx(np.mean(mase), rel=1e-4)
+
+
+def test_weekly_calendar_phases_count_alike_in_training_windows_and_forecasts():
+    """ISO weeks drift against a count of 52 (a year of 53 weeks): training windows and forecast contexts must
+    count the season the same way, from the series' first point."""
+    dates = pd.date_range("2013-01-06", periods=300, freq="W-SUN")
+    series = pd.Series(np.linspace(10, 20, 300), index=dates)
+    config = ForecasterConfig(calendar=True, training_length=8, input_chunk_length=6)
+    parts = fit_parts(
+        config,
+        load_panel(pd.DataFrame({"unique_id": "w", "ds": dates, "y": series.to_numpy()})),
+        split_after="2017-06-01",
+    )
+    target = TargetTransform.fit(config, parts.train)
+    from forecaster.transforms import TrainingWindows
+
+    windows = TrainingWindows.of(target, parts.train, config)
+    last = int(windows.counts[0]) - 1
+    window = windows.cut(torch.tensor([0]), torch.tensor([last]))  # ends at the training part's last point
+    end = parts.train.lengths[0] - 1
+    inputs = forecast_inputs(target, parts.seen, [end], 6, 3, calendar=True)
+    torch.testing.assert_close(inputs.context[:, 0, 1:], window[-6:, 0, 1:])
+
+
+def test_a_parquet_file_names_rows_whatever_its_extension(tmp_path):
+    frame = monthly_panel_frame()
+    frame.loc[2, "y"] = np.nan
+    for name in ("panel.parquet", "panel.pq"):
+        frame.to_parquet(tmp_path / name)
+        with pytest.raises(SeriesError, match=rf"{name}, row 3: series 's0': the value in column 'y' is missing"):
+            load_panel(str(tmp_path / name))
+
+
+def test_the_cli_cuts_a_plain_index_at_a_time_with_split_after(tmp_path):
+    rows = "".join(f"a,{t},{10 + t + (t % 12)}\n" for t in range(1, 61))
+    path = write_text(tmp_path, HEADER + rows, "plain.csv")
+    done = run_cli(
+        "--data",
+        path,
+        "--season-length",
+        "12",
+        "--split-after",
+        "48",
+        "--n-epochs",
+        "2",
+        "--training-length",
+        "8",
+        "--input-chunk-length",
+        "5",
+        "--json",
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["validation_points"] == 12
+
+
+def test_more_origins_than_validation_points_is_said_as_such():
+    with pytest.raises(SeriesError, match="val_origins=4 is more than the 3 points of the validation part"):
+        fit_parts(ForecasterConfig(val_origins=4), load_panel("air_passengers"), val_size=3, test_size=3)
+
+
+def test_a_single_series_longer_than_an_epoch_gives_it_distinct_windows():
+    from forecaster.train import EpochBatches
+
+    dates = pd.date_range("2000-01-01", periods=5000, freq="D")
+    series = pd.Series(100 + np.sin(np.arange(5000) / 7), index=dates)
+    config = TINY.replace(windows_per_epoch=4096)
+    parts = fit_parts(
+        config, load_panel(pd.DataFrame({"unique_id": "d", "ds": dates, "y": series.to_numpy()})), val_size=10
+    )
+    module = PanelDataModule(config, parts, TargetTransform.fit(config, parts.train))
+    batches = EpochBatches(module.windows, module.validation, 32, 4096, 0, lambda: 0)
+    _, positions = batches.draw()
+    assert len(positions) == 4096 and len(set(positions.tolist())) == 4096  # no window twice
+    assert batches.draw()[1].tolist() == positions.tolist()  # the same epoch draws the same windows
+
+
+def test_a_panel_model_forecasts_one_of_its_series_given_as_a_pandas_series():
+    result = fit(TINY, load_panel(monthly_panel_frame()), val_size=6)
+    history = result.parts.train.series(1)
+    ahead = result.model.forecast(history, 6)
+    rows = result.forecast[result.forecast["unique_id"] == "s1"]
+    np.testing.assert_allclose(ahead, rows["forecast"].to_numpy(), rtol=1e-6)
+
+
+def test_a_value_the_transform_cannot_take_is_named_by_its_first_series_in_the_file_and_its_line(tmp_path):
+    frame = monthly_panel_frame()
+    for series_id, month in (("s0", 38), ("s1", 5), ("s2", 12)):  # s0's zero is in its validation part
+        rows = frame.index[frame["unique_id"] == series_id]
+        frame.loc[rows[month], "y"] = 0.0
+    path = write_csv(tmp_path, frame)
+    with pytest.raises(
+        SeriesError,
+        match=r"series 's0', line 40 \(and 2 more series\): target_transform='log' needs values above 0, and the "
+        r"value at 2004-03-01 is 0",
+    ):
+        fit_parts(TINY.replace(target_transform="log"), load_panel(path), val_size=6)
+
+
+def test_a_single_series_reports_its_first_fault_as_before():
+    series = load_panel("air_passengers").series(0)
+    spoiled = series.copy()
+    spoiled.iloc[3] = 0.0
+    with pytest.raises(SeriesError, match="target_transform='log' needs values above 0"):
+        fit_parts(
+            TINY.replace(target_transform="log", training_length=130, input_chunk_length=5),
+            load_panel(pd.DataFrame({"unique_id": "a", "ds": spoiled.index, "y": spoiled.to_numpy()})),
+        )
+    yearly = pd.DataFrame({"unique_id": "y", "ds": pd.date_range("2000", periods=30, freq="YS"), "y": 1.0})
+    with pytest.raises(SeriesError, match="split_after=1990-01-01 is before the first date"):
+        fit_parts(TINY.replace(target_transform="seasonal_diff"), load_panel(yearly), split_after="1990-01-01")
