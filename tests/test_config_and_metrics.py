@@ -19,6 +19,7 @@ def test_defaults_are_the_seed_config():
         "batch_size": 16,
         "n_epochs": 300,
         "lr": 1e-3,
+        "loss": "mse",
         "training_length": 20,
         "input_chunk_length": 14,
         # Every window of a single series once per epoch (Air Passengers has about 100); a panel's epoch is capped.
