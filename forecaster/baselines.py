@@ -1,21 +1,27 @@
-"""What a forecaster would use instead of a neural net: the yardsticks a sweep's answer is judged against.
+"""What a forecaster would use instead of a neural net: the yardsticks a sweep's answer is judged against, for every
+series of a panel at once.
 
 - seasonal naive: each point is the same point of the last season seen (the month a year before, for monthly
-  data); where the frequency has no season, the last value (naive). It costs nothing, and a model that does
-  not beat it has learned nothing worth deploying.
-- AutoETS and AutoCES from statsforecast: exponential smoothing with its form chosen automatically, and complex
-  exponential smoothing; untuned, a second or less each. statsforecast is an optional extra
-  (`pip install '.[baselines]'`, about 60 MB with statsmodels and scipy); without it these say so.
+  data); where the data has no season, or a series is shorter than one, the last value (naive). It costs nothing,
+  and a model that does not beat it has learned nothing worth deploying.
+- statsforecast's AutoETS (exponential smoothing, its form chosen automatically), Theta (the standard Theta method,
+  the winner of the M3 competition; not AutoTheta, which chooses among variants and scores worse on M3) and AutoCES
+  (complex exponential smoothing), untuned, fit on every series in parallel (StatsForecast with n_jobs processes).
+  statsforecast is an optional extra (`pip install '.[baselines]'`, about 60 MB with statsmodels and scipy); without
+  it these say so.
+
+Forecasts are (steps, S): one column per series of the history, `steps` points after each series' end.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
-import pandas as pd
 
-from forecaster.data import season_length
+from forecaster.panel import Panel
 
-STATISTICAL = ("AutoETS", "AutoCES")
+STATISTICAL = ("AutoETS", "Theta", "AutoCES")
 BASELINES = ("seasonal naive", *STATISTICAL)
 
 
@@ -23,34 +29,74 @@ class BaselineUnavailable(RuntimeError):
     """A baseline that cannot run here, or on this series; the message says why."""
 
 
-def seasonal_naive(history: pd.Series, steps: int) -> np.ndarray:
-    """Repeat the last season of `history` (the last value, where the series has no season or is shorter than one)."""
-    values = history.to_numpy(np.float64)
-    season = season_length(history.index.freqstr) if history.index.freqstr else 1
-    if season == 1 or len(values) < season:
-        return np.full(steps, values[-1])
-    return np.resize(values[-season:], steps)  # repeats the last season as often as needed
+@dataclasses.dataclass
+class BaselineForecast:
+    values: np.ndarray
+    """(steps, S) in original units."""
+    fell_back: list[str] = dataclasses.field(default_factory=list)
+    """Ids of the series the model could not fit, forecast by seasonal naive instead (a panel of several only)."""
 
 
-def statistical(method: str, history: pd.Series, steps: int) -> np.ndarray:
-    """statsforecast's `method` (AutoETS or AutoCES), fit on all of `history` with the series' season."""
+def seasonal_naive(history: Panel, steps: int) -> np.ndarray:
+    """(steps, S): every series' last season repeated (its last value, where there is no season or the series is
+    shorter than one)."""
+    season = history.season
+    ends = history.offsets[1:]
+    period = np.where(history.lengths >= season, season, 1)
+    ahead = np.arange(steps)[:, None]
+    return history.values[ends[None, :] - period[None, :] + ahead % period[None, :]]
+
+
+def statistical(method: str, history: Panel, steps: int, n_jobs: int = -1) -> BaselineForecast:
+    """statsforecast's `method` (AutoETS, Theta or AutoCES) with the data's season, fit on each series' whole
+    history, every series in parallel."""
     try:
+        import statsforecast
         from statsforecast import models
     except ImportError:
         raise BaselineUnavailable(f"{method} needs statsforecast: pip install '.[baselines]'") from None
-    season = season_length(history.index.freqstr) if history.index.freqstr else 1
-    model = getattr(models, method)(season_length=season)
+    model = getattr(models, method)(season_length=history.season)
+    frame = history.to_frame()
+    engine = statsforecast.StatsForecast(models=[model], freq=history.freq or 1, n_jobs=n_jobs)
     try:
-        predicted = model.forecast(y=history.to_numpy(np.float64), h=steps)["mean"]
+        predicted = engine.forecast(df=frame, h=steps)
     except Exception as error:  # statsforecast raises bare Exceptions on series it cannot fit (a noiseless one)
-        raise BaselineUnavailable(f"{method} could not fit this series ({error})") from None
-    return np.asarray(predicted, dtype=np.float64)
+        if len(history) == 1:
+            raise BaselineUnavailable(f"{method} could not fit this series ({error})") from None
+        return _series_by_series(method, history, steps)
+    return BaselineForecast(_columns(predicted, history, getattr(model, "alias", method), steps))
 
 
-def forecast(name: str, history: pd.Series, steps: int) -> np.ndarray:
-    """The forecast of baseline `name` (one of BASELINES) for `steps` points after `history`."""
+def _columns(predicted, history: Panel, column: str, steps: int) -> np.ndarray:
+    """statsforecast's long forecast (unique_id, ds, model) as (steps, S) in the history's series order."""
+    predicted = predicted.reset_index() if "unique_id" not in predicted.columns else predicted
+    order = {series_id: index for index, series_id in enumerate(history.ids)}
+    positions = predicted.groupby("unique_id", sort=False).cumcount().to_numpy()
+    series = predicted["unique_id"].map(order).to_numpy()
+    values = np.full((steps, len(history)), np.nan)
+    values[positions, series] = predicted[column].to_numpy(dtype=np.float64)
+    return values
+
+
+def _series_by_series(method: str, history: Panel, steps: int) -> BaselineForecast:
+    """The slow path where the parallel fit failed: each series on its own, seasonal naive for those that fail."""
+    from statsforecast import models
+
+    values = seasonal_naive(history, steps)
+    fell_back = []
+    for index, series_id in enumerate(history.ids):
+        model = getattr(models, method)(season_length=history.season)
+        try:
+            values[:, index] = model.forecast(y=history.series(index).to_numpy(np.float64), h=steps)["mean"]
+        except Exception:  # the series keeps seasonal naive's forecast, and is counted
+            fell_back.append(str(series_id))
+    return BaselineForecast(values, fell_back)
+
+
+def forecast(name: str, history: Panel, steps: int, n_jobs: int = -1) -> BaselineForecast:
+    """The forecast of baseline `name` (one of BASELINES): `steps` points after every series of `history`."""
     if name == "seasonal naive":
-        return seasonal_naive(history, steps)
+        return BaselineForecast(seasonal_naive(history, steps))
     if name in STATISTICAL:
-        return statistical(name, history, steps)
+        return statistical(name, history, steps, n_jobs)
     raise ValueError(f"unknown baseline {name!r}; the baselines are: {', '.join(BASELINES)}")

@@ -175,70 +175,6 @@ def naming(label: str | None):
         raise
 
 
-# --- cutting one series by date (the sweep's test window and validation part) --------------------------------------
-
-
-def cut_after(series: pd.Series, when: str | pd.Timestamp, option: str) -> tuple[pd.Series, pd.Series]:
-    """The points up to `when` (inclusive) and those after it; `option` names the date in the error."""
-    cut = _timestamp(when, option)
-    if series.index.tz is not None and cut.tz is None:
-        cut = cut.tz_localize(series.index.tz)
-    return series[series.index <= cut], series[series.index > cut]
-
-
-def split_series(
-    series: pd.Series, split_after: str | pd.Timestamp = DEFAULT_SPLIT_AFTER
-) -> tuple[pd.Series, pd.Series]:
-    """Split by time as Darts' `split_after`: the training part ends at `split_after`, inclusive."""
-    train, val = cut_after(series, split_after, "split_after")
-    first, last = series.index[0].date(), series.index[-1].date()
-    if len(train) == 0:
-        raise SeriesError(f"split_after={split_after} is before the first date ({first}): the training part is empty")
-    if len(val) == 0:
-        raise SeriesError(
-            f"split_after={split_after} is at or after the last date ({last}): nothing is left to validate on"
-        )
-    return train, val
-
-
-def hold_out(series: pd.Series, test_after: str | pd.Timestamp) -> tuple[pd.Series, pd.Series]:
-    """Cut off the test window: the points after `test_after`, which nothing but the final score may see.
-
-    The window must lie inside the series, hold at least a season of points (two where there is no season) and no
-    zeros, since the answer is scored on it by MAPE."""
-    seen, test = cut_after(series, test_after, "test_after")
-    first, last = series.index[0].date(), series.index[-1].date()
-    if len(test) == 0:
-        raise SeriesError(f"test_after={test_after} is at or after the last date ({last}): the test window is empty")
-    if len(seen) == 0:
-        raise SeriesError(f"test_after={test_after} is before the first date ({first}): nothing is left to train on")
-    season = season_length(series.index.freqstr) if series.index.freqstr else 1
-    needed = max(season, 2)
-    if len(test) < needed:
-        raise SeriesError(
-            f"test_after={test_after} leaves {len(test)} test point(s) after it; a test window needs at least "
-            f"{needed} (a whole season of this series) to say how the forecast holds: move test_after earlier"
-        )
-    zeros = test.index[test.to_numpy() == 0]
-    if len(zeros):
-        raise SeriesError(
-            f"the test window after {test_after} has {len(zeros)} zero value(s) (first at {zeros[0].date()}), where "
-            "MAPE is undefined; move test_after, or shift the series away from 0"
-        )
-    return seen, test
-
-
-def check_mape_defined(val: pd.Series) -> None:
-    """Refuse a validation part with zeros before any training: MAPE would divide by them."""
-    zeros = val.index[val.to_numpy() == 0]
-    if len(zeros):
-        dates = ", ".join(str(d.date()) for d in zeros[:5]) + (" ..." if len(zeros) > 5 else "")
-        raise SeriesError(
-            f"the validation part has {len(zeros)} zero value(s) (at {dates}), where MAPE is undefined; "
-            "move split_after so the validation months have no zeros, or shift the series away from 0"
-        )
-
-
 # --- the parts of a fit, every series checked ----------------------------------------------------------------------
 
 
@@ -252,6 +188,8 @@ class FitParts:
     """Both together: each series' training part followed by its validation part."""
     metric: str
     """The metric that ranks the fit's epochs (and a sweep's trials)."""
+    test: Panel | None = None
+    """Each series' test window (None without one): no fit sees it; a sweep's answer is scored on it."""
 
     @property
     def dropped(self) -> tuple[str, ...]:
@@ -270,16 +208,19 @@ def fit_parts(
     split_after: str | int | None = DEFAULT_SPLIT_AFTER,
     val_size: int | None = None,
     test_size: int = 0,
+    test_after: str | int | None = None,
     metric: str | None = None,
     drop_short: bool = False,
 ) -> FitParts:
-    """Check every series for a fit of `config` and cut it: the last `test_size` points of each series are cut off
-    first (no fit ever sees them), then the validation part is the last `val_size` points of what is left, or
-    everything after `split_after` (a date, or a time on a plain index), the same cut for every series.
+    """Check every series for a fit of `config` and cut it: each series' test window is cut off first (its last
+    `test_size` points, or its points after `test_after`; no fit ever sees them), then the validation part is the
+    last `val_size` points of what is left, or everything after `split_after` (a date, or a time on a plain index),
+    the same cut for every series.
 
     Series too short for a training window, the validation part and the test window are refused, naming them, or
     dropped with `drop_short` (their ids in `.dropped`). Refused too: seasonal options on data without a season, a
-    log (or window division) of values at or below 0, and the ranking metric where a series makes it undefined.
+    log (or window division) of values at or below 0, and the ranking metric where a series makes it undefined (on
+    its validation part, and on its test window, which is scored by every metric).
     """
     metric = metric or default_metric(panel)
     if metric not in METRICS:
@@ -287,7 +228,7 @@ def fit_parts(
     for name, size, minimum in (("val_size", val_size, 1), ("test_size", test_size, 0)):
         if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < minimum):
             raise SeriesError(f"{name}={size!r} must be a whole number of points, at least {minimum}")
-    seen_lengths = panel.lengths - test_size
+    seen_lengths = _cut_test_after(panel, test_after) if test_after is not None else panel.lengths - test_size
     if val_size is not None:
         train_lengths = seen_lengths - val_size
     else:
@@ -300,17 +241,63 @@ def fit_parts(
             "is a point of it; lower val_origins"
         )
     short = _too_short(config, panel, train_lengths, seen_lengths - train_lengths)
+    if test_after is not None:
+        short |= seen_lengths >= panel.lengths  # nothing after test_after: no test window
     if short.any() and drop_short and len(panel) > 1:
-        panel, train_lengths = _drop(config, panel, short, val_size, test_size, split_after), train_lengths[~short]
-        short = short[~short]
-    seen = panel.split_last(test_size)[0] if test_size else panel
+        panel = _drop(config, panel, short, val_size, test_size, split_after)
+        train_lengths, seen_lengths, short = train_lengths[~short], seen_lengths[~short], short[~short]
+    seen, test = panel.split_at(seen_lengths)
     _check_values(config, seen.take(~short) if len(panel) > 1 else seen)  # a dropped series' values do not matter
     if short.any():
         val_lengths = seen.lengths - train_lengths
         _refuse_short(config, panel, short, train_lengths, val_lengths, val_size, test_size, split_after)
     train, val = seen.split_at(train_lengths)
     _check_metric(metric, train, val)
-    return FitParts(train, val, seen, metric)
+    has_test = test_after is not None or test_size > 0
+    if has_test and metric == "mape":
+        _check_test_mape(test, test_after)
+    return FitParts(train, val, seen, metric, test if has_test else None)
+
+
+def _cut_test_after(panel: Panel, test_after) -> np.ndarray:
+    """(S,) how many points of each series lie at or before `test_after`; a single series' window is checked as
+    the sweep's test window always was: inside the series, and at least a season long (two points without one)."""
+    seen_lengths = panel.points_up_to(_cut_time(panel, test_after, "test_after"))
+    if len(panel) > 1:
+        return seen_lengths
+    unit = "date" if panel.dated else "time"
+    if seen_lengths[0] == panel.lengths[0]:
+        last = panel.describe_time(panel.last_times()[0])
+        raise SeriesError(f"test_after={test_after} is at or after the last {unit} ({last}): the test window is empty")
+    if seen_lengths[0] == 0:
+        first = panel.describe_time(panel.first_times()[0])
+        raise SeriesError(f"test_after={test_after} is before the first {unit} ({first}): nothing is left to train on")
+    needed, tested = max(panel.season, 2), int(panel.lengths[0] - seen_lengths[0])
+    if tested < needed:
+        raise SeriesError(
+            f"test_after={test_after} leaves {tested} test point(s) after it; a test window needs at least "
+            f"{needed} (a whole season of this series) to say how the forecast holds: move test_after earlier"
+        )
+    return seen_lengths
+
+
+def _check_test_mape(test: Panel, test_after) -> None:
+    """The answer is scored by MAPE on the test window: no zeros there."""
+    zero = np.flatnonzero(test.values == 0)
+    if not len(zero):
+        return
+    if len(test) == 1:
+        where, move = (f"after {test_after} ", "test_after") if test_after is not None else ("", "the horizon")
+        first = test.describe_time(test.times[zero[0]])
+        raise SeriesError(
+            f"the test window {where}has {len(zero)} zero value(s) (first at {first}), where MAPE is undefined; "
+            f"move {move}, or shift the series away from 0"
+        )
+    series = np.unique(np.searchsorted(test.offsets, zero, side="right") - 1)
+    raise SeriesError(
+        f"{test.label}: MAPE is undefined on {len(series)} series with zeros in their test window: "
+        f"{test.id_list(test.ids[series])}; rank by metric='smape' or 'mase' (--metric), which are defined there"
+    )
 
 
 def _lag(config: ForecasterConfig, season: int) -> int:
@@ -330,15 +317,15 @@ def _check_season(config: ForecasterConfig, panel: Panel) -> None:
         )
 
 
-def _cut_time(panel: Panel, when):
+def _cut_time(panel: Panel, when, option: str = "split_after"):
     if panel.dated:
-        return np.datetime64(_timestamp(when, "split_after").tz_localize(None), "ns")
+        return np.datetime64(_timestamp(when, option).tz_localize(None), "ns")
     try:
         return int(when)
     except (TypeError, ValueError):
         raise SeriesError(
-            f"split_after={when!r} is not a time of this panel's plain integer index; give an integer, or a "
-            "validation size in points (val_size, --horizon)"
+            f"{option}={when!r} is not a time of this panel's plain integer index; give an integer, or a size in "
+            "points (val_size and test_size, --horizon)"
         ) from None
 
 

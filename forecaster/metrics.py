@@ -19,6 +19,16 @@ if TYPE_CHECKING:
     from forecaster.panel import Panel
 
 METRICS = ("mape", "smape", "mase")
+METRIC_NAMES = {"mape": "MAPE", "smape": "sMAPE", "mase": "MASE"}
+METRIC_LABELS = {"mape": "MAPE %", "smape": "sMAPE", "mase": "MASE"}
+"""How tables and plots name each metric, with its unit."""
+
+
+def format_score(metric: str, value: float) -> str:
+    """A score as the summaries print it: MAPE in percent, sMAPE on its 0-200 scale, MASE to three places."""
+    if metric == "mape":
+        return f"{value:.2f} %"
+    return f"{value:.3f}" if metric == "mase" else f"{value:.2f}"
 
 
 def mape(actual, forecast, weights=None):

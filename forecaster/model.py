@@ -246,6 +246,25 @@ class RNNForecaster(L.LightningModule):
         calendar inputs need) or, without calendar inputs, any sequence of values is a panel of one: the answer is
         then an array of `steps` values."""
         panel = _as_history(history, self.config.calendar, self.transform.season)
+        forecasts = self.forecast_columns(panel, steps)
+        if not isinstance(history, Panel):
+            return forecasts[:, 0]
+        return pd.DataFrame(
+            {
+                "unique_id": np.repeat(panel.ids, steps),
+                "ds": panel.future_times(steps).reshape(-1),
+                "forecast": forecasts.T.reshape(-1),
+            }
+        )
+
+    def forecast_part(self, history: Panel, part: Panel) -> np.ndarray:
+        """The forecast of every point of `part`, the points that follow each series of `history` (the same series,
+        in the same order): flat, one value per row of `part`."""
+        forecasts = self.forecast_columns(history, int(part.lengths.max()))
+        return forecasts[part.positions, np.repeat(np.arange(len(part)), part.lengths)]
+
+    def forecast_columns(self, panel: Panel, steps: int) -> np.ndarray:
+        """(steps, S): `steps` points after the end of every series of `panel`, in original units."""
         rows = self._scaler_rows(panel)
         if self.time_origins is not None and not panel.dated:  # the season count of training, whatever the start
             panel = dataclasses.replace(panel, origins=self.time_origins[rows])
@@ -271,18 +290,9 @@ class RNNForecaster(L.LightningModule):
         try:
             with self.averaged_weights():
                 scaled = self.forecast_scaled(inputs.context.to(self.device), steps, _to(inputs.future, self.device))
-            forecasts = self.transform.from_model(scaled.double().cpu(), inputs).numpy()
+            return self.transform.from_model(scaled.double().cpu(), inputs).numpy()
         finally:
             self.train(was_training)
-        if not isinstance(history, Panel):
-            return forecasts[:, 0]
-        return pd.DataFrame(
-            {
-                "unique_id": np.repeat(panel.ids, steps),
-                "ds": panel.future_times(steps).reshape(-1),
-                "forecast": forecasts.T.reshape(-1),
-            }
-        )
 
     def _scaler_rows(self, panel: Panel) -> np.ndarray:
         """The scaler row of each series of `panel`: by id; a model of one series forecasts any one series."""

@@ -121,6 +121,12 @@ class Panel:
         counts = np.add.reduceat(at_or_before, self.offsets[:-1]) if len(self.times) else np.zeros(len(self), np.int64)
         return np.where(self.lengths > 0, counts, 0)
 
+    def cut_after(self, when) -> tuple[Panel, Panel]:
+        """Each series cut after `when` (a date, or a time of a plain index), inclusive as Darts' split_after:
+        (the points up to it, the points after it)."""
+        time = np.datetime64(pd.Timestamp(when).tz_localize(None), "ns") if self.dated else int(when)
+        return self.split_at(self.points_up_to(time))
+
     def first_times(self) -> np.ndarray:
         return self.times[self.offsets[:-1]]
 

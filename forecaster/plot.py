@@ -63,3 +63,59 @@ def plot_panel(items: list[tuple[pd.Series, pd.Series, pd.Series]], path: str | 
     figure.suptitle(title)
     figure.savefig(path, dpi=100)
     plt.close(figure)
+
+
+def plot_series_forecasts(
+    panels: list[tuple[str, pd.Series, pd.Series, dict[str, object]]], path: str | os.PathLike, title: str = ""
+) -> None:
+    """One row per series: (its title, its history, the truth of the forecast window, {method: forecast values}). The
+    history is cut to its last four windows' worth of points, so the window stays readable."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, grid = plt.subplots(len(panels), 1, figsize=(10, 2.9 * len(panels)), layout="constrained", squeeze=False)
+    palette = ["tab:red", "tab:blue", "tab:green", "tab:purple", "tab:orange"]
+    styles: dict[str, str] = {}
+    for axes, (name, history, truth, forecasts) in zip(grid[:, 0], panels):
+        recent = history.iloc[-4 * len(truth) :]
+        axes.plot(recent.index, recent.to_numpy(), color="0.45", linewidth=1, label="history")
+        axes.plot(truth.index, truth.to_numpy(), color="black", linewidth=1.3, label="truth")
+        for method, values in forecasts.items():
+            colour = styles.setdefault(method, palette[len(styles) % len(palette)])
+            axes.plot(truth.index, values, color=colour, linestyle="--", linewidth=1.3, label=method)
+        axes.axvline(recent.index[-1], color="0.7", linewidth=0.8)
+        axes.set_title(name, fontsize=9)
+        axes.legend(loc="upper left", fontsize=8)
+    figure.suptitle(title)
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+def plot_error_spread(spread: dict[str, object], path: str | os.PathLike, label: str, title: str = "") -> None:
+    """Every method's per-series errors as a box plot (the box: the middle half of the series; the white dot: the
+    mean over series, which the benchmarks report), on a log scale where the errors span decades."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    methods = list(spread)
+    values = [np.asarray(spread[method], dtype=float) for method in methods]
+    figure, axes = plt.subplots(figsize=(10, 4.5), layout="constrained")
+    axes.boxplot(values, showfliers=True, flierprops={"markersize": 2, "alpha": 0.4}, widths=0.5)
+    axes.set_xticks(range(1, len(methods) + 1), methods)
+    means = [float(np.nanmean(v)) for v in values]
+    axes.scatter(range(1, len(methods) + 1), means, color="white", edgecolor="black", zorder=3, label="mean")
+    for position, mean in enumerate(means, start=1):
+        axes.annotate(f"{mean:.2f}", (position, mean), textcoords="offset points", xytext=(12, -3), fontsize=8)
+    positive = np.concatenate([v[v > 0] for v in values]) if values else np.array([])
+    if len(positive) and positive.max() / max(positive.min(), 1e-12) > 100:
+        axes.set_yscale("log")
+    axes.set_ylabel(label)
+    axes.set_title(title)
+    axes.legend(loc="upper right")
+    figure.savefig(path, dpi=110)
+    plt.close(figure)

@@ -385,10 +385,6 @@ def fit(
 def validation_forecast(model: RNNForecaster, parts: FitParts) -> pd.DataFrame:
     """The model's forecast of every series' validation part from the end of its training part: unique_id, ds, y
     and forecast, one row per validation point."""
-    val = parts.val
-    ahead = model.forecast(parts.train, int(val.lengths.max()))
-    steps = int(val.lengths.max())
-    rows = np.repeat(np.arange(len(val)), val.lengths) * steps + val.positions
-    frame = val.to_frame()
-    frame["forecast"] = ahead["forecast"].to_numpy()[rows]
+    frame = parts.val.to_frame()
+    frame["forecast"] = model.forecast_part(parts.train, parts.val)
     return frame

@@ -1,76 +1,126 @@
 """The sweep's answer and how far to trust it: what a forecaster would deploy, scored where it was not chosen.
 
-The answer is the mean forecast of the best models (each trial's best checkpoint, `best_model.ckpt`) of the
-sweep's top `answer_top_k` trials; with k = 1, the best trial's model. It is used as a forecaster deploys it:
-trained on what the sweep saw, forecasting on from the end of it with everything before as context.
+The answer is the mean forecast, series by series, of the best models (each trial's best checkpoint,
+`best_model.ckpt`) of the sweep's top `answer_top_k` trials; with k = 1, the best trial's model. It is used as a
+forecaster deploys it: trained on what the sweep saw, forecasting on from the end of it with everything before as
+context.
 
-- On the validation part it forecasts from the end of the training part, as the trials' single-origin score
+- On the validation parts it forecasts from the end of the training parts, as the trials' single-origin score
   does. That number was *selected* on those same points (the best of every epoch of every trial), so it is
   optimistic; the summary says so, with the spread of the best trial's score over the epochs around its best.
-- On the test window (`--test-after`), which no trial, scheduler or ranking saw, it forecasts from the end of
-  the validation part: the honest score.
-- Beside it, the baselines (forecaster.baselines) on the same points: fit on the training part for the
-  validation months, on everything seen for the test window.
+- On the test windows (`--test-after`, `--horizon`), which no trial, scheduler or ranking saw, it forecasts from
+  the end of the validation parts: the honest score.
+- Beside it, the baselines (forecaster.baselines: seasonal naive, AutoETS, Theta, AutoCES) on the same points: fit
+  on everything seen for the test windows; on the training parts for the validation parts too where that is cheap
+  (one series, or no test window: a panel's statistical fits cost minutes, and only the test windows judge).
+
+Every score is MAPE, sMAPE and MASE, per series and as the mean over series (forecaster.metrics); beside each
+baseline, the share of series on which the answer beats it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from forecaster.data import split_series
-from forecaster.metrics import mape
+from forecaster.metrics import METRIC_LABELS, METRICS, mase_scales, series_scores
+from forecaster.panel import Panel
 from sweeps.plan import SweepPlan
 from sweeps.results import CHOOSABLE, SweepResults
 from sweeps.storage import BEST_MODEL_FILE
 
 AROUND_BEST_EPOCHS = 10
 """The best trial's score is summarised over its epochs within this many of its best one."""
+PARTS = ("validation", "test")
 
 
 @dataclasses.dataclass
 class Answer:
     trial_ids: list[str]
     """The trials whose best models make the answer, best first."""
-    validation: pd.Series
-    """The answer's forecast of the validation part, from the end of the training part."""
-    test: pd.Series | None
-    """Its forecast of the test window, from the end of the validation part (None without one)."""
-    baselines: dict[str, dict[str, Any]]
-    """Per baseline: its forecasts ("validation", "test") or why it did not run ("unavailable")."""
+    forecasts: dict[str, dict[str, np.ndarray]]
+    """Per part ("validation", "test"): per method ("answer" and each baseline that ran), its forecast of every
+    point of the part, flat in the part's row order (forecaster.panel.Panel)."""
+    unavailable: dict[str, str]
+    """Baselines that did not run, and why."""
+    fell_back: dict[str, list[str]]
+    """Per baseline: the series it could not fit (seasonal naive's forecast stands in for them)."""
     selection: dict[str, Any]
-    """How the best validation score was found: evaluations, and the best trial's MAPE around its best epoch."""
+    """How the best validation score was found: evaluations, and the best trial's score around its best epoch."""
+
+    def per_series(self, plan: SweepPlan) -> pd.DataFrame:
+        """One row per series, part and method: unique_id, part, method, mape, smape, mase (NaN where undefined)."""
+        train, val, seen, test = plan.parts()
+        rows = []
+        for part_name, part, history in (("validation", val, train), ("test", test, seen)):
+            if part is None:
+                continue
+            scales = mase_scales(history)
+            for method, forecast in self.forecasts[part_name].items():
+                scores = _series_scores(part, forecast, scales)
+                rows.append(pd.DataFrame({"unique_id": part.ids, "part": part_name, "method": method, **scores}))
+        return pd.concat(rows, ignore_index=True)
 
     def scores(self, plan: SweepPlan) -> dict[str, Any]:
-        """JSON-ready MAPEs of the answer and of every baseline, on the validation part and the test window."""
-        _, val = split_series(plan.seen_series, plan.sweep.split_after)
-        test = plan.test_series
+        """JSON-ready: the mean over series of every metric for the answer and every baseline, on both parts, and
+        the share of series on which the answer beats each baseline (on the test windows where there are)."""
+        _, val, _, test = plan.parts()
+        table = self.per_series(plan)
+        means = {
+            (part, method): {metric: _mean(group[metric]) for metric in METRICS}
+            for (part, method), group in table.groupby(["part", "method"], sort=False)
+        }
 
-        def score(forecast, actual):
-            return None if forecast is None else float(mape(actual.to_numpy(), np.asarray(forecast, np.float64)))
+        def flat(method: str) -> dict[str, Any]:
+            values = {}
+            for part in PARTS:
+                for metric in METRICS:
+                    values[f"{part}_{metric}"] = means.get((part, method), {}).get(metric)
+            return values
 
-        baselines = {}
-        for name, forecasts in self.baselines.items():
-            if "unavailable" in forecasts:
-                baselines[name] = {"unavailable": forecasts["unavailable"]}
+        judged = "test" if test is not None else "validation"
+        answer = table[(table["part"] == judged) & (table["method"] == "answer")].set_index("unique_id")
+        baselines: dict[str, Any] = {}
+        for name in self.forecasts["validation" if test is None else "test"]:
+            if name == "answer":
                 continue
-            baselines[name] = {
-                "validation_mape": score(forecasts["validation"], val),
-                "test_mape": score(forecasts.get("test"), test) if test is not None else None,
-            }
+            theirs = table[(table["part"] == judged) & (table["method"] == name)].set_index("unique_id")
+            beaten = {metric: _share_beaten(answer[metric], theirs[metric]) for metric in METRICS}
+            baselines[name] = flat(name) | {f"{judged}_beaten_by_answer": beaten, "fell_back": self.fell_back[name]}
+        baselines.update({name: {"unavailable": why} for name, why in self.unavailable.items()})
         return {
             "trials": self.trial_ids,
-            "validation_mape": score(self.validation, val),
-            "test_mape": score(self.test, test) if test is not None else None,
-            "test_after": plan.sweep.test_after,
-            "test_points": None if test is None else len(test),
-            "baselines": baselines,
+            **flat("answer"),
+            "metric": plan.sweep.metric,
+            "series": len(val),
+            "dropped_series": list(plan.panel.dropped),
+            "horizon": plan.sweep.horizon,
+            "test_after": None if plan.sweep.horizon else plan.sweep.test_after,
+            "validation_points": int(val.lengths.max()),
+            "test_points": None if test is None else int(test.lengths.max()),
+            "baselines": dict(sorted(baselines.items(), key=lambda item: _order(item[0]))),
             "selection": self.selection,
         }
+
+    def long_table(self, plan: SweepPlan) -> pd.DataFrame:
+        """Every validation and test point with its truth and every forecast: unique_id, ds, y, part, answer and one
+        column per baseline (NaN where it did not forecast that part)."""
+        _, val, _, test = plan.parts()
+        frames = []
+        for part_name, part in (("validation", val), ("test", test)):
+            if part is None:
+                continue
+            frame = part.to_frame()
+            frame["part"] = part_name
+            for method, forecast in self.forecasts[part_name].items():
+                frame[method] = forecast
+            frames.append(frame)
+        return pd.concat(frames, ignore_index=True)
 
 
 def build_answer(plan: SweepPlan, results: SweepResults) -> Answer | None:
@@ -78,17 +128,18 @@ def build_answer(plan: SweepPlan, results: SweepResults) -> Answer | None:
     models = _top_models(plan, results)
     if not models:
         return None
-    seen, test = plan.seen_series, plan.test_series
-    train, val = split_series(seen, plan.sweep.split_after)
-    validation = np.mean([model.forecast(train, len(val)) for model in models], axis=0)
-    test_forecast = None
+    train, val, seen, test = plan.parts()
+    forecasts: dict[str, dict[str, np.ndarray]] = {
+        "validation": {"answer": np.mean([model.forecast_part(train, val) for model in models], axis=0)}
+    }
     if test is not None:
-        test_forecast = pd.Series(np.mean([model.forecast(seen, len(test)) for model in models], axis=0), test.index)
+        forecasts["test"] = {"answer": np.mean([model.forecast_part(seen, test) for model in models], axis=0)}
+    unavailable, fell_back = _baselines(plan, forecasts)
     return Answer(
         trial_ids=[trial_id for trial_id, _ in _top_checkpoints(plan, results)][: len(models)],
-        validation=pd.Series(validation, val.index),
-        test=test_forecast,
-        baselines=_baselines(train, val, seen, test),
+        forecasts=forecasts,
+        unavailable=unavailable,
+        fell_back=fell_back,
         selection=_selection(results),
     )
 
@@ -100,8 +151,9 @@ def _top_checkpoints(plan: SweepPlan, results: SweepResults) -> list[tuple[str, 
     trials = results.trials
     if not len(trials):
         return []
-    usable = trials[trials["status"].isin(CHOOSABLE) & trials["best_val_mape"].notna()]
-    analysis = ExperimentAnalysis(plan.experiment_path, default_metric="best_val_mape", default_mode="min")
+    ranked = plan.sweep.ranked
+    usable = trials[trials["status"].isin(CHOOSABLE) & trials[ranked].notna()]
+    analysis = ExperimentAnalysis(plan.experiment_path, default_metric=ranked, default_mode="min")
     by_id = {trial.trial_id: trial for trial in analysis.trials}
     found = []
     for trial_id in usable["trial_id"]:
@@ -126,18 +178,68 @@ def _top_models(plan: SweepPlan, results: SweepResults) -> list:
     return models
 
 
-def _baselines(train: pd.Series, val: pd.Series, seen: pd.Series, test: pd.Series | None) -> dict[str, dict]:
+def _baselines(plan: SweepPlan, forecasts: dict[str, dict[str, np.ndarray]]):
+    """Every baseline's forecasts of the test windows (fit on everything seen) and, for one series or without test
+    windows, of the validation parts (fit on the training parts), added to `forecasts`; every series in parallel."""
     from forecaster.baselines import BASELINES, BaselineUnavailable, forecast
 
-    found: dict[str, dict] = {}
+    train, val, seen, test = plan.parts()
+    jobs = [("test", seen, test)] if test is not None else []
+    if test is None or len(val) == 1:
+        jobs.insert(0, ("validation", train, val))
+    unavailable: dict[str, str] = {}
+    fell_back: dict[str, list[str]] = {}
     for name in BASELINES:
         try:
-            found[name] = {"validation": forecast(name, train, len(val))}
-            if test is not None:
-                found[name]["test"] = forecast(name, seen, len(test))
+            for part_name, history, part in jobs:
+                result = forecast(name, history, int(part.lengths.max()))
+                forecasts[part_name][name] = result.values[
+                    part.positions, np.repeat(np.arange(len(part)), part.lengths)
+                ]
+                fell_back[name] = sorted({*fell_back.get(name, []), *result.fell_back})
         except BaselineUnavailable as error:
-            found[name] = {"unavailable": str(error)}
-    return found
+            unavailable[name] = str(error)
+            for part_name, _, _ in jobs:
+                forecasts[part_name].pop(name, None)
+    return unavailable, fell_back
+
+
+def _series_scores(part: Panel, forecast: np.ndarray, scales: np.ndarray) -> dict[str, np.ndarray]:
+    """Per series of `part`: MAPE (NaN where the part has a zero), sMAPE and MASE of a flat forecast."""
+    import torch
+
+    steps, columns = int(part.lengths.max()), np.repeat(np.arange(len(part)), part.lengths)
+    actual, predicted, weights = np.ones((steps, len(part))), np.ones((steps, len(part))), np.zeros((steps, len(part)))
+    actual[part.positions, columns] = part.values
+    predicted[part.positions, columns] = forecast
+    weights[part.positions, columns] = 1.0
+    scores = series_scores(
+        *(torch.as_tensor(x) for x in (actual, predicted, weights)),
+        torch.arange(len(part)),
+        len(part),
+        torch.as_tensor(scales),
+    )
+    values = {name: value.numpy() for name, value in scores.items()}
+    values["mape"] = np.where(np.isfinite(values["mape"]), values["mape"], np.nan)
+    return values
+
+
+def _mean(values: pd.Series) -> float | None:
+    """The mean over series, None where the metric is undefined on some series (MAPE with a zero)."""
+    return None if values.isna().any() else float(values.mean())
+
+
+def _share_beaten(ours: pd.Series, theirs: pd.Series) -> float | None:
+    """The share of series on which the answer's error is lower than the baseline's."""
+    if ours.isna().any() or theirs.isna().any():
+        return None
+    return float((ours < theirs.reindex(ours.index)).mean())
+
+
+def _order(name: str) -> int:
+    from forecaster.baselines import BASELINES
+
+    return BASELINES.index(name) if name in BASELINES else len(BASELINES)
 
 
 def _selection(results: SweepResults) -> dict[str, Any]:
@@ -150,37 +252,52 @@ def _selection(results: SweepResults) -> dict[str, Any]:
     history = results.histories.get(best["trial_id"]) if best else None
     if history is None:
         return selection
+    scores = f"val_{results.metric}"
     near = history[(history["epoch"] - best["best_epoch"]).abs() <= AROUND_BEST_EPOCHS]
-    near = near[np.isfinite(near["val_mape"])]
+    near = near[np.isfinite(near[scores])]
     if len(near):
-        scores = near["val_mape"]
+        values = near[scores]
         selection["around_best"] = {
             "first_epoch": int(near["epoch"].min()),
             "last_epoch": int(near["epoch"].max()),
-            "mean": float(scores.mean()),
-            "std": float(scores.std(ddof=0)),
-            "min": float(scores.min()),
-            "max": float(scores.max()),
+            "mean": float(values.mean()),
+            "std": float(values.std(ddof=0)),
+            "min": float(values.min()),
+            "max": float(values.max()),
         }
     return selection
 
 
 def describe(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
-    """The answer's lines of the summary: its scores, and one line per baseline with the answer's margin over it."""
-    _, val = split_series(plan.seen_series, plan.sweep.split_after)
+    """The answer's lines of the summary: for one series its MAPE and each baseline's margin; for a panel a table of
+    every metric's mean over series, and the share of series on which the answer beats each baseline."""
+    if scores["series"] == 1:
+        return _describe_one(scores, plan)
+    return _describe_panel(scores, plan)
+
+
+def _where(plan: SweepPlan, scores: dict[str, Any]) -> tuple[str, str]:
+    """How the summary names the validation part and the test window."""
+    if plan.sweep.horizon:
+        h = plan.sweep.horizon
+        return f"the {h} points before the test window", f"the last {h} points"
+    return f"{scores['validation_points']} points after {plan.sweep.split_after}", (
+        f"{scores['test_points']} points after {scores['test_after']}"
+    )
+
+
+def _describe_one(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
     k = len(scores["trials"])
     who = "the best trial's model" if k == 1 else f"the mean forecast of the top {k} trials' best models"
     has_test = scores["test_mape"] is not None
+    validation, test = _where(plan, scores)
     lines = [
         f"Answer: {who}, forecasting on from what the sweep saw",
-        f"  on the validation part ({len(val)} points after {plan.sweep.split_after}, from the end of training): "
+        f"  on the validation part ({validation}, from the end of training): "
         f"{scores['validation_mape']:.2f} % (chosen on these points: optimistic)",
     ]
     if has_test:
-        lines.append(
-            f"  on the test window ({scores['test_points']} points after {scores['test_after']}, which no trial saw): "
-            f"{scores['test_mape']:.2f} %"
-        )
+        lines.append(f"  on the test window ({test}, which no trial saw): {scores['test_mape']:.2f} %")
     else:
         lines.append(
             "  no test window: give --test-after DATE to hold out the end of the series and score the answer on it"
@@ -199,4 +316,48 @@ def describe(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
             + f"   the answer is {abs(theirs - ours):.2f} points {'better' if ours <= theirs else 'worse'} on {window} "
             f"({ours / theirs:.2f}x its error)"
         )
+    return lines
+
+
+def _describe_panel(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
+    k = len(scores["trials"])
+    who = "the best trial's model" if k == 1 else f"the mean forecast of the top {k} trials' best models"
+    validation, test = _where(plan, scores)
+    has_test = scores["test_smape"] is not None
+    judged = "test" if has_test else "validation"
+    dropped = len(scores["dropped_series"])
+    metric = plan.sweep.metric
+
+    def cell(value, metric_name):
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return f"{'-':>8}"
+        return f"{value:8.3f}" if metric_name == "mase" else f"{value:8.2f}"
+
+    header = "".join(f"{METRIC_LABELS[name]:>8}" for name in ("smape", "mase", "mape"))
+    lines = [
+        f"Answer: {who}, series by series, forecasting on from what the sweep saw",
+        f"  {scores['series']} series{f' ({dropped} dropped as too short)' if dropped else ''}; validation: "
+        f"{validation} of each (chosen on them: optimistic)"
+        + (f"; test: {test} of each, which no trial saw" if has_test else ""),
+        f"  {'means over series':<38}{header}   answer better on (by {METRIC_LABELS[metric]})",
+    ]
+    for part in ("validation", "test") if has_test else ("validation",):
+        row = "".join(cell(scores[f"{part}_{name}"], name) for name in ("smape", "mase", "mape"))
+        lines.append(f"  {'answer, ' + part:<38}{row}")
+    for name, baseline in scores["baselines"].items():
+        if "unavailable" in baseline:
+            lines.append(f"  {name:<15} not run: {baseline['unavailable']}")
+            continue
+        row = "".join(
+            cell(baseline[f"{judged}_{metric_name}"], metric_name) for metric_name in ("smape", "mase", "mape")
+        )
+        share = baseline[f"{judged}_beaten_by_answer"][metric]
+        fell_back = f" ({len(baseline['fell_back'])} series by seasonal naive)" if baseline["fell_back"] else ""
+        lines.append(
+            f"  {name + ', ' + judged:<38}{row}   "
+            + (f"{100 * share:.0f} % of series" if share is not None else "-")
+            + fell_back
+        )
+    if not has_test:
+        lines.append("  no test window: give --horizon H to hold out every series' last H points and score on them")
     return lines

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import lightning as L
 import torch
 
+from forecaster.metrics import METRICS
 from sweeps.schedulers import CheckpointSchedule
 from sweeps.storage import BEST_MODEL_FILE, CHECKPOINT_FILE
 
@@ -21,17 +22,18 @@ DIVERGED_LOSS = 100.0
 """A training MSE above this, on a series scaled to [0, 1], means errors ten times the training range."""
 
 
-def diverged(train_loss: float, val_mape: float) -> bool:
-    """Training has blown up: a loss or MAPE that is NaN or infinite, or a loss beyond any sane model's."""
-    return not (math.isfinite(train_loss) and math.isfinite(val_mape)) or train_loss > DIVERGED_LOSS
+def diverged(train_loss: float, score: float) -> bool:
+    """Training has blown up: a loss or score that is NaN or infinite, or a loss beyond any sane model's."""
+    return not (math.isfinite(train_loss) and math.isfinite(score)) or train_loss > DIVERGED_LOSS
 
 
 class EpochReporter(L.Callback):
-    """Reports every epoch's val_mape, the trial's best so far (best_val_mape, best_epoch), train_loss and
-    the epoch to Tune; some reports carry a checkpoint.
+    """Reports every epoch's validation metrics (val_mape, val_smape, val_mase; MAPE NaN where it is undefined), the
+    trial's best so far on the sweep's metric (best_val_<metric>, best_epoch), train_loss and the epoch to Tune;
+    some reports carry a checkpoint.
 
     The validation MAPE of 23 months jumps by several points from one epoch to the next, so schedulers
-    and searches rank trials on best_val_mape: a trial is as good as the best model it has produced.
+    and searches rank trials on their best so far: a trial is as good as the best model it has produced.
     That model's weights are kept in memory and written into every checkpoint beside the latest training
     state, so the latest checkpoint is all a trial needs, for resuming and for its best model alike.
     Checkpoints follow the sweep's `CheckpointSchedule` (the epochs where its scheduler decides, e.g. ASHA's
@@ -44,13 +46,22 @@ class EpochReporter(L.Callback):
     `report` is `ray.tune.report` in a trial process, `ray.train.report` in a data-parallel worker; every
     rank calls it, and only rank 0 attaches the checkpoint.
 
-    A trial that diverges (`diverged`) reports itself as the worst there can be (best_val_mape = inf, which
+    A trial that diverges (`diverged`) reports itself as the worst there can be (its best = inf, which
     every scheduler and search can compare, where NaN would never be stopped and None would crash ASHA),
     flags `diverged`, and stops training.
     """
 
-    def __init__(self, report: Callable, checkpoint_class: type, schedule: CheckpointSchedule, trial: str = ""):
+    def __init__(
+        self,
+        report: Callable,
+        checkpoint_class: type,
+        schedule: CheckpointSchedule,
+        trial: str = "",
+        metric: str = "mape",
+    ):
         self.report = report
+        self.metric = metric
+        """The metric trials are ranked on: mape, smape or mase."""
         self.trial = trial
         """The trial's id, kept in its checkpoints: a checkpoint of another trial's is a PBT donor's."""
         self.resumed_own = False
@@ -74,13 +85,15 @@ class EpochReporter(L.Callback):
     def on_train_epoch_end(self, trainer: L.Trainer, module: L.LightningModule) -> None:
         self.reported = True
         epoch = trainer.current_epoch + 1
-        val_mape = float(trainer.callback_metrics["val_mape"])
+        scores = {f"val_{name}": float(trainer.callback_metrics[f"val_{name}"]) for name in METRICS}
+        score = scores[f"val_{self.metric}"]
         train_loss = float(trainer.callback_metrics["train_loss"])
-        if diverged(train_loss, val_mape):
+        if diverged(train_loss, score):
             self.report(
                 {
-                    "val_mape": val_mape if math.isfinite(val_mape) else math.inf,
-                    "best_val_mape": math.inf,
+                    **scores,
+                    f"val_{self.metric}": score if math.isfinite(score) else math.inf,
+                    f"best_val_{self.metric}": math.inf,
                     "best_epoch": self.best_epoch,
                     "train_loss": train_loss,
                     "epoch": epoch,
@@ -90,13 +103,13 @@ class EpochReporter(L.Callback):
             )
             trainer.should_stop = True
             return
-        improved = val_mape < self.best
+        improved = score < self.best
         if improved:
-            self.best, self.best_epoch = val_mape, epoch
+            self.best, self.best_epoch = score, epoch
             self.best_weights = {key: value.detach().clone() for key, value in module.state_dict().items()}
         metrics = {
-            "val_mape": val_mape,
-            "best_val_mape": self.best,
+            **scores,
+            f"best_val_{self.metric}": self.best,
             "best_epoch": self.best_epoch,
             "train_loss": train_loss,
             "epoch": epoch,
@@ -155,7 +168,7 @@ class EpochReporter(L.Callback):
                 "state_dict": {key: value.cpu() for key, value in self.best_weights.items()},
                 "hyper_parameters": dict(module.hparams),
                 "epoch": self.best_epoch,
-                "val_mape": self.best,
+                f"val_{self.metric}": self.best,
                 "pytorch-lightning_version": L.__version__,
             },
             path,

@@ -17,19 +17,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from forecaster.config import ConfigError, ForecasterConfig, check_known_keys
-from forecaster.data import (
-    SeriesError,
-    as_panel,
-    check_mape_defined,
-    fit_parts,
-    hold_out,
-    load_series,
-    naming,
-    split_series,
-)
+from forecaster.data import SeriesError, default_metric, fit_parts, load_panel, naming
+from forecaster.metrics import METRICS
+from forecaster.panel import Panel
 from sweeps.registry import SWEEPS, Sweep
 from sweeps.resources import ResourceError, TrialResources
 from sweeps.schedulers import SCHEDULERS, SchedulerError
@@ -47,8 +41,10 @@ class PlanError(ValueError):
 @dataclasses.dataclass(frozen=True)
 class SweepPlan:
     sweep: Sweep
-    """The registry entry with the command line's overrides applied (budget, scheduler, space)."""
-    series: pd.Series
+    """The registry entry with the command line's overrides applied (budget, scheduler, space, data, metric)."""
+    panel: Panel
+    """All the data, every series' test window included (series too short for the space dropped, with
+    --drop-short-series: their ids in panel.dropped)."""
     data_label: str
     resources: TrialResources
     name: str
@@ -71,15 +67,24 @@ class SweepPlan:
     named_by_user: bool = True
     """False when the name was made up from the sweep and the time: another free one may be taken instead."""
 
-    @property
-    def seen_series(self) -> pd.Series:
-        """What the trials are given: the series up to the test window (all of it when there is none)."""
-        return hold_out(self.series, self.sweep.test_after)[0] if self.sweep.test_after else self.series
+    def parts(self) -> tuple[Panel, Panel, Panel, Panel | None]:
+        """(training parts, validation parts, both together: what the trials are given, test windows or None)."""
+        sweep = self.sweep
+        if sweep.horizon:
+            seen, test = self.panel.split_last(sweep.horizon)
+            return (*seen.split_last(sweep.horizon), seen, test)
+        seen, test = self.panel.cut_after(sweep.test_after) if sweep.test_after else (self.panel, None)
+        return (*seen.cut_after(sweep.split_after), seen, test)
 
     @property
-    def test_series(self) -> pd.Series | None:
-        """The held-out test window, for the final score only."""
-        return hold_out(self.series, self.sweep.test_after)[1] if self.sweep.test_after else None
+    def seen(self) -> Panel:
+        """What the trials are given: every series up to its test window (all of it when there is none)."""
+        return self.parts()[2]
+
+    @property
+    def test(self) -> Panel | None:
+        """Every series' held-out test window, for the final score only."""
+        return self.parts()[3]
 
     @property
     def experiment_path(self) -> str:
@@ -89,6 +94,28 @@ class SweepPlan:
     def searched(self) -> list[str]:
         return [key for key, value in self.sweep.space.items() if is_searched(value)]
 
+    def describe_data(self) -> dict[str, Any]:
+        """The data as the sweep runs on it, JSON-ready."""
+        panel, sweep = self.panel, self.sweep
+        _, val, _, test = self.parts()
+        shown = (lambda t: str(pd.Timestamp(t).date())) if panel.dated else int
+        return {
+            "source": self.data_label,
+            "series": len(panel),
+            "points": len(panel.values),
+            "dropped_series": list(panel.dropped),
+            "first": shown(panel.first_times().min()),
+            "last": shown(panel.last_times().max()),
+            "freq": panel.freq,
+            "season": panel.season,
+            "horizon": sweep.horizon,
+            "split_after": None if sweep.horizon else sweep.split_after,
+            "test_after": None if sweep.horizon else sweep.test_after,
+            "validation_points": int(val.lengths.sum()),
+            "test_points": None if test is None else int(test.lengths.sum()),
+            "metric": sweep.metric,
+        }
+
     def resolved(self, command: Sequence[str]) -> dict[str, Any]:
         """What the sweep was run with, for people (resolved_sweep.json): the options, the data, the
         resources, the command, the git commit and the library versions."""
@@ -97,15 +124,7 @@ class SweepPlan:
             "experiment_path": self.experiment_path,
             "sweep": self.sweep.describe(),
             "pinned": dict(self.pinned),
-            "data": {
-                "source": self.data_label,
-                "points": len(self.series),
-                "first": str(self.series.index[0].date()),
-                "last": str(self.series.index[-1].date()),
-                "freq": self.series.index.freqstr,
-                "split_after": self.sweep.split_after,
-                "test_after": self.sweep.test_after,
-            },
+            "data": self.describe_data(),
             "resources_per_trial": dataclasses.asdict(self.resources) | {"described": self.resources.describe()},
             "seed": self.seed,
             "max_concurrent_trials": self.max_concurrent_trials,
@@ -182,11 +201,16 @@ def make_plan(
     workers_per_trial: int = 0,
     max_concurrent_trials: int | None = None,
     data: str | None = None,
+    id_column: str | None = None,
     date_column: str | None = None,
     value_column: str | None = None,
     freq: str | None = None,
+    season_length: int | None = None,
     split_after: str | None = None,
     test_after: str | None = None,
+    horizon: int | None = None,
+    metric: str | None = None,
+    drop_short: bool = False,
     answer_top_k: int | None = None,
     pins: Mapping[str, Any] | None = None,
     seed: int | None = None,
@@ -247,22 +271,13 @@ def make_plan(
     data_label = data or sweep.dataset
     try:
         with naming(data_label):
-            series = load_series(data_label, date_column, value_column, freq)
-            seen = series
-            if sweep.test_after:
-                seen, test = hold_out(series, sweep.test_after)
-                if split_after is None:  # validate on as many points as are tested, just before the test window
-                    sweep = dataclasses.replace(sweep, split_after=validation_split(seen, len(test)))
-                if pd.Timestamp(sweep.split_after) >= pd.Timestamp(sweep.test_after):
-                    raise SeriesError(
-                        f"--split-after {sweep.split_after} must come before --test-after {sweep.test_after}: the "
-                        "validation part lies between them"
-                    )
-            # A fault of the data whatever the configuration: say so before the space.
-            check_mape_defined(split_series(seen, sweep.split_after)[1])
+            panel = load_panel(data_label, id_column, date_column, value_column, freq, season_length)
     except SeriesError as error:
         raise PlanError(str(error)) from None
-    _check_space(sweep, data_label, seen)
+    sweep = _with_data(sweep, panel, own_data=data is None, horizon=horizon, metric=metric, split_after=split_after)
+    sweep = _validation_before_test(sweep, panel, split_after)
+    _check_data(sweep, data_label, panel)
+    panel = _check_space(sweep, data_label, panel, drop_short)
 
     storage = located(storage_path or DEFAULT_STORAGE)
     named_by_user = name is not None
@@ -272,7 +287,7 @@ def make_plan(
         raise PlanError(taken_message(storage, name, sweep.name))
     return SweepPlan(
         sweep=sweep,
-        series=series,
+        panel=panel,
         data_label=data_label,
         resources=resources,
         name=name,
@@ -288,9 +303,74 @@ def make_plan(
     )
 
 
-def validation_split(seen: pd.Series, points: int) -> str:
-    """The --split-after that leaves `points` validation points at the end of `seen` (at least one training point)."""
-    return str(seen.index[max(len(seen) - points - 1, 0)].date())
+def _with_data(
+    sweep: Sweep, panel: Panel, *, own_data: bool, horizon: int | None, metric: str | None, split_after: str | None
+) -> Sweep:
+    """The sweep's cut and metric for this data: --horizon (else the sweep's, else a benchmark panel's official
+    hold-out) or the dates; --metric (else the sweep's on its own data, else MAPE for one series, sMAPE for a
+    panel)."""
+    metric = metric or (sweep.metric if own_data else default_metric(panel))
+    if metric not in METRICS:
+        raise PlanError(f"--metric {metric!r} is not one of {', '.join(METRICS)}")
+    if horizon is None:
+        horizon = sweep.horizon if own_data and sweep.horizon else panel.horizon
+    if horizon is not None:
+        if horizon < 1:
+            raise PlanError(f"--horizon {horizon} must be at least 1 point")
+        for option, value in (("--split-after", split_after), ("--test-after", sweep.test_after)):
+            if value is not None:
+                raise PlanError(
+                    f"{option} {value} and a horizon of {horizon} points both cut the series: with a horizon, each "
+                    "series' last points are its test window and the ones before them its validation part; give one"
+                )
+        return dataclasses.replace(sweep, horizon=horizon, metric=metric)
+    if not panel.dated:
+        raise PlanError(
+            f"{panel.label} has a plain time index: give --horizon H (each series' last H points are its test "
+            "window, the H before them its validation part)"
+        )
+    return dataclasses.replace(sweep, horizon=None, metric=metric)
+
+
+def _validation_before_test(sweep: Sweep, panel: Panel, split_after: str | None) -> Sweep:
+    """Dates: without --split-after, the validation part is as long as the test window (that of the longest series),
+    just before it; and it must lie before the window."""
+    if sweep.horizon or not sweep.test_after:
+        return sweep
+    try:
+        cut = pd.Timestamp(sweep.test_after)
+    except (TypeError, ValueError):
+        return sweep  # not a date: the data's checks say so
+    if split_after is None:
+        longest = int(np.argmax(panel.lengths))
+        series = panel.series(longest)
+        seen, test = series[series.index <= cut], series[series.index > cut]
+        if len(seen) and len(test):
+            sweep = dataclasses.replace(sweep, split_after=str(seen.index[max(len(seen) - len(test) - 1, 0)].date()))
+    if pd.Timestamp(sweep.split_after) >= cut:
+        raise PlanError(
+            f"--split-after {sweep.split_after} must come before --test-after {sweep.test_after}: the validation part "
+            "lies between them"
+        )
+    return sweep
+
+
+def _cut(sweep: Sweep) -> dict[str, Any]:
+    """How fit_parts cuts every series for this sweep."""
+    if sweep.horizon:
+        return {"split_after": None, "val_size": sweep.horizon, "test_size": sweep.horizon}
+    return {"split_after": sweep.split_after, "test_after": sweep.test_after}
+
+
+def _check_data(sweep: Sweep, data_label: str, panel: Panel) -> None:
+    """The faults of the data whatever the configuration (a cut outside the series, a test window too short, zeros
+    where the metric divides by them), said before the space's: checked with the least demanding forecaster."""
+    least = ForecasterConfig(training_length=2, input_chunk_length=1)
+    try:
+        with naming(data_label):
+            fit_parts(least, panel, **_cut(sweep), metric=sweep.metric, drop_short=len(panel) > 1)
+    except SeriesError as error:
+        raise PlanError(str(error)) from None
 
 
 def free_name(storage: str, name: str) -> str:
@@ -342,8 +422,9 @@ def _check_budget(sweep: Sweep) -> None:
         )
 
 
-def _check_space(sweep: Sweep, data_label: str, seen: pd.Series) -> None:
-    """Every corner of the space must be a valid forecaster for this data, or the sweep does not start."""
+def _check_space(sweep: Sweep, data_label: str, panel: Panel, drop_short: bool) -> Panel:
+    """Every corner of the space must be a valid forecaster for this data, or the sweep does not start. With
+    `drop_short`, the series too short for some corner are dropped, the same for every trial."""
     try:
         check_structure(sweep.space)
         check_known_keys([key for key in sweep.space])
@@ -353,17 +434,22 @@ def _check_space(sweep: Sweep, data_label: str, seen: pd.Series) -> None:
         corners = extremes(sweep.space)
     except (SpaceError, ConfigError) as error:
         raise PlanError(f"search space of {sweep.name!r}: {error}") from None
-    panel = as_panel(seen)
+    dropped: set[str] = set()
     for corner in corners:
         try:
             config = ForecasterConfig.from_dict({**corner, "n_epochs": sweep.max_epochs})
-            fit_parts(config, panel, split_after=sweep.split_after)
+            parts = fit_parts(config, panel, **_cut(sweep), metric=sweep.metric, drop_short=drop_short)
         except (ConfigError, SeriesError) as error:
             searched = {k: corner[k] for k in sweep.space if is_searched(sweep.space[k])}
             raise PlanError(
                 f"the search space can produce a configuration that cannot train on {data_label}: {error}. "
                 f"It arises at {searched}; narrow the space, or pin values with --set KEY=VALUE"
             ) from None
+        dropped.update(parts.dropped)
+    if not dropped:
+        return panel
+    kept = panel.take(~np.isin(panel.ids, list(dropped)))
+    return dataclasses.replace(kept, dropped=tuple(str(i) for i in panel.ids if i in dropped))
 
 
 def _git_commit() -> str | None:

@@ -1,8 +1,9 @@
-"""`python -m sweeps.refit RESULTS_DIR`: retrain a sweep's best configuration and check its MAPE again.
+"""`python -m sweeps.refit RESULTS_DIR`: retrain a sweep's best configuration and check its score again.
 
-The trial is retrained with the same seed, data and thread count up to its best epoch; on CPU that
-reproduces the trial's model exactly, so its validation MAPE must come out the same. A trial that
-PBT perturbed, or that resumed on other hardware, may differ slightly: the difference is printed.
+The trial is retrained with the same seed, data (every series up to its test window) and thread count up to its
+best epoch; on CPU that reproduces the trial's model exactly, so its validation score (the sweep's metric: MAPE,
+sMAPE or MASE) must come out the same. A trial that PBT perturbed, or that resumed on other hardware, may differ
+slightly: the difference is printed.
 """
 
 from __future__ import annotations
@@ -14,13 +15,12 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sweeps.refit", description=__doc__.splitlines()[0])
     parser.add_argument("results_dir", help="the sweep's folder, as the sweep printed it")
-    parser.add_argument(
-        "--tolerance", type=float, default=0.01, help="allowed MAPE difference, in points (default 0.01)"
-    )
+    parser.add_argument("--tolerance", type=float, default=0.01, help="allowed difference of the score (default 0.01)")
     parser.add_argument("--plot", metavar="FILE.png", help="draw the refit model's forecast")
     args = parser.parse_args(argv)
 
     from forecaster.config import ForecasterConfig
+    from forecaster.metrics import METRIC_NAMES
     from forecaster.train import fit, quiet_lightning
     from sweeps.storage import SweepFolder
 
@@ -37,25 +37,30 @@ def main(argv: list[str] | None = None) -> int:
     quiet_lightning()
     config = ForecasterConfig.from_dict({**best["config"], "n_epochs": best["best_epoch"]})
     threads = plan.resources.trainer_arguments()["threads"]
-    result = fit(config, plan.seen_series, split_after=plan.sweep.split_after, threads=threads)
-    difference = result.val_mape - best["best_val_mape"]
+    sweep = plan.sweep
+    metric = sweep.metric
+    split = {"val_size": sweep.horizon} if sweep.horizon else {"split_after": sweep.split_after}
+    result = fit(config, plan.seen, metric=metric, threads=threads, **split)
+    score, stored_score = result.history[-1][f"val_{metric}"], best[sweep.ranked]
+    difference = score - stored_score
     reproduced = abs(difference) <= args.tolerance
+    name, unit = METRIC_NAMES[metric], " %" if metric == "mape" else ""
     print(
-        f"Refit of trial {best['trial_id']} ({config.model}, {best['best_epoch']} epochs): validation MAPE "
-        f"{result.val_mape:.4f} % against {best['best_val_mape']:.4f} % in the sweep "
+        f"Refit of trial {best['trial_id']} ({config.model}, {best['best_epoch']} epochs): validation {name} "
+        f"{score:.4f}{unit} against {stored_score:.4f}{unit} in the sweep "
         f"({'reproduced' if reproduced else f'differs by {difference:+.4f} points'}); fit {result.fit_seconds:.1f} s"
     )
     if args.plot:
-        from forecaster.plot import plot_forecast
+        from forecaster.plot import plot_forecast, plot_panel
 
         parts = result.parts
-        plot_forecast(
-            parts.train.series(0),
-            parts.val.series(0),
-            result.forecast_series(0),
-            args.plot,
-            title=f"refit of {best['trial_id']}: MAPE {result.val_mape:.2f} %",
-        )
+        title = f"refit of {best['trial_id']}: {name} {score:.2f}{unit}"
+        if len(parts.train) == 1:
+            plot_forecast(parts.train.series(0), parts.val.series(0), result.forecast_series(0), args.plot, title=title)
+        else:
+            shown = range(min(6, len(parts.train)))
+            items = [(parts.train.series(i), parts.val.series(i), result.forecast_series(i)) for i in shown]
+            plot_panel(items, args.plot, title=f"{title} (the first {len(shown)} series)")
         print(f"plot: {args.plot}")
     return 0 if reproduced else 1
 

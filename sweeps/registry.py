@@ -30,18 +30,29 @@ class Sweep:
     search: str = "random"
     """A name in sweeps.searches.SEARCHES."""
     dataset: str = "air_passengers"
+    """A built-in series or panel (forecaster.data), or a file, that `--data` replaces."""
     split_after: str = DEFAULT_SPLIT_AFTER
     test_after: str | None = None
     """The points after this date are held out: no trial, scheduler or ranking sees them; the answer is scored on
     them after the sweep (None: no test window)."""
+    horizon: int | None = None
+    """Points per series: each series' last `horizon` points are its test window and the `horizon` before them its
+    validation part (split_after and test_after then play no part). A plan sets it from --horizon or from a benchmark
+    panel's official hold-out."""
     answer_top_k: int = 1
     """The sweep's answer: the mean forecast of the best models of its top k trials (1: the best trial's)."""
-    metric: str = "best_val_mape"
-    """What schedulers and searches rank trials on: each trial's lowest validation MAPE so far."""
+    metric: str = "mape"
+    """What schedulers and searches rank trials on (forecaster.metrics.METRICS): each trial's lowest validation
+    value of it so far, best_val_<metric>."""
     mode: str = "min"
     cpus_per_trial: float = 1.0
     gpus_per_trial: float = 0.0
     tpu_chips_per_trial: int = 0
+
+    @property
+    def ranked(self) -> str:
+        """The reported key trials are ranked on: their best validation score so far."""
+        return f"best_val_{self.metric}"
 
     def describe(self) -> dict[str, Any]:
         """JSON-ready, for resolved_sweep.json and --list."""
@@ -90,6 +101,39 @@ SWEEPS: dict[str, Sweep] = {
             num_samples=64,
             scheduler_options={"grace_period": 60, "reduction_factor": 3},
             answer_top_k=10,
+        ),
+        Sweep(
+            name="m3_monthly",
+            purpose=(
+                "One global RNN for the 1,428 monthly series of the M3 competition, ranked by validation sMAPE on the "
+                "18 points before each series' official hold-out; the answer (the mean forecast of the top trials) "
+                "is scored on the hold-out beside seasonal naive, AutoETS, Theta (the M3 winner) and AutoCES."
+            ),
+            space={
+                "model": Choice("GRU", "LSTM"),
+                "hidden_dim": Choice(32, 64),
+                "n_rnn_layers": Choice(1, 2),
+                "dropout": OnlyWhen("n_rnn_layers", above=1, then=Uniform(0.0, 0.2), otherwise=0.0),
+                "batch_size": 512,
+                "lr": LogUniform(1.5e-3, 5e-3),
+                "input_chunk_length": Choice(12, 18, 24),
+                # The shortest series keep 30 points to train on once 18 validate and 18 are held out.
+                "training_length": 29,
+                "random_state": IntRange(0, 9999),
+                "target_transform": "log",
+                "window_norm": "subtract",
+                "calendar": True,
+                "ema_decay": 0.9,
+                "val_origins": 1,
+                "windows_per_epoch": 16384,
+                "loss": "mse",
+            },
+            max_epochs=40,
+            num_samples=24,
+            scheduler_options={"grace_period": 10, "reduction_factor": 3},
+            dataset="m3_monthly",
+            metric="smape",
+            answer_top_k=5,
         ),
     ]
 }

@@ -1,5 +1,5 @@
-"""The trials of a sweep read back from its storage: one row per trial with its status, best MAPE and faults,
-each trial's history, and the best trial.
+"""The trials of a sweep read back from its storage: one row per trial with its status, best score (on the sweep's
+metric) and faults, each trial's history, and the best trial.
 
 A row's status comes from what Tune recorded and what the trial reported: COMPLETED (all epochs), STOPPED
 (by its scheduler), DIVERGED, ERROR (the fault log says so even where Tune's snapshot is stale), UNFINISHED
@@ -28,9 +28,11 @@ class SweepResults:
     trials: pd.DataFrame
     """One row per trial, best first."""
     histories: dict[str, pd.DataFrame]
-    """Each trial's reported rows (epoch, val_mape, best_val_mape, train_loss, ...)."""
+    """Each trial's reported rows (epoch, val_mape, val_smape, val_mase, best_val_<metric>, train_loss, ...)."""
     best: dict[str, Any] | None
-    """The best trial: config, best_val_mape, best_epoch, trial_id, checkpoint; None if no trial reported."""
+    """The best trial: config, best_val_<metric>, best_epoch, trial_id, checkpoint; None if no trial reported."""
+    metric: str = "mape"
+    """The sweep's ranking metric: the columns best_val_<metric> and last_val_<metric>."""
 
 
 def collect(plan: SweepPlan) -> SweepResults:
@@ -42,7 +44,9 @@ def collect(plan: SweepPlan) -> SweepResults:
     # Trials that never started have no metrics yet; the table says PENDING, the warning would only repeat it.
     logging.getLogger("ray.tune.analysis.experiment_analysis").setLevel(logging.ERROR)
 
-    analysis = ExperimentAnalysis(plan.experiment_path, default_metric="best_val_mape", default_mode="min")
+    metric = plan.sweep.metric
+    ranked = plan.sweep.ranked
+    analysis = ExperimentAnalysis(plan.experiment_path, default_metric=ranked, default_mode="min")
     faults: dict[str, list[str]] = {}
     for fault in SweepFolder(plan.experiment_path).faults():
         faults.setdefault(fault["trial_id"], []).append(fault["event"])
@@ -61,18 +65,19 @@ def collect(plan: SweepPlan) -> SweepResults:
         # trial whose own epochs produced it comes first (its configuration trained that model; a refit of it
         # reproduces it).
         trials["_inherited"] = [
-            not _trained_its_best(histories.get(row.trial_id), row.best_val_mape) for row in trials.itertuples()
+            not _trained_its_best(histories.get(trial_id), best, metric)
+            for trial_id, best in zip(trials["trial_id"], trials[ranked])
         ]
         trials = (
             trials.sort_values(
-                ["best_val_mape", "_inherited", "status"],
+                [ranked, "_inherited", "status"],
                 key=lambda c: c.map(STATUS_ORDER) if c.name == "status" else c,
                 na_position="last",
             )
             .drop(columns="_inherited")
             .reset_index(drop=True)
         )
-    return SweepResults(trials=trials, histories=histories, best=_best(trials, analysis))
+    return SweepResults(trials=trials, histories=histories, best=_best(trials, analysis, metric), metric=metric)
 
 
 def _trial_row(trial, history, plan: SweepPlan, faults: list[str]) -> dict[str, Any]:
@@ -86,14 +91,15 @@ def _trial_row(trial, history, plan: SweepPlan, faults: list[str]) -> dict[str, 
         status = "ERROR"
     else:
         status = "UNFINISHED" if reported else "PENDING"
-    best_val_mape, best_epoch = _trial_best(history) if reported else (math.nan, None)
+    metric = plan.sweep.metric
+    best_score, best_epoch = _trial_best(history, metric) if reported else (math.nan, None)
     row = {"trial_id": trial.trial_id, "status": status}
     row.update({key: trial.config.get(key) for key in plan.sweep.space})
     row.update(
         {
-            "best_val_mape": best_val_mape,
+            f"best_val_{metric}": best_score,
             "best_epoch": best_epoch,
-            "last_val_mape": float(history["val_mape"].iloc[-1]) if reported else math.nan,
+            f"last_val_{metric}": float(history[f"val_{metric}"].iloc[-1]) if reported else math.nan,
             "epochs": epochs,
             "train_loss": float(history["train_loss"].iloc[-1]) if reported else math.nan,
             "seconds": float(trial.last_result.get("time_total_s", math.nan)) if trial.last_result else math.nan,
@@ -107,23 +113,24 @@ def _trial_row(trial, history, plan: SweepPlan, faults: list[str]) -> dict[str, 
     return row
 
 
-def _trained_its_best(history: pd.DataFrame | None, best_val_mape: float) -> bool:
-    return history is not None and bool(np.isclose(history["val_mape"].min(), best_val_mape))
+def _trained_its_best(history: pd.DataFrame | None, best: float, metric: str) -> bool:
+    return history is not None and bool(np.isclose(history[f"val_{metric}"].min(), best))
 
 
-def _trial_best(history: pd.DataFrame) -> tuple[float, int | None]:
-    """The trial's best MAPE and its epoch, as its last report says: the lowest over all its epochs, and the
+def _trial_best(history: pd.DataFrame, metric: str) -> tuple[float, int | None]:
+    """The trial's best score and its epoch, as its last report says: the lowest over all its epochs, and the
     model its latest checkpoint holds. (After a PBT exploitation that is the donor's best, whose weights the
     trial took over; the history's own minimum may be of weights that exist no more.) A diverged trial's
-    report says inf: its best is then its lowest finite MAPE before it diverged, for the table only."""
+    report says inf: its best is then its lowest finite score before it diverged, for the table only."""
     last = history.iloc[-1]
-    if "best_val_mape" in history and np.isfinite(last["best_val_mape"]) and last.get("diverged", 0) != 1:
-        return float(last["best_val_mape"]), int(last["best_epoch"])
-    finite = history[np.isfinite(history["val_mape"]) & (history.get("diverged", 0) != 1)]
+    ranked, scores = f"best_val_{metric}", f"val_{metric}"
+    if ranked in history and np.isfinite(last[ranked]) and last.get("diverged", 0) != 1:
+        return float(last[ranked]), int(last["best_epoch"])
+    finite = history[np.isfinite(history[scores]) & (history.get("diverged", 0) != 1)]
     if not len(finite):
         return math.nan, None
-    row = finite.loc[finite["val_mape"].idxmin()]
-    return float(row["val_mape"]), int(row["epoch"])
+    row = finite.loc[finite[scores].idxmin()]
+    return float(row[scores]), int(row["epoch"])
 
 
 def _notes(status: str, history, watchdog_kills: int, plan: SweepPlan) -> str:
@@ -150,8 +157,9 @@ def _error_line(trial) -> str:
     return (named or lines or ["unknown error"])[-1][:500]
 
 
-def _best(trials: pd.DataFrame, analysis) -> dict[str, Any] | None:
-    usable = trials[trials["status"].isin(CHOOSABLE) & trials["best_val_mape"].notna()] if len(trials) else trials
+def _best(trials: pd.DataFrame, analysis, metric: str) -> dict[str, Any] | None:
+    ranked = f"best_val_{metric}"
+    usable = trials[trials["status"].isin(CHOOSABLE) & trials[ranked].notna()] if len(trials) else trials
     if not len(usable):
         return None
     row = usable.iloc[0]
@@ -160,7 +168,8 @@ def _best(trials: pd.DataFrame, analysis) -> dict[str, Any] | None:
     return {
         "trial_id": row["trial_id"],
         "config": {key: _plain(value) for key, value in trial.config.items()},
-        "best_val_mape": float(row["best_val_mape"]),
+        "metric": metric,
+        ranked: float(row[ranked]),
         "best_epoch": int(row["best_epoch"]),
         "epochs": int(row["epochs"]),
         "status": row["status"],

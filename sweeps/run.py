@@ -8,6 +8,8 @@ Examples:
   python -m sweeps.run air_rnn --search optuna --seed 1          # Optuna's TPE instead of random search
   python -m sweeps.run air_rnn --set model=GRU --set n_rnn_layers=1
   python -m sweeps.run air_rnn --data sales.csv --date-column day --value-column units --split-after 2024-06-30
+  python -m sweeps.run m3_monthly                               # 1,428 series, one global model (benchmarks extra)
+  python -m sweeps.run m3_monthly --data stores.parquet --horizon 12 --drop-short-series   # unique_id, ds, y
   python -m sweeps.run air_rnn --resume                          # continue the latest air_rnn sweep
   python -m sweeps.run air_rnn --address auto --gpus-per-trial 0.25 --storage-path s3://bucket/sweeps
   python -m sweeps.run air_rnn --address auto --tpu-chips-per-trial 4 --storage-path gs://bucket/sweeps
@@ -25,6 +27,10 @@ import threading
 import time
 from typing import Any
 
+import numpy as np
+
+from forecaster.data import BUILTIN_DATASETS
+from forecaster.metrics import METRIC_NAMES, METRICS
 from sweeps.answer import build_answer
 from sweeps.cluster_probe import CapacityError, cluster_capacity
 from sweeps.plan import (
@@ -140,15 +146,39 @@ def build_parser() -> argparse.ArgumentParser:
         "trials are kept, unfinished ones continue from their checkpoints",
     )
     data = parser.add_argument_group("data (default: the sweep's dataset)")
-    data.add_argument("--data", help="a CSV file with a date and a value column, or a built-in dataset")
-    data.add_argument("--date-column", help="the CSV's date column (found automatically with two columns)")
-    data.add_argument("--value-column", help="the CSV's value column (found automatically with two columns)")
+    data.add_argument(
+        "--data",
+        help="a CSV or Parquet file (one series, or a panel in long format: unique_id, ds, y), or a built-in dataset",
+    )
+    data.add_argument("--id-column", help="a panel's series id column (found by itself when named unique_id)")
+    data.add_argument("--date-column", help="the date (or time) column (found by itself when named ds, or with 2)")
+    data.add_argument("--value-column", help="the value column (found by itself when named y, or with 2 columns)")
     data.add_argument("--freq", help="pandas frequency of the dates (default: inferred)")
-    data.add_argument("--split-after", help="last date of the training part")
+    data.add_argument(
+        "--season-length", type=int, help="points per season of a plain integer time index (12 for monthly data)"
+    )
+    data.add_argument(
+        "--horizon",
+        type=int,
+        help="points per series: each series' last H are its test window (no trial sees them) and the H before them "
+        "its validation part (default: the sweep's, or a benchmark panel's official hold-out; else the dates)",
+    )
+    data.add_argument("--split-after", help="without a horizon: the last date of every series' training part")
     data.add_argument(
         "--test-after",
-        help="hold out the points after this date: no trial sees them; the answer and the baselines are scored on "
-        "them after the sweep (default: no test window)",
+        help="without a horizon: hold out the points after this date: no trial sees them; the answer and the "
+        "baselines are scored on them after the sweep (default: no test window)",
+    )
+    data.add_argument(
+        "--metric",
+        choices=METRICS,
+        help="what ranks the trials and stops weak ones: mape, smape or mase (default: the sweep's; on other data, "
+        "mape for one series and smape for a panel)",
+    )
+    data.add_argument(
+        "--drop-short-series",
+        action="store_true",
+        help="leave out the series too short for some configuration of the space, instead of refusing the panel",
     )
     budget.add_argument(
         "--answer-top-k",
@@ -164,8 +194,10 @@ def list_sweeps() -> str:
         options = ", ".join(f"{key.replace('_', ' ')} {value}" for key, value in sweep.scheduler_options.items())
         lines.append(
             f"{sweep.name}: {sweep.num_samples} trials of up to {sweep.max_epochs} epochs, "
-            f"{sweep.scheduler} scheduler ({options}), {sweep.search} search, ranking on {sweep.metric} "
-            f"({sweep.mode}), data {sweep.dataset} split after {sweep.split_after}, "
+            f"{sweep.scheduler} scheduler ({options}), {sweep.search} search, ranking on {sweep.ranked} "
+            f"({sweep.mode}), data {sweep.dataset}"
+            + (f" split after {sweep.split_after}" if sweep.dataset in BUILTIN_DATASETS else "")
+            + ", "
             f"{TrialResources(sweep.cpus_per_trial, sweep.gpus_per_trial, sweep.tpu_chips_per_trial).describe()} "
             "per trial"
         )
@@ -209,11 +241,16 @@ def plan_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser, ar
         workers_per_trial=args.workers_per_trial,
         max_concurrent_trials=args.max_concurrent_trials,
         data=args.data,
+        id_column=args.id_column,
         date_column=args.date_column,
         value_column=args.value_column,
         freq=args.freq,
+        season_length=args.season_length,
         split_after=args.split_after,
         test_after=args.test_after,
+        horizon=args.horizon,
+        metric=args.metric,
+        drop_short=args.drop_short_series,
         answer_top_k=args.answer_top_k,
         pins=parse_pins(args.pins),
         seed=args.seed,
@@ -244,22 +281,18 @@ def _resumed_plan(args: argparse.Namespace) -> SweepPlan:
 
 
 def banner(plan: SweepPlan, at_once: int, cluster: str, session: RaySession) -> str:
-    from forecaster.data import split_series
-
     sweep = plan.sweep
     scheduler = scheduler_of(sweep)
-    train, val = split_series(plan.seen_series, sweep.split_after)
-    test = plan.test_series
     options = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in scheduler.settings(sweep).items())
     searched = ", ".join(plan.searched)
     pinned = ", ".join(f"{k}={v}" for k, v in plan.pinned.items())
-    index = plan.series.index
+    purpose = sweep.purpose
+    if plan.data_label != sweep.dataset:  # its purpose names its own data
+        purpose = f"its space and budget on {plan.data_label} (its own data is {sweep.dataset})"
     lines = [
         f"Sweep {sweep.name}{' (smoke test)' if plan.smoke_test else ''}{' - resuming' if plan.resume else ''}: "
-        f"{sweep.purpose}",
-        f"  data       {plan.data_label}: {len(plan.series)} points, {index[0].date()} to {index[-1].date()} "
-        f"({index.freqstr}); {len(train)} training, {len(val)} validation after {sweep.split_after}"
-        + (f", {len(test)} test after {sweep.test_after} (held out: no trial sees them)" if test is not None else ""),
+        f"{purpose}",
+        *describe_data(plan),
         f"  budget     {sweep.num_samples} trials of up to {sweep.max_epochs} epochs; {sweep.search} search"
         f"{f' (seed {plan.seed})' if plan.seed is not None else ''}; {sweep.scheduler} scheduler"
         f"{f' ({options})' if options else ''}, ranking on {scheduler.metric(sweep)}",
@@ -270,6 +303,50 @@ def banner(plan: SweepPlan, at_once: int, cluster: str, session: RaySession) -> 
         f"  results    {plan.experiment_path}",
     ]
     return "\n".join(lines)
+
+
+def describe_data(plan: SweepPlan) -> list[str]:
+    """The banner's lines about the data the sweep really runs on: for one series its dates and parts, as always; for
+    a panel its series, their lengths, and the points of each that train, validate and are held out."""
+    sweep, panel = plan.sweep, plan.panel
+    train, val, _, test = plan.parts()
+    if len(panel) == 1:
+        index = panel.series(0).index
+        when = (lambda t: t.date()) if panel.dated else (lambda t: t)
+        where = f"after {sweep.split_after}" if not sweep.horizon else "before the test window"
+        tested = f"after {sweep.test_after}" if not sweep.horizon else f"the last {sweep.horizon}"
+        return [
+            f"  data       {plan.data_label}: {len(index)} points, {when(index[0])} to {when(index[-1])} "
+            f"({panel.freq or f'plain index, season {panel.season}'}); {len(train.values)} training, "
+            f"{len(val.values)} validation {where}"
+            + (f", {len(test.values)} test {tested} (held out: no trial sees them)" if test is not None else "")
+        ]
+    lengths = panel.lengths
+    time = (
+        f"dates ({panel.freq}), season {panel.season}" if panel.dated else f"a plain time index, season {panel.season}"
+    )
+    dropped = f"; {len(panel.dropped)} dropped as too short" if panel.dropped else ""
+    if sweep.horizon:
+        cut = (
+            f"per series: the last {sweep.horizon} held out (no trial sees them), the {sweep.horizon} before them "
+            f"validate, the {_span(train.lengths)} before those train"
+        )
+    else:
+        cut = (
+            f"per series: {_span(train.lengths)} training points up to {sweep.split_after}, {_span(val.lengths)} "
+            "validating after it"
+            + (f", {_span(test.lengths)} held out after {sweep.test_after}" if test is not None else "")
+        )
+    return [
+        f"  data       {plan.data_label}: {len(panel)} series of {_span(lengths)} points (median "
+        f"{int(np.median(lengths))}), {time}{dropped}",
+        f"             {cut}; ranked by validation {METRIC_NAMES[sweep.metric]} (mean over series)",
+    ]
+
+
+def _span(lengths: np.ndarray) -> str:
+    low, high = int(lengths.min()), int(lengths.max())
+    return str(low) if low == high else f"{low}-{high}"
 
 
 @dataclasses.dataclass

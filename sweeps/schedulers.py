@@ -39,7 +39,7 @@ class CheckpointSchedule:
     at: tuple[int, ...] = ()
     """At these epochs: where the scheduler decides about a trial."""
     on_improvement_from: int = 0
-    """From this epoch on (0: never), at every epoch that improves the trial's best MAPE."""
+    """From this epoch on (0: never), at every epoch that improves the trial's best score."""
     every_seconds: float = CHECKPOINT_EVERY_SECONDS
     """After this many seconds of training since the trial's last checkpoint."""
     first_after_seconds: float = FIRST_CHECKPOINT_AFTER_SECONDS
@@ -56,11 +56,11 @@ class CheckpointSchedule:
 
 
 class Scheduler:
-    """A scheduler entry. The defaults suit a scheduler that stops trials on their best MAPE so far."""
+    """A scheduler entry. The defaults suit a scheduler that stops trials on their best score so far."""
 
     name = ""
     ranks_current_score = False
-    """True when it compares trials' current val_mape (it copies current weights) rather than their best."""
+    """True when it compares trials' current score (it copies current weights) rather than their best."""
     checkpoints_kept = 2
     """Per trial, the latest ones: each holds the training state to resume from and the trial's best model."""
     options: tuple[str, ...] = ()
@@ -81,7 +81,7 @@ class Scheduler:
         raise NotImplementedError
 
     def metric(self, sweep: Sweep) -> str:
-        return "val_mape" if self.ranks_current_score else sweep.metric
+        return f"val_{sweep.metric}" if self.ranks_current_score else sweep.ranked
 
     def fit_budget(self, options: Mapping[str, Any], max_epochs: int) -> dict[str, Any]:
         """A grace period as long as the budget would judge nothing: a smaller budget shrinks it instead of

@@ -5,7 +5,9 @@
       resolved_sweep.json   the same for people: options, data, resources, git commit, library versions
       faults.json           every trial failure, retry and watchdog kill, appended as they happen
       <trial folders>/      Tune's: progress.csv, and checkpoints holding checkpoint.ckpt and best_model.ckpt
-      results.csv, results.parquet, best_config.json, forecast.png, mape_by_epoch.png   written at the end
+      results.csv, results.parquet, best_config.json, <metric>_by_epoch.png   written at the end, with the answer's
+      forecasts.parquet, metrics_by_series.csv, and forecast.png (one series) or series_forecasts.png and
+      errors_by_series.png (a panel)
 
 Every read and write goes through pyarrow's filesystems, so a local folder and a bucket behave alike.
 Nothing here knows what a plan or a trial is beyond the bytes it stores.
@@ -27,11 +29,19 @@ RESULTS_CSV = "results.csv"
 RESULTS_PARQUET = "results.parquet"
 BEST_CONFIG_FILE = "best_config.json"
 FORECAST_PLOT = "forecast.png"
-CURVES_PLOT = "mape_by_epoch.png"
+FORECASTS_PARQUET = "forecasts.parquet"
+METRICS_CSV = "metrics_by_series.csv"
+SERIES_PLOT = "series_forecasts.png"
+ERRORS_PLOT = "errors_by_series.png"
 CHECKPOINT_FILE = "checkpoint.ckpt"
 """In a trial's checkpoint: the full training state of its latest checkpointed epoch, to continue from."""
 BEST_MODEL_FILE = "best_model.ckpt"
-"""In a trial's checkpoint: its best model so far (lowest val_mape), for RNNForecaster.load_from_checkpoint."""
+"""In a trial's checkpoint: its best model so far (lowest validation score), for RNNForecaster.load_from_checkpoint."""
+
+
+def curves_plot(metric: str) -> str:
+    """Every trial's validation score by epoch: mape_by_epoch.png for a sweep ranked on MAPE."""
+    return f"{metric}_by_epoch.png"
 
 
 def located(path: str) -> str:

@@ -16,17 +16,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from forecaster.metrics import METRIC_NAMES, format_score
 from sweeps.answer import Answer, describe
 from sweeps.plan import SweepPlan
 from sweeps.results import SweepResults
 from sweeps.storage import (
     BEST_CONFIG_FILE,
-    CURVES_PLOT,
+    ERRORS_PLOT,
     FORECAST_PLOT,
+    FORECASTS_PARQUET,
+    METRICS_CSV,
     RESOLVED_FILE,
     RESULTS_CSV,
     RESULTS_PARQUET,
+    SERIES_PLOT,
     SweepFolder,
+    curves_plot,
 )
 
 STATUS_WORDING = {
@@ -91,10 +96,11 @@ def summary(
         + ", ".join(f"{counts[k]} {wording[k]}" for k in wording if counts.get(k)),
         "",
     ]
+    metric = plan.sweep.metric
     if len(results.trials):
         lines += [
-            "Top trials (best validation MAPE over all their epochs):",
-            textwrap.indent(summary_table(results.trials, plan.searched), "  "),
+            f"Top trials (best validation {METRIC_NAMES[metric]} over all their epochs):",
+            textwrap.indent(summary_table(results.trials, plan.searched, plan.sweep.ranked), "  "),
             "",
         ]
     trials = results.trials
@@ -114,8 +120,8 @@ def summary(
         best = results.best
         config = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in best["config"].items())
         lines += [
-            f"Best: trial {best['trial_id']}, validation MAPE {best['best_val_mape']:.2f} % at epoch "
-            f"{best['best_epoch']} (of {best['epochs']} run)",
+            f"Best: trial {best['trial_id']}, validation {METRIC_NAMES[metric]} "
+            f"{format_score(metric, best[plan.sweep.ranked])} at epoch {best['best_epoch']} (of {best['epochs']} run)",
             f"  {config}",
             *_selection_lines(plan, scores),
             "",
@@ -151,18 +157,21 @@ def _selection_lines(plan: SweepPlan, scores: dict[str, Any] | None) -> list[str
     ]
     around = selection.get("around_best")
     if around:
+        metric = plan.sweep.metric
+        low, high = format_score(metric, around["min"]), format_score(metric, around["max"])
         lines.append(
-            f"  its MAPE over epochs {around['first_epoch']}-{around['last_epoch']}: {around['mean']:.2f} % mean, "
-            f"{around['std']:.2f} standard deviation, {around['min']:.2f}-{around['max']:.2f} %"
+            f"  its {METRIC_NAMES[metric]} over epochs {around['first_epoch']}-{around['last_epoch']}: "
+            f"{format_score(metric, around['mean'])} mean, {around['std']:.2f} standard deviation, "
+            f"{low.removesuffix(' %')}-{high}"
         )
     return lines
 
 
-def summary_table(trials: pd.DataFrame, searched: list[str], rows: int = 10) -> str:
+def summary_table(trials: pd.DataFrame, searched: list[str], ranked: str = "best_val_mape", rows: int = 10) -> str:
     """The top trials as a text table, for the terminal."""
-    columns = ["trial_id", "status", "best_val_mape", "best_epoch", "epochs", *[c for c in searched if c in trials]]
+    columns = ["trial_id", "status", ranked, "best_epoch", "epochs", *[c for c in searched if c in trials]]
     shown = trials[columns].head(rows).copy()
-    for column in ("best_val_mape", "lr", "dropout"):
+    for column in (ranked, "lr", "dropout"):
         if column in shown:
             shown[column] = shown[column].map(lambda v: f"{v:.4g}" if isinstance(v, float) and math.isfinite(v) else v)
     return shown.to_string(index=False)
@@ -181,31 +190,133 @@ def write_results(
     if results.best:
         best = results.best | {
             "max_epochs": plan.sweep.max_epochs,
-            "split_after": plan.sweep.split_after,
-            "test_after": plan.sweep.test_after,
+            "split_after": None if plan.sweep.horizon else plan.sweep.split_after,
+            "test_after": None if plan.sweep.horizon else plan.sweep.test_after,
+            "horizon": plan.sweep.horizon,
             "answer": scores,
             "refit": f"python -m sweeps.refit {plan.experiment_path}",
         }
         written[BEST_CONFIG_FILE] = folder.write(BEST_CONFIG_FILE, json.dumps(best, indent=2).encode())
         if answer is not None and scores is not None:
-            written[FORECAST_PLOT] = folder.write(FORECAST_PLOT, _forecast_plot(plan, answer, scores))
+            written.update(_answer_files(plan, answer, scores, folder))
     if results.histories:
-        written[CURVES_PLOT] = folder.write(CURVES_PLOT, _curves_plot(plan, results))
+        name = curves_plot(plan.sweep.metric)
+        written[name] = folder.write(name, _curves_plot(plan, results))
+    return written
+
+
+def _answer_files(plan: SweepPlan, answer: Answer, scores: dict[str, Any], folder: SweepFolder) -> dict[str, str]:
+    """What a forecaster looks at: every forecast in one long table, every series' errors, and the pictures (one
+    series: its forecast; a panel: a few series, and the spread of the errors over series)."""
+    written = {}
+    buffer = io.BytesIO()
+    answer.long_table(plan).to_parquet(buffer, index=False)
+    written[FORECASTS_PARQUET] = folder.write(FORECASTS_PARQUET, buffer.getvalue())
+    per_series = answer.per_series(plan)
+    written[METRICS_CSV] = folder.write(METRICS_CSV, per_series.to_csv(index=False).encode())
+    if len(plan.panel) == 1:
+        written[FORECAST_PLOT] = folder.write(FORECAST_PLOT, _forecast_plot(plan, answer, scores))
+        return written
+    written[SERIES_PLOT] = folder.write(SERIES_PLOT, _series_plot(plan, answer, per_series, scores))
+    written[ERRORS_PLOT] = folder.write(ERRORS_PLOT, _errors_plot(plan, per_series, scores))
     return written
 
 
 def _forecast_plot(plan: SweepPlan, answer: Answer, scores: dict[str, Any]) -> bytes:
     """The answer forecasting the validation part from the end of training, and the test window from the end of
     the validation part, against the truth."""
-    from forecaster.data import split_series
     from forecaster.plot import plot_forecast
 
-    train, val = split_series(plan.seen_series, plan.sweep.split_after)
+    train, val, _, test = plan.parts()
     title = f"{plan.name}: validation MAPE {scores['validation_mape']:.2f} % (chosen on it)"
-    if answer.test is not None:
+    test_forecast = None
+    if test is not None:
         title += f", test MAPE {scores['test_mape']:.2f} % (never seen)"
+        test_forecast = pd.Series(answer.forecasts["test"]["answer"], index=test.series(0).index)
+    validation = pd.Series(answer.forecasts["validation"]["answer"], index=val.series(0).index)
     buffer = io.BytesIO()
-    plot_forecast(train, val, answer.validation, buffer, title=title, test=plan.test_series, test_forecast=answer.test)
+    plot_forecast(
+        train.series(0),
+        val.series(0),
+        validation,
+        buffer,
+        title=title,
+        test=None if test is None else test.series(0),
+        test_forecast=test_forecast,
+    )
+    return buffer.getvalue()
+
+
+def _judged(scores: dict[str, Any]) -> str:
+    return "test" if scores["test_smape"] is not None else "validation"
+
+
+def _best_baseline(scores: dict[str, Any], metric: str) -> str | None:
+    part = _judged(scores)
+    ran = {
+        name: values[f"{part}_{metric}"]
+        for name, values in scores["baselines"].items()
+        if "unavailable" not in values and values.get(f"{part}_{metric}") is not None
+    }
+    return min(ran, key=ran.get) if ran else None
+
+
+def _series_plot(plan: SweepPlan, answer: Answer, per_series: pd.DataFrame, scores: dict[str, Any]) -> bytes:
+    """The series on which the answer does best, at the median and worst (by the sweep's metric, on the test
+    windows where there are): their recent history, the truth, the answer and the best baseline."""
+    from forecaster.plot import plot_series_forecasts
+
+    metric, part = plan.sweep.metric, _judged(scores)
+    _, val, seen, test = plan.parts()
+    window, history = (test, seen) if part == "test" else (val, plan.parts()[0])
+    ours = per_series[(per_series["part"] == part) & (per_series["method"] == "answer")].reset_index(drop=True)
+    order = ours[metric].sort_values(kind="stable").index
+    picks = {"best": order[0], "median": order[len(order) // 2], "worst": order[-1]}
+    baseline = _best_baseline(scores, metric)
+    flat = answer.forecasts[part]
+    rows = np.repeat(np.arange(len(window)), window.lengths)
+    panels = []
+    for label, index in picks.items():
+        mine = rows == index
+        lines = {"answer": flat["answer"][mine]}
+        if baseline:
+            lines[baseline] = flat[baseline][mine]
+        errors = per_series[(per_series["part"] == part) & (per_series["unique_id"] == window.ids[index])]
+        error_text = ", ".join(
+            f"{method} {format_score(metric, value)}"
+            for method, value in zip(errors["method"], errors[metric])
+            if method in lines
+        )
+        panels.append(
+            (
+                f"{label}: {window.ids[index]} ({METRIC_NAMES[metric]}: {error_text})",
+                history.series(index),
+                window.series(index),
+                lines,
+            )
+        )
+    buffer = io.BytesIO()
+    plot_series_forecasts(
+        panels, buffer, title=f"{plan.name}: the answer on its best, median and worst series ({part})"
+    )
+    return buffer.getvalue()
+
+
+def _errors_plot(plan: SweepPlan, per_series: pd.DataFrame, scores: dict[str, Any]) -> bytes:
+    """Every method's error on every series (the sweep's metric), as box plots with the mean marked."""
+    from forecaster.plot import plot_error_spread
+
+    metric, part = plan.sweep.metric, _judged(scores)
+    judged = per_series[per_series["part"] == part]
+    methods = ["answer", *[name for name in scores["baselines"] if name in set(judged["method"])]]
+    spread = {method: judged.loc[judged["method"] == method, metric].to_numpy() for method in methods}
+    buffer = io.BytesIO()
+    plot_error_spread(
+        spread,
+        buffer,
+        label=f"{METRIC_NAMES[metric]} per series ({part})",
+        title=f"{plan.name}: {METRIC_NAMES[metric]} of every series, {len(judged['unique_id'].unique())} series",
+    )
     return buffer.getvalue()
 
 
@@ -215,12 +326,13 @@ def _curves_plot(plan: SweepPlan, results: SweepResults) -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    metric = plan.sweep.metric
     figure, axes = plt.subplots(figsize=(10, 5), layout="constrained")
     best_id = results.best["trial_id"] if results.best else None
     status = dict(zip(results.trials["trial_id"], results.trials["status"]))
     ceiling = 0.0
     for trial_id, history in results.histories.items():
-        values = history["val_mape"].where(np.isfinite(history["val_mape"]))
+        values = history[f"val_{metric}"].where(np.isfinite(history[f"val_{metric}"]))
         is_best = trial_id == best_id
         axes.plot(
             history["epoch"],
@@ -234,8 +346,10 @@ def _curves_plot(plan: SweepPlan, results: SweepResults) -> bytes:
         ceiling = max(ceiling, float(np.nanpercentile(values, 90)) if values.notna().any() else 0.0)
     axes.set_ylim(0, max(ceiling, 1.0) * 1.1)
     axes.set_xlabel("epoch")
-    axes.set_ylabel("validation MAPE (%)")
-    axes.set_title(f"{plan.name}: validation MAPE of every trial (grey: stopped early, blue: ran to the end)")
+    axes.set_ylabel(f"validation {METRIC_NAMES[metric]}{' (%)' if metric == 'mape' else ''}")
+    axes.set_title(
+        f"{plan.name}: validation {METRIC_NAMES[metric]} of every trial (grey: stopped early, blue: ran to the end)"
+    )
     if best_id:
         axes.legend(loc="upper right")
     buffer = io.BytesIO()

@@ -1,7 +1,8 @@
 """One trial of a sweep: train the forecaster with the trial's hyperparameters, reporting every epoch to Tune.
 
-The series reaches trials through Ray's object store (`tune.with_parameters`): trials never read the
-data file, which may not exist on the node they run on. torch and Lightning are imported inside the
+The data (a Panel: every series up to its test window, never the window) reaches trials through Ray's object
+store (`tune.with_parameters` puts it there once per sweep; every trial on a node maps the same copy): trials never
+read the data file, which may not exist on the node they run on. torch and Lightning are imported inside the
 functions: the driver only pickles `train_trial` by name, and must not spend seconds importing them.
 """
 
@@ -14,8 +15,7 @@ import os
 import sys
 from typing import Any
 
-import pandas as pd
-
+from forecaster.panel import Panel
 from sweeps.resources import TrialResources
 from sweeps.schedulers import CheckpointSchedule
 from sweeps.storage import CHECKPOINT_FILE
@@ -30,16 +30,21 @@ on the real cluster, and train on the CPU."""
 class TrialSettings:
     """What every trial of a sweep shares, besides the data."""
 
-    split_after: str
+    split_after: str | None
+    """Where every series' validation part starts, by date (without val_size)."""
     max_epochs: int
     resources: TrialResources
     checkpoints: CheckpointSchedule
     """When to checkpoint: so that a trial stopped by its scheduler has its best model in its last checkpoint."""
     storage_path: str | None = None
     """Where data-parallel trials keep their Ray Train runs (the sweep's storage)."""
+    val_size: int | None = None
+    """Every series' last val_size points validate (the sweep's horizon), instead of a date."""
+    metric: str = "mape"
+    """The metric trials are ranked on."""
 
 
-def train_trial(config: dict[str, Any], *, series: pd.Series, settings: TrialSettings) -> None:
+def train_trial(config: dict[str, Any], *, panel: Panel, settings: TrialSettings) -> None:
     """Tune's trainable: fit the forecaster, resuming from the trial's checkpoint when Tune restarts it."""
     warm = "lightning" in sys.modules  # imported before the trial came: a warm worker (sweeps/warm_pool.py)
     from ray import tune
@@ -47,12 +52,13 @@ def train_trial(config: dict[str, Any], *, series: pd.Series, settings: TrialSet
     from sweeps.epoch_reporter import EpochReporter
 
     if settings.resources.data_parallel_workers > 1:
-        _run_data_parallel(config, series, settings)
+        _run_data_parallel(config, panel, settings)
         return
     arguments = _trainer_arguments(settings.resources)
     report = _with_node(tune.report, warm)
-    reporter = EpochReporter(report, tune.Checkpoint, settings.checkpoints, tune.get_context().get_trial_id())
-    _fit(config, series, settings, reporter, tune.get_checkpoint(), **arguments)
+    trial = tune.get_context().get_trial_id()
+    reporter = EpochReporter(report, tune.Checkpoint, settings.checkpoints, trial, settings.metric)
+    _fit(config, panel, settings, reporter, tune.get_checkpoint(), **arguments)
 
 
 def _with_node(report, warm: bool):
@@ -64,7 +70,7 @@ def _with_node(report, warm: bool):
     return lambda metrics, **options: report({**metrics, "node": node, "warm_start": int(warm)}, **options)
 
 
-def _fit(config, series, settings: TrialSettings, reporter, checkpoint, **arguments) -> None:
+def _fit(config, panel: Panel, settings: TrialSettings, reporter, checkpoint, **arguments) -> None:
     from forecaster.config import ForecasterConfig
     from forecaster.train import fit, quiet_lightning
 
@@ -74,8 +80,10 @@ def _fit(config, series, settings: TrialSettings, reporter, checkpoint, **argume
     with checkpoint.as_directory() if checkpoint else contextlib.nullcontext() as folder:
         fit(
             hyperparameters,
-            series,
+            panel,
             split_after=settings.split_after,
+            val_size=settings.val_size,
+            metric=settings.metric,
             callbacks=[reporter],
             ckpt_path=os.path.join(folder, CHECKPOINT_FILE) if folder else None,
             **arguments,
@@ -106,7 +114,7 @@ def _check_hardware(accelerator: str) -> None:
         raise AcceleratorError(f"this trial was given {given}: {error}") from None
 
 
-def _run_data_parallel(config: dict[str, Any], series: pd.Series, settings: TrialSettings) -> None:
+def _run_data_parallel(config: dict[str, Any], panel: Panel, settings: TrialSettings) -> None:
     """A trial of several GPUs: this process drives a Ray Train run whose workers train with DDP."""
     import ray.train
     from ray import tune
@@ -117,7 +125,7 @@ def _run_data_parallel(config: dict[str, Any], series: pd.Series, settings: Tria
     trial = tune.get_context().get_trial_id()
     trainer = TorchTrainer(
         _data_parallel_worker,
-        train_loop_config={"config": config, "series": series, "settings": settings, "trial": trial},
+        train_loop_config={"config": config, "panel": panel, "settings": settings, "trial": trial},
         scaling_config=ray.train.ScalingConfig(
             num_workers=resources.data_parallel_workers,
             use_gpu=resources.gpus > 0,
@@ -144,10 +152,10 @@ def _data_parallel_worker(loop_config: dict[str, Any]) -> None:
     arguments = _trainer_arguments(settings.resources)
     arguments["devices"] = "auto"  # Ray Train gives each worker its device
     report = _with_node(ray.train.report, warm="lightning" in sys.modules)
-    reporter = EpochReporter(report, ray.train.Checkpoint, settings.checkpoints, loop_config["trial"])
+    reporter = EpochReporter(report, ray.train.Checkpoint, settings.checkpoints, loop_config["trial"], settings.metric)
     _fit(
         loop_config["config"],
-        loop_config["series"],
+        loop_config["panel"],
         settings,
         reporter,
         ray.train.get_checkpoint(),

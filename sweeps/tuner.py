@@ -10,6 +10,7 @@ from ray.tune.logger import CSVLoggerCallback
 from ray.tune.result import SHOULD_CHECKPOINT
 from ray.tune.utils import flatten_dict
 
+from forecaster.metrics import METRIC_LABELS
 from sweeps.faults import FaultLog, HangWatchdog
 from sweeps.plan import PlanError, SweepPlan
 from sweeps.ray_session import warm_workers_enabled
@@ -46,16 +47,19 @@ class ProgressLog(CSVLoggerCallback):
 
 
 def trial_inputs(plan: SweepPlan) -> dict:
-    """What every trial is given besides its configuration: the series up to the test window only (nothing a trial,
-    the scheduler or the ranking does can see the window), and the settings the trials share."""
+    """What every trial is given besides its configuration: every series up to its test window only (nothing a
+    trial, the scheduler or the ranking does can see the windows), and the settings the trials share."""
+    sweep = plan.sweep
     settings = TrialSettings(
-        split_after=plan.sweep.split_after,
-        max_epochs=plan.sweep.max_epochs,
+        split_after=None if sweep.horizon else sweep.split_after,
+        max_epochs=sweep.max_epochs,
         resources=plan.resources,
-        checkpoints=scheduler_of(plan.sweep).checkpoints(plan.sweep),
+        checkpoints=scheduler_of(sweep).checkpoints(sweep),
         storage_path=plan.storage_path,
+        val_size=sweep.horizon,
+        metric=sweep.metric,
     )
-    return {"series": plan.seen_series, "settings": settings}
+    return {"panel": plan.seen, "settings": settings}
 
 
 def make_trainable(plan: SweepPlan):
@@ -82,8 +86,9 @@ def progress_reporter(plan: SweepPlan):
         "target_transform": "transform",
         "window_norm": "norm",
     }
+    best = f"best {METRIC_LABELS[plan.sweep.metric]}"
     return CLIReporter(
-        metric_columns={"best_val_mape": "best MAPE %", "best_epoch": "at epoch", "epoch": "epochs"},
+        metric_columns={plan.sweep.ranked: best, "best_epoch": "at epoch", "epoch": "epochs"},
         parameter_columns={key: short.get(key, key) for key in plan.searched if key != "random_state"},
         sort_by_metric=True,
         max_progress_rows=12,

@@ -1,53 +1,88 @@
-"""The yardsticks: seasonal naive checked by hand, the statistical models on series whose forecast is known, and the
-published figures on Air Passengers."""
+"""The yardsticks: seasonal naive checked by hand on a panel, the statistical models on series whose forecast is
+known, fit on every series of a panel at once as on each alone, and the published figures on Air Passengers."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from forecaster.baselines import BASELINES, BaselineUnavailable, forecast, seasonal_naive
-from forecaster.data import load_series, split_series
+from forecaster.data import as_panel, load_panel
 from forecaster.metrics import mape
+from forecaster.panel import Panel
+
+PATTERN = 100 + 20 * np.sin(2 * np.pi * np.arange(12) / 12)
 
 
-def monthly(values, start="2020-01-01"):
-    return pd.Series(np.asarray(values, dtype=float), index=pd.date_range(start, periods=len(values), freq="MS"))
+def monthly(values, start="2020-01-01") -> Panel:
+    index = pd.date_range(start, periods=len(values), freq="MS")
+    return as_panel(pd.Series(np.asarray(values, dtype=float), index=index))
+
+
+def panel(*series: np.ndarray, season: int = 12) -> Panel:
+    frame = pd.concat(
+        [pd.DataFrame({"unique_id": f"s{i}", "ds": np.arange(1, len(v) + 1), "y": v}) for i, v in enumerate(series)]
+    )
+    return load_panel(frame, season_length=season)
 
 
 def test_seasonal_naive_repeats_the_last_season_by_hand():
     history = monthly(range(1, 25))  # two years: the last one is 13..24
-    assert seasonal_naive(history, 3).tolist() == [13.0, 14.0, 15.0]
-    assert seasonal_naive(history, 14).tolist() == [*range(13, 25), 13, 14]
+    assert seasonal_naive(history, 3)[:, 0].tolist() == [13.0, 14.0, 15.0]
+    assert seasonal_naive(history, 14)[:, 0].tolist() == [*range(13, 25), 13, 14]
 
 
 def test_seasonal_naive_is_naive_without_a_season():
-    yearly = pd.Series([5.0, 7.0, 9.0], index=pd.date_range("2000-01-01", periods=3, freq="YS"))
-    assert seasonal_naive(yearly, 2).tolist() == [9.0, 9.0]
-    assert seasonal_naive(monthly([1.0, 2.0, 3.0]), 2).tolist() == [3.0, 3.0]  # shorter than a season
+    yearly = as_panel(pd.Series([5.0, 7.0, 9.0], index=pd.date_range("2000-01-01", periods=3, freq="YS")))
+    assert seasonal_naive(yearly, 2)[:, 0].tolist() == [9.0, 9.0]
+    assert seasonal_naive(monthly([1.0, 2.0, 3.0]), 2)[:, 0].tolist() == [3.0, 3.0]  # shorter than a season
 
 
-@pytest.mark.parametrize("method", ["AutoETS", "AutoCES"])
+def test_seasonal_naive_of_a_panel_is_each_series_own():
+    # Season 3: s0 ends with 7, 8, 9; s1 (two points, shorter than a season) ends with 50; s2 with 4, 5, 6.
+    history = panel(np.arange(1.0, 10.0), np.array([40.0, 50.0]), np.arange(1.0, 7.0), season=3)
+    expected = [[7.0, 50.0, 4.0], [8.0, 50.0, 5.0], [9.0, 50.0, 6.0], [7.0, 50.0, 4.0]]
+    assert seasonal_naive(history, 4).tolist() == expected
+
+
+@pytest.mark.parametrize("method", ["AutoETS", "Theta", "AutoCES"])
 def test_statistical_models_continue_a_pure_seasonal_pattern(method):
     pytest.importorskip("statsforecast")
-    pattern = 100 + 20 * np.sin(2 * np.pi * np.arange(12) / 12)
     noise = np.random.default_rng(0).normal(0, 0.5, 72)  # AutoCES cannot fit a series without any
-    history = monthly(np.tile(pattern, 6) + noise)
-    assert mape(pattern, forecast(method, history, 12)) < 1.5
+    history = monthly(np.tile(PATTERN, 6) + noise)
+    assert mape(PATTERN, forecast(method, history, 12).values[:, 0]) < 1.5
+
+
+def test_a_panel_is_fit_series_by_series_in_parallel_as_each_alone():
+    pytest.importorskip("statsforecast")
+    generator = np.random.default_rng(1)
+    series = [np.tile(PATTERN * scale, 5) + generator.normal(0, 1, 60) for scale in (1.0, 3.0, 10.0)]
+    together = forecast("Theta", panel(*series), 6, n_jobs=2).values
+    for index, values in enumerate(series):
+        alone = forecast("Theta", panel(values), 6).values[:, 0]
+        np.testing.assert_allclose(together[:, index], alone, rtol=1e-9)
 
 
 def test_a_series_a_statistical_model_cannot_fit_says_so():
     pytest.importorskip("statsforecast")
+    noiseless = np.tile(PATTERN, 6)
     with pytest.raises(BaselineUnavailable, match="AutoCES could not fit this series"):
-        forecast("AutoCES", monthly(np.tile(100 + 20 * np.sin(2 * np.pi * np.arange(12) / 12), 6)), 12)
+        forecast("AutoCES", monthly(noiseless), 12)
+    # In a panel, that series alone is forecast by seasonal naive instead, and named.
+    noisy = np.tile(PATTERN, 6) + np.random.default_rng(0).normal(0, 0.5, 72)
+    result = forecast("AutoCES", panel(noisy, noiseless), 12)
+    assert result.fell_back == ["s1"]
+    np.testing.assert_allclose(result.values[:, 1], PATTERN)
+    assert mape(PATTERN, result.values[:, 0]) < 1.5
 
 
 def test_the_published_figures_on_air_passengers():
     """The reference figures (../shared/README.md): seasonal naive 15.75 %, AutoCES 4.03 %, AutoETS 13.87 %."""
-    train, val = split_series(load_series("air_passengers"))
-    assert mape(val.to_numpy(), forecast("seasonal naive", train, len(val))) == pytest.approx(15.75, abs=0.005)
+    train, val = load_panel("air_passengers").cut_after("1959-01-01")
+    truth = val.values
+    assert mape(truth, forecast("seasonal naive", train, len(truth)).values[:, 0]) == pytest.approx(15.75, abs=0.005)
     pytest.importorskip("statsforecast")
-    assert mape(val.to_numpy(), forecast("AutoCES", train, len(val))) == pytest.approx(4.03, abs=0.005)
-    assert mape(val.to_numpy(), forecast("AutoETS", train, len(val))) == pytest.approx(13.87, abs=0.005)
+    assert mape(truth, forecast("AutoCES", train, len(truth)).values[:, 0]) == pytest.approx(4.03, abs=0.005)
+    assert mape(truth, forecast("AutoETS", train, len(truth)).values[:, 0]) == pytest.approx(13.87, abs=0.005)
 
 
 def test_an_unknown_baseline_names_the_known_ones():

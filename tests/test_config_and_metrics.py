@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from forecaster.config import ConfigError, ForecasterConfig
-from forecaster.data import SeriesError, check_mape_defined
+from forecaster.data import SeriesError, fit_parts, load_panel
 from forecaster.metrics import mape
 
 
@@ -83,6 +83,8 @@ def test_mape_refuses_shapes_that_would_broadcast():
 
 
 def test_zeros_in_the_validation_target_are_refused_before_training():
-    val = pd.Series([5.0, 0.0, 3.0, 0.0], index=pd.date_range("2020-01-01", periods=4, freq="D"))
-    with pytest.raises(SeriesError, match=r"2 zero value\(s\) \(at 2020-01-02, 2020-01-04\), where MAPE is undefined"):
-        check_mape_defined(val)
+    values = [5.0] * 30 + [5.0, 0.0, 3.0, 0.0]
+    series = pd.DataFrame({"ds": pd.date_range("2020-01-01", periods=34, freq="D"), "y": values})
+    config = ForecasterConfig(training_length=5, input_chunk_length=3)
+    with pytest.raises(SeriesError, match=r"2 zero value\(s\) \(at 2020-02-01, 2020-02-03\), where MAPE is undefined"):
+        fit_parts(config, load_panel(series), split_after="2020-01-30")

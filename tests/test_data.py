@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.data import MinMaxScaler, SeriesError, load_series, split_series
+from forecaster.config import ForecasterConfig
+from forecaster.data import MinMaxScaler, SeriesError, fit_parts, load_panel, load_series
 
 
 def write_csv(tmp_path, text, name="series.csv"):
@@ -28,25 +29,30 @@ def test_air_passengers_ships_with_the_package():
     assert series.name == "#Passengers"
 
 
+def split(split_after="1959-01-01"):
+    """Air Passengers' training and validation parts, as a fit cuts them."""
+    parts = fit_parts(ForecasterConfig(), load_panel("air_passengers"), split_after=split_after)
+    return parts.train.series(0), parts.val.series(0)
+
+
 def test_split_after_is_inclusive_like_darts():
-    train, val = split_series(load_series("air_passengers"), "1959-01-01")
+    train, val = split("1959-01-01")
     assert (len(train), len(val)) == (121, 23)
     assert train.index[-1] == pd.Timestamp("1959-01-01")
     assert val.index[0] == pd.Timestamp("1959-02-01")
 
 
 def test_split_outside_the_series_is_refused():
-    series = load_series("air_passengers")
     with pytest.raises(SeriesError, match="before the first date"):
-        split_series(series, "1900-01-01")
+        split("1900-01-01")
     with pytest.raises(SeriesError, match="nothing is left to validate"):
-        split_series(series, "1960-12-01")
+        split("1960-12-01")
     with pytest.raises(SeriesError, match="not a date"):
-        split_series(series, "someday")
+        split("someday")
 
 
 def test_scaler_maps_training_part_to_unit_interval_and_inverts_exactly():
-    train, val = split_series(load_series("air_passengers"))
+    train, val = split()
     scaler = MinMaxScaler.fit(train)
     scaled = scaler.transform(train.to_numpy())
     assert scaled.min() == 0.0 and scaled.max() == 1.0

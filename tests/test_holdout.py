@@ -48,11 +48,11 @@ def holdout(local_ray, tmp_path_factory):
 
 def test_no_trial_is_given_a_point_of_the_test_window(holdout):
     plan, _ = holdout
-    given = trial_inputs(plan)["series"]
-    test = plan.test_series
+    given = trial_inputs(plan)["panel"].series(0)
+    test = plan.test.series(0)
     assert given.index.max() == pd.Timestamp("1959-01-01") and len(test) == 23
     assert not given.index.isin(test.index).any()
-    assert len(given) + len(test) == len(plan.series)
+    assert len(given) + len(test) == len(plan.panel.values)
 
 
 def test_the_trials_scored_the_validation_part_only(holdout):
@@ -77,8 +77,8 @@ def test_the_answer_and_the_baselines_are_scored_on_the_test_window(holdout):
         folder = next(Path(plan.experiment_path).glob(f"*{trial_id}*"))
         checkpoint = max(folder.glob("checkpoint_*"))
         models.append(RNNForecaster.load_from_checkpoint(checkpoint / BEST_MODEL_FILE, map_location="cpu"))
-    forecast = np.mean([model.forecast(plan.seen_series, 23) for model in models], axis=0)
-    assert answer["test_mape"] == pytest.approx(float(mape(plan.test_series.to_numpy(), forecast)), rel=1e-6)
+    forecast = np.mean([model.forecast(plan.seen.series(0), 23) for model in models], axis=0)
+    assert answer["test_mape"] == pytest.approx(float(mape(plan.test.values, forecast)), rel=1e-6)
     # Seasonal naive on this window is the reference figure.
     assert answer["baselines"]["seasonal naive"]["test_mape"] == pytest.approx(15.75, abs=0.005)
     text = summary(plan, run.results, run.written, "after 1 s", scores=run.scores)

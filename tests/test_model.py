@@ -5,7 +5,7 @@ import torch
 
 from forecaster import recurrence
 from forecaster.config import ForecasterConfig
-from forecaster.data import MinMaxScaler, fit_parts, load_panel, load_series, split_series
+from forecaster.data import MinMaxScaler, fit_parts, load_panel
 from forecaster.model import RNNForecaster
 from forecaster.train import EpochBatches, PanelDataModule
 from forecaster.transforms import TargetTransform
@@ -131,7 +131,7 @@ def every_window(data):
 def test_training_windows_are_all_windows_of_training_length_plus_one():
     data, scaler = seed_data()
     assert every_window(data).shape == (21, 101, 1)  # 121 training months -> 101 windows of 21 points
-    train, _ = split_series(load_series("air_passengers"))
+    train, _ = (part.series(0) for part in load_panel("air_passengers").cut_after("1959-01-01"))
     assert scaler == MinMaxScaler.fit(train)  # the plain path: min-max scaling fit on the training part
     first = torch.as_tensor(scaler.transform(train.to_numpy()[:21]), dtype=torch.float32)
     torch.testing.assert_close(every_window(data)[:, 0, 0], first)

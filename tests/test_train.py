@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from forecaster.config import ForecasterConfig
-from forecaster.data import SeriesError, load_series, split_series
+from forecaster.data import SeriesError, load_panel, load_series
 from forecaster.model import RNNForecaster
 from forecaster.train import AcceleratorError, fit
 
@@ -27,7 +27,7 @@ def test_a_short_fit_learns_and_reports_every_epoch():
     assert all(math.isfinite(row["val_mape"]) for row in result.history)
     assert result.val_mape < result.history[0]["val_mape"]
     # The model's forecast, scored offline on the original scale, is the last epoch's val_mape.
-    _, val = split_series(load_series("air_passengers"))
+    _, val = (part.series(0) for part in load_panel("air_passengers").cut_after("1959-01-01"))
     forecast = result.forecast_series()
     offline = 100 * ((val - forecast).abs() / val.abs()).mean()
     assert offline == pytest.approx(result.val_mape, rel=1e-5)
@@ -52,7 +52,7 @@ def test_lightning_early_stopping_and_checkpointing_work_on_val_mape(tmp_path):
     assert len(result.history) < 300
     assert checkpoints.best_model_score.item() == pytest.approx(result.best_epoch["val_mape"])
     best = RNNForecaster.load_from_checkpoint(checkpoints.best_model_path)
-    train, val = split_series(load_series("air_passengers"))
+    train, val = (part.series(0) for part in load_panel("air_passengers").cut_after("1959-01-01"))
     forecast = best.forecast(train.to_numpy(), len(val))
     assert 100 * (abs(val.to_numpy() - forecast) / val.to_numpy()).mean() == pytest.approx(
         result.best_epoch["val_mape"], rel=1e-5
@@ -126,7 +126,7 @@ def test_mixed_precision_trains_every_cell(model):
 def test_an_lr_scheduler_is_refused_rather_than_never_stepped():
     """Under manual optimization Lightning steps no scheduler: a model that configured one would train at a
     constant learning rate while its author believes otherwise."""
-    from forecaster.data import fit_parts, load_panel
+    from forecaster.data import fit_parts
     from forecaster.train import PanelDataModule
     from forecaster.transforms import TargetTransform
 

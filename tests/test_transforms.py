@@ -10,14 +10,14 @@ import pytest
 import torch
 
 from forecaster.config import TARGET_TRANSFORMS, WINDOW_NORMS, ConfigError, ForecasterConfig
-from forecaster.data import SeriesError, fit_parts, load_panel, load_series, split_series
+from forecaster.data import SeriesError, fit_parts, load_panel, load_series
 from forecaster.model import RNNForecaster
 from forecaster.seasons import season_length, season_phase
 from forecaster.train import PanelDataModule, fit, validation_origins
 from forecaster.transforms import TargetTransform, TrainingWindows, calendar_features, forecast_inputs
 
 SERIES = load_series("air_passengers")
-TRAIN, VAL = split_series(SERIES)
+TRAIN, VAL = (part.series(0) for part in load_panel("air_passengers").cut_after("1959-01-01"))
 PANEL = load_panel("air_passengers")  # the same series, as the panel of one that a fit takes
 TRAIN_PART, VAL_PART = PANEL.split_at([len(TRAIN)])
 

@@ -1,0 +1,180 @@
+"""A sweep over a panel, as a user runs it: `python -m sweeps.run m3_monthly --data panel.csv --horizon 6` on a small
+panel end to end (the files and pictures a forecaster looks at, the report and the refit), no trial given a test
+point of any series, the metric refused where it is undefined, short series dropped and counted, and an
+interrupted panel sweep resumed."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+import ray
+
+from sweeps.plan import PlanError, make_plan
+from sweeps.run import describe_data, main
+from sweeps.tuner import trial_inputs
+from tests.helpers import trial_histories
+from tests.test_sweep_cli import ENV, sweeps_run
+
+HORIZON = 6
+# The m3_monthly sweep's space, made small enough for a test: short windows, a small GRU, short epochs.
+SMALL = [
+    *("--set", "model=GRU", "--set", "hidden_dim=8", "--set", "n_rnn_layers=1", "--set", "windows_per_epoch=256"),
+    *("--set", "training_length=16", "--set", "input_chunk_length=12", "--set", "batch_size=64"),
+]
+
+
+def panel_csv(tmp_path, lengths=(60, 72, 66, 80, 64), zero_at=None, name="panel.csv") -> str:
+    """Monthly series, each with its own level, trend and season, of different lengths and starts."""
+    generator = np.random.default_rng(0)
+    frames = []
+    for number, length in enumerate(lengths):
+        t = np.arange(length)
+        level = 10.0 ** (1 + number % 3)
+        values = level * (1 + 0.01 * t + 0.2 * np.sin(2 * np.pi * (t + number) / 12))
+        values *= 1 + 0.03 * generator.standard_normal(length)
+        dates = pd.date_range(f"{2000 + number}-01-01", periods=length, freq="MS")
+        frames.append(pd.DataFrame({"unique_id": f"store{number}", "ds": dates.strftime("%Y-%m-%d"), "y": values}))
+    frame = pd.concat(frames, ignore_index=True)
+    if zero_at is not None:
+        series, position = zero_at
+        frame.loc[frame.index[frame["unique_id"] == series][position], "y"] = 0.0
+    path = tmp_path / name
+    frame.to_csv(path, index=False)
+    return str(path)
+
+
+def plan_of(tmp_path, path, **options):
+    pins = {"model": "GRU", "hidden_dim": 8, "n_rnn_layers": 1, "training_length": 16, "input_chunk_length": 12}
+    return make_plan(
+        "m3_monthly", data=path, horizon=HORIZON, pins=pins, storage_path=str(tmp_path / "sweeps"), **options
+    )
+
+
+def test_no_trial_is_given_a_test_point_of_any_series(tmp_path):
+    plan = plan_of(tmp_path, panel_csv(tmp_path))
+    given, test, whole = trial_inputs(plan)["panel"], plan.test, plan.panel
+    assert list(given.ids) == list(test.ids) == list(whole.ids) and len(whole) == 5
+    assert (test.lengths == HORIZON).all() and (given.lengths + test.lengths == whole.lengths).all()
+    for index in range(len(whole)):
+        seen, held = given.series(index), test.series(index)
+        assert seen.index.max() < held.index.min()
+        assert list(seen.index.append(held.index)) == list(whole.series(index).index)
+    settings = trial_inputs(plan)["settings"]
+    assert settings.val_size == HORIZON and settings.metric == "smape"
+
+
+@pytest.mark.parametrize(
+    "zero_at, message",
+    [
+        (("store2", -8), "MAPE is undefined on 1 series with zeros in their validation part: 'store2' (the first on "),
+        (("store4", -2), "MAPE is undefined on 1 series with zeros in their test window: 'store4'"),
+    ],
+    ids=["validation", "test"],
+)
+def test_mape_is_refused_where_a_series_has_a_zero_in_a_scored_part(tmp_path, capsys, zero_at, message):
+    path = panel_csv(tmp_path, zero_at=zero_at)
+    arguments = ["m3_monthly", "--data", path, "--horizon", str(HORIZON), "--storage-path", str(tmp_path), *SMALL]
+    assert main([*arguments, "--metric", "mape"]) == 2
+    error = capsys.readouterr().err
+    assert message in error and "rank by metric='smape' or 'mase' (--metric)" in error
+    assert not ray.is_initialized() and not list(tmp_path.glob("m3_monthly-*"))
+    assert plan_of(tmp_path, path).sweep.metric == "smape"  # the panel's default metric is defined there
+
+
+def test_series_too_short_for_the_space_are_refused_or_dropped_and_counted(tmp_path):
+    path = panel_csv(tmp_path, lengths=(60, 72, 25, 80, 64))
+    with pytest.raises(PlanError, match=r"1 of 5 series are too short for this fit: 'store2' \(with 25 points\)"):
+        plan_of(tmp_path, path)
+    plan = plan_of(tmp_path, path, drop_short=True)
+    assert plan.panel.dropped == ("store2",) and len(plan.panel) == 4
+    assert "4 series of 60-80 points" in describe_data(plan)[0] and "1 dropped as too short" in describe_data(plan)[0]
+    assert plan.describe_data()["dropped_series"] == ["store2"]
+
+
+@pytest.mark.slow
+def test_a_panel_sweep_end_to_end_writes_what_a_forecaster_looks_at(tmp_path):
+    path = panel_csv(tmp_path)
+    args = ["m3_monthly", "--data", path, "--horizon", str(HORIZON), "--smoke-test", *SMALL]
+    done = sweeps_run(*args, "--storage-path", str(tmp_path), "--name", "panel", timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    assert f"its space and budget on {path} (its own data is m3_monthly)" in out
+    assert f"data       {path}: 5 series of 60-80 points (median 66), dates (MS), season 12" in out
+    assert "per series: the last 6 held out (no trial sees them), the 6 before them validate" in out
+    assert "ranking on best_val_smape" in out and "Top trials (best validation sMAPE over all their epochs)" in out
+    assert "means over series" in out and "Theta, test" in out and "% of series" in out
+    folder = tmp_path / "panel"
+
+    forecasts = pd.read_parquet(folder / "forecasts.parquet")
+    assert {"unique_id", "ds", "y", "part", "answer", "seasonal naive", "AutoETS", "Theta", "AutoCES"} <= set(
+        forecasts.columns
+    )
+    assert forecasts.groupby(["part", "unique_id"]).size().tolist() == [HORIZON] * 10
+    test = forecasts[forecasts["part"] == "test"]
+    assert test[["answer", "seasonal naive", "Theta"]].notna().all().all()
+
+    by_series = pd.read_csv(folder / "metrics_by_series.csv")
+    assert set(by_series["method"]) == {"answer", "seasonal naive", "AutoETS", "Theta", "AutoCES"}
+    # The answer's sMAPE on each series' test window, recomputed from forecasts.parquet.
+    for series_id, rows in test.groupby("unique_id"):
+        mine = 200 * np.mean(np.abs(rows.y - rows.answer) / (np.abs(rows.y) + np.abs(rows.answer)))
+        stored = by_series[(by_series.unique_id == series_id) & (by_series.part == "test")]
+        assert stored.loc[stored.method == "answer", "smape"].item() == pytest.approx(mine, rel=1e-6)
+
+    answer = json.loads((folder / "best_config.json").read_text())["answer"]
+    test_scores = by_series[by_series.part == "test"].pivot(index="unique_id", columns="method", values="smape")
+    assert answer["test_smape"] == pytest.approx(test_scores["answer"].mean(), rel=1e-9)
+    assert answer["series"] == 5 and answer["horizon"] == HORIZON and answer["dropped_series"] == []
+    theta = answer["baselines"]["Theta"]
+    assert theta["test_smape"] == pytest.approx(test_scores["Theta"].mean(), rel=1e-9)
+    share = (test_scores["answer"] < test_scores["Theta"]).mean()
+    assert theta["test_beaten_by_answer"]["smape"] == pytest.approx(share)
+    for picture in ("series_forecasts.png", "errors_by_series.png", "smape_by_epoch.png"):
+        assert (folder / picture).read_bytes()[:4] == b"\x89PNG" and (folder / picture).stat().st_size > 10_000
+
+    report = subprocess.run(
+        [sys.executable, "-m", "sweeps.report", str(folder)], capture_output=True, text=True, env=ENV, timeout=300
+    )
+    assert report.returncode == 0 and f"{answer['test_smape']:8.2f}" in report.stdout
+    refit = subprocess.run(
+        [sys.executable, "-m", "sweeps.refit", str(folder)], capture_output=True, text=True, env=ENV, timeout=300
+    )
+    assert refit.returncode == 0, refit.stdout + refit.stderr
+    assert "validation sMAPE" in refit.stdout and "reproduced" in refit.stdout
+
+
+@pytest.mark.slow
+def test_an_interrupted_panel_sweep_resumes_to_the_planned_trials(tmp_path):
+    path = panel_csv(tmp_path)
+    args = [
+        *("m3_monthly", "--data", path, "--horizon", str(HORIZON), *SMALL),
+        *("--num-samples", "4", "--max-epochs", "60", "--scheduler", "fifo", "--max-concurrent-trials", "1"),
+        *("--seed", "2", "--storage-path", str(tmp_path), "--name", "resumable"),
+    ]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sweeps.run", *args],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    deadline = time.time() + 300
+    finished = {}
+    while len(finished) < 1 and time.time() < deadline and process.poll() is None:
+        finished = {k: v for k, v in trial_histories(tmp_path / "resumable").items() if v["epoch"].max() >= 60}
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=120)
+    assert process.returncode == 130, output[-3000:]
+    assert f"python -m sweeps.run m3_monthly --resume --name resumable --storage-path {tmp_path}" in output
+    done = sweeps_run(*args, "--resume", timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = pd.read_csv(tmp_path / "resumable" / "results.csv")
+    assert len(results) == 4 and (results.status == "COMPLETED").all() and (results.epochs == 60).all()
+    assert results["best_val_smape"].notna().all()
+    assert json.loads((tmp_path / "resumable" / "best_config.json").read_text())["answer"]["series"] == 5
