@@ -6,7 +6,12 @@ reports the aggregate epochs per second (all trials' epochs over Tuner.fit's tim
 trial held at most (torch.cuda.max_memory_reserved, as every report of a trial on a GPU carries it), and the
 same N trials on the CPU (--gpus-per-trial 0, N CPUs) for comparison.
 
-    python bench/gpu_packing.py [--trials 1 2 4 8 16] [--epochs 200]
+    python bench/gpu_packing.py [--trials 1 2 4 8 16] [--epochs 200] [--workload seed|panel]
+
+`--workload panel` runs the m3_monthly sweep's trials instead (one global GRU of 64 units on M3's 1,428 monthly
+series, 16,384 windows of 29 points per epoch in batches of 512, the validation of every series each epoch; the
+benchmarks extra): the work that a GPU serves, against the seed model's few hundred windows. Its report adds the
+windows trained per second.
 
 Where torch sees no GPU, `--logical` runs the same code on logical GPUs (Ray's num_gpus with trials training on
 the CPU, SWEEPS_LOGICAL_ACCELERATORS=1): the placement is real, the speeds are the CPU's. The tests run it so.
@@ -36,7 +41,16 @@ SEED_CONFIG = {
 }
 
 
-def run(trials: int, gpus_per_trial: float, epochs: int, storage: str, logical: bool) -> dict:
+PANEL_CONFIG = {
+    "model": "GRU",
+    "hidden_dim": 64,
+    "lr": 3e-3,
+    "input_chunk_length": 18,
+}
+WORKLOADS = {"seed": ("air_rnn", SEED_CONFIG), "panel": ("m3_monthly", PANEL_CONFIG)}
+
+
+def run(trials: int, gpus_per_trial: float, epochs: int, storage: str, logical: bool, workload: str = "seed") -> dict:
     import ray
 
     from sweeps.plan import make_plan
@@ -46,13 +60,14 @@ def run(trials: int, gpus_per_trial: float, epochs: int, storage: str, logical: 
     cpus = max(trials, 1)
     ray.init(num_cpus=cpus, num_gpus=1 if gpus_per_trial else 0, include_dashboard=False, log_to_driver=False)
     try:
+        sweep, pins = WORKLOADS[workload]
         plan = make_plan(
-            "air_rnn",
+            sweep,
             num_samples=trials,
             max_epochs=epochs,
             scheduler="fifo",
             seed=0,
-            pins=SEED_CONFIG,
+            pins=pins,
             gpus_per_trial=gpus_per_trial,
             cpus_per_trial=1,
             storage_path=storage,
@@ -64,12 +79,15 @@ def run(trials: int, gpus_per_trial: float, epochs: int, storage: str, logical: 
     histories = result.results.histories.values()
     epochs_run = sum(len(history) for history in histories)
     memory = [float(h["gpu_memory_mb"].max()) for h in histories if "gpu_memory_mb" in h]
+    windows = plan.sweep.space["windows_per_epoch"]
     return {
+        "workload": workload,
         "trials": trials,
         "gpus_per_trial": gpus_per_trial,
         "tuner_fit_seconds": result.fit_seconds,
         "epochs": epochs_run,
         "aggregate_epochs_per_second": epochs_run / result.fit_seconds,
+        "aggregate_windows_per_second": epochs_run * windows / result.fit_seconds if workload == "panel" else None,
         "nodes": sorted({str(h["node"].iloc[-1]) for h in histories}),
         "gpu_memory_mb_per_trial": statistics.median(memory) if memory else None,
         "trained_on": "cpu (logical GPUs)" if logical else ("cuda" if gpus_per_trial else "cpu"),
@@ -81,6 +99,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--trials", type=int, nargs="+", default=[1, 2, 4, 8, 16])
     parser.add_argument("--epochs", type=int, default=200)
     parser.add_argument("--logical", action="store_true", help="logical GPUs, training on the CPU (no GPU here)")
+    parser.add_argument("--workload", choices=sorted(WORKLOADS), default="seed", help="the seed model or m3_monthly's")
     args = parser.parse_args(argv)
     if args.logical:
         os.environ["SWEEPS_LOGICAL_ACCELERATORS"] = "1"
@@ -89,11 +108,17 @@ def main(argv: list[str] | None = None) -> dict:
 
         if not torch.cuda.is_available():
             parser.error("torch sees no CUDA GPU here; --logical runs the same code on logical GPUs")
-    report = {"benchmark": "gpu_packing", "epochs_per_trial": args.epochs, "gpu": [], "cpu": []}
+    report = {
+        "benchmark": "gpu_packing",
+        "workload": args.workload,
+        "epochs_per_trial": args.epochs,
+        "gpu": [],
+        "cpu": [],
+    }
     with tempfile.TemporaryDirectory() as storage:
         for trials in args.trials:
-            report["gpu"].append(run(trials, 1 / trials, args.epochs, storage, args.logical))
-            report["cpu"].append(run(trials, 0.0, args.epochs, storage, args.logical))
+            report["gpu"].append(run(trials, 1 / trials, args.epochs, storage, args.logical, args.workload))
+            report["cpu"].append(run(trials, 0.0, args.epochs, storage, args.logical, args.workload))
     if not args.logical:
         import torch
 

@@ -45,6 +45,11 @@ class ForecasterConfig:
         "training loss of the next-step predictions, in the net's units: mse (Darts' default) or l1, whose forecasts "
         "aim at the median, as sMAPE and MASE reward",
     )
+    loss_after_context: bool = _field(
+        False,
+        "score the next-step loss only where the net has read input_chunk_length points of its window, as a forecast "
+        "has (Darts scores every position, from the first point on)",
+    )
     training_length: int = _field(
         20, "length of the training windows; the model learns to predict the next point at every position"
     )
@@ -100,9 +105,11 @@ class ForecasterConfig:
                 f"window_norm='divide' with target_transform={self.target_transform!r}: differences cross zero, "
                 "so a window's level can be 0; use window_norm='subtract' with differences"
             )
-        if not isinstance(self.calendar, (bool, numbers.Integral)) or self.calendar not in (0, 1):
-            raise ConfigError(f"calendar={self.calendar!r} must be true or false")
-        object.__setattr__(self, "calendar", bool(self.calendar))
+        for name in ("calendar", "loss_after_context"):
+            value = getattr(self, name)
+            if not isinstance(value, (bool, numbers.Integral)) or value not in (0, 1):
+                raise ConfigError(f"{name}={value!r} must be true or false")
+            object.__setattr__(self, name, bool(value))
         for name, minimum in (
             ("hidden_dim", 1),
             ("n_rnn_layers", 1),

@@ -120,6 +120,8 @@ class RNNForecaster(L.LightningModule):
             for index, parameter in enumerate(self.parameters()):
                 self.register_buffer(f"average_{index}", parameter.detach().clone())
         self.loss = F.l1_loss if config.loss == "l1" else F.mse_loss
+        self.scored_from = config.input_chunk_length - 1 if config.loss_after_context else 0
+        """The first position of a window whose next-step prediction the loss scores."""
         self.automatic_optimization = False  # training_step steps each mini-batch of the epoch
 
     def forward(self, inputs: Tensor) -> Tensor:
@@ -131,7 +133,7 @@ class RNNForecaster(L.LightningModule):
         loss_sum, windows = torch.zeros((), device=self.device), 0
         for batch in epoch.windows:
             inputs, targets = batch[:-1], batch[1:, :, :1]  # (L, B, 1 + C) and (L, B, 1), shifted by one step
-            loss = self.loss(self(inputs), targets)
+            loss = self.loss(self(inputs)[self.scored_from :], targets[self.scored_from :])
             optimizer.zero_grad()
             self.manual_backward(loss)
             optimizer.step()

@@ -19,6 +19,7 @@ def test_defaults_are_the_seed_config():
         "batch_size": 16,
         "n_epochs": 300,
         "lr": 1e-3,
+        "loss_after_context": False,
         "loss": "mse",
         "training_length": 20,
         "input_chunk_length": 14,
