@@ -42,6 +42,9 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=24)
     parser.add_argument("--cpus", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--time-budget", type=float, help="seconds: Ray Tune starts no trial after it (AutoLSTM's time_budget)"
+    )
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
 
@@ -68,6 +71,7 @@ def main() -> None:
         backend="ray",
         search_alg=BasicVariantGenerator(random_state=args.seed),
         ray_options=RayOptions(cpus=args.cpus),
+        time_budget=args.time_budget,
     )
     forecaster = NeuralForecast(models=[model], freq=1)
     started = time.perf_counter()
@@ -76,12 +80,16 @@ def main() -> None:
     wall = time.perf_counter() - started
     predicted = predicted.reset_index() if "unique_id" not in predicted.columns else predicted
     predicted.rename(columns={"AutoLSTM": "forecast"})[["unique_id", "ds", "forecast"]].to_parquet(args.out)
+    results = model.results.get_dataframe() if hasattr(model.results, "get_dataframe") else None
+    finished = len(results) if results is not None else None
     print(
         json.dumps(
             {
                 "peer": "neuralforecast AutoLSTM",
                 "dataset": args.dataset,
                 "trials": args.trials,
+                "trials_run": finished,
+                "time_budget_seconds": args.time_budget,
                 "cpus": args.cpus,
                 "seed": args.seed,
                 "wall_seconds": wall,

@@ -8,7 +8,8 @@ points by statsforecast) the sweep scores itself; then, with --nf-python (`make 
 (bench/neuralforecast_peer.py) on the same split, scored here with the same code. Medians over seeds. `--dataset`
 runs the same on another competition panel (tourism_monthly: 366 series, a hold-out of 24).
 
-    python bench/panel.py [--seeds 0 1 2] [--dataset m3_monthly] [--nf-python .nf-venv/bin/python] [-- EXTRA SWEEP ARGS]
+    python bench/panel.py [--seeds 0 1 2] [--dataset m3_monthly] [--nf-python .nf-venv/bin/python]
+        [--peer-time-factor 2] [--peer-seeds 0] [-- EXTRA SWEEP ARGS]
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def run_sweep(seed: int, dataset: str, storage: str, extra: list[str]) -> dict:
     return row
 
 
-def run_peer(python: str, seed: int, dataset: str, trials: int, cpus: int, folder: str) -> dict:
+def run_peer(python: str, seed: int, dataset: str, trials: int, cpus: int, folder: str, budget: float | None) -> dict:
     import numpy as np
     import pandas as pd
 
@@ -59,6 +60,7 @@ def run_peer(python: str, seed: int, dataset: str, trials: int, cpus: int, folde
     out = os.path.join(folder, f"peer-{dataset}-{seed}.parquet")
     command = [python, str(ROOT / "bench" / "neuralforecast_peer.py"), "--dataset", dataset, "--trials", str(trials)]
     command += ["--cpus", str(cpus), "--seed", str(seed), "--out", out]
+    command += ["--time-budget", str(budget)] if budget else []
     started = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - started
@@ -79,6 +81,8 @@ def run_peer(python: str, seed: int, dataset: str, trials: int, cpus: int, folde
         "whole_command_seconds": wall,
         "fit_and_predict_seconds": report["wall_seconds"],
         "trials": trials,
+        "trials_run": report.get("trials_run"),
+        "time_budget_seconds": budget,
         "cpus": cpus,
         **{metric: float(scores[metric]) for metric in METRICS},
     }
@@ -100,6 +104,15 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--dataset", default="m3_monthly")
     parser.add_argument("--nf-python", help="neuralforecast's environment (make nf-env): runs AutoLSTM beside")
+    parser.add_argument(
+        "--peer-time-factor",
+        type=float,
+        help="give AutoLSTM this many times the sweep's whole-command time of the same seed (its time_budget; its "
+        "default trials take minutes each, so 24 of them take hours on 2 cores); default: no limit",
+    )
+    parser.add_argument(
+        "--peer-seeds", type=int, nargs="+", help="run AutoLSTM for these of the seeds only (default: every seed)"
+    )
     parser.add_argument("extra", nargs="*", help="more options for the sweep, after --")
     args = parser.parse_args()
 
@@ -112,8 +125,9 @@ def main() -> None:
         for seed in args.seeds:
             ours.append(run_sweep(seed, args.dataset, folder, args.extra))
             print(json.dumps(ours[-1]), file=sys.stderr, flush=True)
-            if args.nf_python:
-                peers.append(run_peer(args.nf_python, seed, args.dataset, sweep.num_samples, cpus, folder))
+            if args.nf_python and (args.peer_seeds is None or seed in args.peer_seeds):
+                budget = args.peer_time_factor * ours[-1]["whole_command_seconds"] if args.peer_time_factor else None
+                peers.append(run_peer(args.nf_python, seed, args.dataset, sweep.num_samples, cpus, folder, budget))
                 print(json.dumps(peers[-1]), file=sys.stderr, flush=True)
     baselines = sorted(ours[0]["baselines"])
     summary = {
