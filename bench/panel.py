@@ -3,8 +3,9 @@ points of each of its 1,428 monthly series), by the mean over series of sMAPE, M
 that won it, and beside neuralforecast's AutoLSTM given the same trials and CPUs.
 
 For every seed: `python -m sweeps.run m3_monthly --seed S` in a fresh process (its whole-command time, from the
-command's start to its exit), whose answer and baselines (seasonal naive, AutoETS, Theta, AutoCES, fit on the same
-points by statsforecast) the sweep scores itself; then, with --nf-python (`make nf-env`), the peer
+command's start to its exit), whose answer, baselines (seasonal naive, AutoETS, Theta, AutoCES, fit on the same
+points by statsforecast, and the mean of the last three) and combination (the mean of the answer, AutoETS, Theta
+and AutoCES) the sweep scores itself; then, with --nf-python (`make nf-env`), the peer
 (bench/neuralforecast_peer.py) on the same split, scored here with the same code. Medians over seeds. `--dataset`
 runs the same on another competition panel (tourism_monthly: 366 series, a hold-out of 24).
 
@@ -47,6 +48,11 @@ def run_sweep(seed: int, dataset: str, storage: str, extra: list[str]) -> dict:
         for name, values in answer["baselines"].items()
         if "unavailable" not in values
     }
+    if "combination" in answer:
+        combination = answer["combination"]
+        row["combination"] = {metric: combination[f"test_{metric}"] for metric in METRICS} | {
+            "better_on_share_of_series": {name: share["smape"] for name, share in combination["test_beats"].items()}
+        }
     return row
 
 
@@ -139,6 +145,13 @@ def main() -> None:
             for name in baselines
         },
     }
+    if all("combination" in run for run in ours):
+        summary["combination"] = {metric: median(ours, "combination", metric) for metric in METRICS} | {
+            "better_on_share_of_series": {
+                name: median(ours, "combination", "better_on_share_of_series", name)
+                for name in ours[0]["combination"]["better_on_share_of_series"]
+            }
+        }
     if peers:
         summary["neuralforecast_AutoLSTM"] = {metric: median(peers, metric) for metric in METRICS} | {
             "whole_command_seconds": median(peers, "whole_command_seconds")

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from forecaster.metrics import METRIC_NAMES, format_score
-from sweeps.answer import Answer, describe
+from sweeps.answer import COMBINATION, Answer, describe
 from sweeps.plan import SweepPlan
 from sweeps.results import SweepResults
 from sweeps.storage import (
@@ -308,7 +308,8 @@ def _errors_plot(plan: SweepPlan, per_series: pd.DataFrame, scores: dict[str, An
 
     metric, part = plan.sweep.metric, _judged(scores)
     judged = per_series[per_series["part"] == part]
-    methods = ["answer", *[name for name in scores["baselines"] if name in set(judged["method"])]]
+    shown = [*scores["baselines"], COMBINATION]
+    methods = ["answer", *[name for name in shown if name in set(judged["method"])]]
     spread = {method: judged.loc[judged["method"] == method, metric].to_numpy() for method in methods}
     buffer = io.BytesIO()
     plot_error_spread(

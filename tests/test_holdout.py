@@ -81,6 +81,7 @@ def test_the_answer_and_the_baselines_are_scored_on_the_test_window(holdout):
     assert answer["test_mape"] == pytest.approx(float(mape(plan.test.values, forecast)), rel=1e-6)
     # Seasonal naive on this window is the reference figure.
     assert answer["baselines"]["seasonal naive"]["test_mape"] == pytest.approx(15.75, abs=0.005)
+    assert "combination" not in answer  # one series: the answer and its baselines, as before panels
     text = summary(plan, run.results, run.written, "after 1 s", scores=run.scores)
     assert "on the test window (23 points after 1959-01-01, which no trial saw)" in text
     assert "selected on validation: the lowest of" in text and "seasonal naive" in text

@@ -127,7 +127,15 @@ def test_a_panel_sweep_end_to_end_writes_what_a_forecaster_looks_at(tmp_path):
     assert test[["answer", "seasonal naive", "Theta"]].notna().all().all()
 
     by_series = pd.read_csv(folder / "metrics_by_series.csv")
-    assert set(by_series["method"]) == {"answer", "seasonal naive", "AutoETS", "Theta", "AutoCES"}
+    baselines = {"seasonal naive", "AutoETS", "Theta", "AutoCES", "statistical combination"}
+    assert set(by_series["method"]) == {"answer", "combination", *baselines}
+    # The combination: the mean of the answer, AutoETS, Theta and AutoCES, point by point, on the test windows only;
+    # the statistical combination the same without the answer.
+    statistical = test[["AutoETS", "Theta", "AutoCES"]]
+    assert np.allclose(test["combination"], pd.concat([test["answer"], statistical], axis=1).mean(axis=1))
+    assert np.allclose(test["statistical combination"], statistical.mean(axis=1))
+    validation = forecasts[forecasts["part"] == "validation"]
+    assert validation[["combination", "statistical combination"]].isna().all().all()
     # The answer's sMAPE on each series' test window, recomputed from forecasts.parquet.
     for series_id, rows in test.groupby("unique_id"):
         mine = 200 * np.mean(np.abs(rows.y - rows.answer) / (np.abs(rows.y) + np.abs(rows.answer)))
@@ -142,6 +150,16 @@ def test_a_panel_sweep_end_to_end_writes_what_a_forecaster_looks_at(tmp_path):
     assert theta["test_smape"] == pytest.approx(test_scores["Theta"].mean(), rel=1e-9)
     share = (test_scores["answer"] < test_scores["Theta"]).mean()
     assert theta["test_beaten_by_answer"]["smape"] == pytest.approx(share)
+    combination = answer["combination"]
+    assert combination["of"] == ["answer", "AutoETS", "Theta", "AutoCES"]
+    assert combination["test_smape"] == pytest.approx(test_scores["combination"].mean(), rel=1e-9)
+    share = (test_scores["combination"] < test_scores["Theta"]).mean()
+    assert combination["test_beats"]["Theta"]["smape"] == pytest.approx(share)
+    assert set(combination["test_beats"]) == {"answer", *baselines} and set(answer["baselines"]) == baselines
+    assert f"{'combination, test':<38}{combination['test_smape']:8.2f}" in out
+    assert "combination: the mean of the answer, AutoETS, Theta and AutoCES, point by point" in out
+    share = combination["test_beats"]["answer"]["smape"]
+    assert f"combination better on (by sMAPE): the answer {100 * share:.0f} %, seasonal naive" in out
     for picture in ("series_forecasts.png", "errors_by_series.png", "smape_by_epoch.png"):
         assert (folder / picture).read_bytes()[:4] == b"\x89PNG" and (folder / picture).stat().st_size > 10_000
 
