@@ -80,8 +80,8 @@ def main() -> None:
     wall = time.perf_counter() - started
     predicted = predicted.reset_index() if "unique_id" not in predicted.columns else predicted
     predicted.rename(columns={"AutoLSTM": "forecast"})[["unique_id", "ds", "forecast"]].to_parquet(args.out)
-    results = model.results.get_dataframe() if hasattr(model.results, "get_dataframe") else None
-    finished = len(results) if results is not None else None
+    search = getattr(forecaster.models[0], "results", None)  # NeuralForecast fits a copy of `model`
+    finished = sum(1 for index in range(len(search)) if search[index].metrics) if search is not None else None
     print(
         json.dumps(
             {
