@@ -50,7 +50,15 @@ PANEL_CONFIG = {
 WORKLOADS = {"seed": ("air_rnn", SEED_CONFIG), "panel": ("m3_monthly", PANEL_CONFIG)}
 
 
-def run(trials: int, gpus_per_trial: float, epochs: int, storage: str, logical: bool, workload: str = "seed") -> dict:
+def run(
+    trials: int,
+    gpus_per_trial: float,
+    epochs: int,
+    storage: str,
+    logical: bool,
+    workload: str = "seed",
+    windows_per_epoch: int | None = None,
+) -> dict:
     import ray
 
     from sweeps.plan import make_plan
@@ -61,6 +69,7 @@ def run(trials: int, gpus_per_trial: float, epochs: int, storage: str, logical: 
     ray.init(num_cpus=cpus, num_gpus=1 if gpus_per_trial else 0, include_dashboard=False, log_to_driver=False)
     try:
         sweep, pins = WORKLOADS[workload]
+        pins = pins | ({"windows_per_epoch": windows_per_epoch} if windows_per_epoch else {})
         plan = make_plan(
             sweep,
             num_samples=trials,
@@ -73,7 +82,7 @@ def run(trials: int, gpus_per_trial: float, epochs: int, storage: str, logical: 
             storage_path=storage,
             name=f"{trials}-{gpus_per_trial}",
         )
-        result = run_sweep(plan, ["bench/gpu_packing.py"], progress=False)
+        result = run_sweep(plan, ["bench/gpu_packing.py"], progress=False, answer=False)  # training speed only
     finally:
         ray.shutdown()
     histories = result.results.histories.values()
@@ -100,6 +109,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--epochs", type=int, default=200)
     parser.add_argument("--logical", action="store_true", help="logical GPUs, training on the CPU (no GPU here)")
     parser.add_argument("--workload", choices=sorted(WORKLOADS), default="seed", help="the seed model or m3_monthly's")
+    parser.add_argument("--windows-per-epoch", type=int, help="fewer windows per epoch than the workload's (a check)")
     args = parser.parse_args(argv)
     if args.logical:
         os.environ["SWEEPS_LOGICAL_ACCELERATORS"] = "1"
@@ -117,8 +127,10 @@ def main(argv: list[str] | None = None) -> dict:
     }
     with tempfile.TemporaryDirectory() as storage:
         for trials in args.trials:
-            report["gpu"].append(run(trials, 1 / trials, args.epochs, storage, args.logical, args.workload))
-            report["cpu"].append(run(trials, 0.0, args.epochs, storage, args.logical, args.workload))
+            for placed, gpus in (("gpu", 1 / trials), ("cpu", 0.0)):
+                report[placed].append(
+                    run(trials, gpus, args.epochs, storage, args.logical, args.workload, args.windows_per_epoch)
+                )
     if not args.logical:
         import torch
 

@@ -390,9 +390,12 @@ def claim_folder(plan: SweepPlan, command: list[str]) -> SweepPlan:
             plan = dataclasses.replace(plan, name=free_name(plan.storage_path, plan.name))
 
 
-def run_sweep(plan: SweepPlan, command: list[str], progress: bool = True, shared: bool = False) -> SweepRun:
+def run_sweep(
+    plan: SweepPlan, command: list[str], progress: bool = True, shared: bool = False, answer: bool = True
+) -> SweepRun:
     """Run (or resume) the sweep on the Ray session of this process; write and return its results. `shared`: on
-    a cluster that other sweeps may use at the same time, it keeps to its fair share (sweeps.sharing)."""
+    a cluster that other sweeps may use at the same time, it keeps to its fair share (sweeps.sharing). Without
+    `answer`, the trials only: no answer and no baselines (a benchmark of the trials' speed)."""
     from sweeps.ray_session import warm_workers_enabled
     from sweeps.tuner import build_tuner
     from sweeps.warm_pool import warm_up
@@ -406,9 +409,9 @@ def run_sweep(plan: SweepPlan, command: list[str], progress: bool = True, shared
     tuner.fit()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     results = collect(plan)
-    answer = build_answer(plan, results)
-    scores = answer.scores(plan) if answer else None
-    return SweepRun(results, write_results(plan, results, answer, scores), scores, wall, cpu, started_at)
+    found = build_answer(plan, results) if answer else None
+    scores = found.scores(plan) if found else None
+    return SweepRun(results, write_results(plan, results, found, scores), scores, wall, cpu, started_at)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -68,6 +68,6 @@ def test_the_gpu_packing_bench_runs_on_logical_gpus(monkeypatch):
         assert placed[0]["aggregate_epochs_per_second"] > 0 and len(placed[0]["nodes"]) == 1
     assert [run["gpus_per_trial"] for run in report["gpu"]] == [0.5]
     # The panel workload: two trials of the m3_monthly sweep on one (logical) card.
-    panel = main(["--logical", "--trials", "2", "--epochs", "1", "--workload", "panel"])
+    panel = main(["--logical", "--trials", "2", "--epochs", "1", "--workload", "panel", "--windows-per-epoch", "1024"])
     assert [(run["trials"], run["epochs"], run["workload"]) for run in panel["gpu"]] == [(2, 2, "panel")]
     assert panel["gpu"][0]["aggregate_windows_per_second"] > 0
