@@ -15,17 +15,26 @@ from sweeps.run import run_sweep
 from sweeps.warm_pool import warm_up
 
 
-def workers_started() -> int:
-    """How many worker processes the raylet of this session has started (its log says so for each)."""
+def workers_started() -> list[str]:
+    """The raylet's log line for each worker process this session has started."""
     from ray._private.worker import _global_node
 
     with open(os.path.join(_global_node.get_session_dir_path(), "logs", "raylet.out")) as log:
-        return sum("Started worker process" in line for line in log)
+        return [line for line in log if "Started worker process" in line]
 
 
 def idle_workers() -> int:
-    listing = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    return sum(line.startswith("ray::IDLE") for line in listing.splitlines())
+    """This session's idle workers: children of its raylet (workers of another test's Ray, still exiting, would
+    otherwise count, and the sweep would start before its own warm workers were up)."""
+    from ray._private import ray_constants
+    from ray._private.worker import _global_node
+
+    raylet = _global_node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid
+    listing = subprocess.run(["ps", "-eo", "ppid,args"], capture_output=True, text=True).stdout
+    return sum(
+        parent == str(raylet) and args.startswith("ray::IDLE")
+        for parent, _, args in (line.strip().partition(" ") for line in listing.splitlines())
+    )
 
 
 @contextlib.contextmanager
@@ -70,15 +79,17 @@ def test_every_trial_starts_in_a_worker_that_imported_torch_and_lightning_before
     with ray_with(runtime_env):
         plan = small_sweep(tmp_path, "warm")
         warm_up(plan.resources)  # the sweep asks for them too; asked here, the test can wait until they are up
-        deadline = time.time() + 120
-        while idle_workers() < 2 and time.time() < deadline:
+        deadline = time.monotonic() + 120
+        while idle_workers() < 2:
+            assert time.monotonic() < deadline, f"only {idle_workers()} of 2 warm workers idle after 120 s"
             time.sleep(0.2)
         run = run_sweep(plan, ["test"], progress=False)
         started = workers_started()
     histories = run.results.histories
     assert len(histories) == 4
     assert all(history["warm_start"].iloc[0] == 1 for history in histories.values())
-    assert started == 2  # the two warm workers, and none for a trial that could not take them
+    # the two warm workers, and none for a trial that could not take them
+    assert len(started) == 2, "".join(started)
 
 
 def test_a_worker_whose_imports_fail_fails_its_trial_with_that_error(tmp_path):
