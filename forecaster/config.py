@@ -80,6 +80,13 @@ class ForecasterConfig:
     calendar: bool = _field(
         False, "give the net the next point's place in the season (month of year for monthly data) as inputs"
     )
+    deseasonalise: bool = _field(
+        False,
+        "divide each series by its seasonal indices before anything else (classical multiplicative decomposition "
+        "of its training part, where the Theta method's autocorrelation test finds a season at the 90 percent "
+        "level) and multiply the forecasts back: the net then forecasts what is left, from indices estimated on the "
+        "whole training part instead of the few seasons a window shows",
+    )
     ema_decay: float = _field(
         0.0,
         "exponential moving average of the weights, updated every epoch; the average forecasts, is scored and "
@@ -105,7 +112,7 @@ class ForecasterConfig:
                 f"window_norm='divide' with target_transform={self.target_transform!r}: differences cross zero, "
                 "so a window's level can be 0; use window_norm='subtract' with differences"
             )
-        for name in ("calendar", "loss_after_context"):
+        for name in ("calendar", "loss_after_context", "deseasonalise"):
             value = getattr(self, name)
             if not isinstance(value, (bool, numbers.Integral)) or value not in (0, 1):
                 raise ConfigError(f"{name}={value!r} must be true or false")

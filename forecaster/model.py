@@ -86,9 +86,11 @@ class RNNForecaster(L.LightningModule):
         season: int = 1,
         series_ids: Sequence[str] | None = None,
         time_origins: Sequence[int] | None = None,
+        seasonal_indices: Sequence[Sequence[float]] | None = None,
     ):
         """One scaler (minimum and scale) per series it is trained on, with their ids, so that it forecasts any of
-        them from its history; `time_origins`, on a plain time index, where each series' season count starts."""
+        them from its history; `time_origins`, on a plain time index, where each series' season count starts;
+        `seasonal_indices`, (series, season), where the config deseasonalises."""
         super().__init__()
         config = config if isinstance(config, ForecasterConfig) else ForecasterConfig.from_dict(config)
         # Plain lists from here on: Lightning's save_hyperparameters compares the arguments' values, which arrays break.
@@ -96,11 +98,15 @@ class RNNForecaster(L.LightningModule):
         scaler_scale = np.atleast_1d(np.asarray(scaler_scale, dtype=np.float64)).tolist()
         series_ids = None if series_ids is None else [str(i) for i in series_ids]
         time_origins = None if time_origins is None else np.asarray(time_origins, dtype=np.int64).tolist()
+        if seasonal_indices is not None:
+            seasonal_indices = np.asarray(seasonal_indices, dtype=np.float64).tolist()
         self.config = config
         self.scaler = MinMaxScaler(minimum=np.array(scaler_minimum), scale=np.array(scaler_scale))
         self.series_ids = series_ids
         self.time_origins = None if time_origins is None else np.array(time_origins, dtype=np.int64)
-        self.transform = TargetTransform.of(config, int(season), self.scaler)
+        self.transform = TargetTransform.of(
+            config, int(season), self.scaler, None if seasonal_indices is None else np.array(seasonal_indices)
+        )
         self.save_hyperparameters(
             {
                 "config": config.to_dict(),
@@ -109,6 +115,7 @@ class RNNForecaster(L.LightningModule):
                 "season": int(season),
                 "series_ids": series_ids,
                 "time_origins": time_origins,
+                "seasonal_indices": seasonal_indices,
             }
         )
         between_layers = config.dropout if config.n_rnn_layers > 1 else 0.0  # PyTorch warns on dropout with 1 layer

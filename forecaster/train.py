@@ -351,6 +351,7 @@ def fit(
         train.season,
         series_ids=train.ids,
         time_origins=train.origins,
+        seasonal_indices=transform.seasonal,
     )
     module = PanelDataModule(config, parts, transform)
     history = EpochHistory()

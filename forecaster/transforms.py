@@ -6,8 +6,9 @@ grows about 10 % a year) then puts the months to forecast at 1.2-1.3, beyond any
 training. The options here keep the net's inputs in the range it trained on; each is a hyperparameter
 (`ForecasterConfig.target_transform`, `window_norm`, `calendar`):
 
-    y --log (target_transform log*)--> z --differences at lag 1 or the season (*diff)--> d
-      --min-max, fit on each series' training part--> s --per window, minus its level (window_norm subtract)--> net
+    y --divided by its seasonal indices (deseasonalise)--> a --log (target_transform log*)--> z
+      --differences at lag 1 or the season (*diff)--> d --min-max, fit on each series' training part--> s
+      --per window, minus its level (window_norm subtract)--> net
 
 Every step is per series: each series has its own scaler (fit on its own training part only), its own
 differences and its own windows, so one global model sees every series on the same footing whatever its units.
@@ -15,13 +16,19 @@ differences and its own windows, so one global model sees every series on the sa
 subtracted, as DeepAR scales by the mean of its context. A window's level is the mean of its first
 input_chunk_length points, the part the net reads before it forecasts; in a forecast, the context's.
 
+With `deseasonalise`, each series is first divided by its seasonal indices: a classical multiplicative
+decomposition of its training part (a centred moving average of a season's length as the trend, each point's
+ratio to it averaged by place in the season), where the Theta method's test finds a season (the autocorrelation
+at the season beyond 1.645 of its standard error, over at least 3 seasons of positive values); other series keep
+indices of 1. A window shows the net one or two seasons; the indices come from the whole training part.
+
 With `calendar`, every input also carries where the *next* point falls in the season (month of year for
 monthly data; on a plain time index, points since the series' start) as a sine and a cosine, so the net knows
 which month it is predicting, also when it feeds its own forecasts back.
 
 Every step inverts exactly (the tests check it, series by series): a forecast in the net's units goes back
 through the level, the series' scaler, the differences (from the last known values, then from the forecast's
-own) and the log.
+own), the log and the seasonal indices.
 
 Arrays of many series are flat, series after series, with offsets (forecaster/panel.py); a forecast's inputs
 and outputs are time-major, (steps, B), one column per forecast.
@@ -54,32 +61,43 @@ class TargetTransform:
     """One row per series of the panel it was fit on (a checkpoint stores them with the series' ids)."""
     season: int
     """Points per season (12 for monthly data, 1 where there is none): lag, calendar, baselines."""
+    seasonal: np.ndarray | None = None
+    """(S, season): each series' seasonal index at each place in the season (deseasonalise), else None."""
 
     @classmethod
-    def of(cls, config: ForecasterConfig, season: int, scaler: MinMaxScaler) -> TargetTransform:
-        """The transform of `config` with fitted scalers (a checkpoint stores the scalers and the season)."""
+    def of(
+        cls, config: ForecasterConfig, season: int, scaler: MinMaxScaler, seasonal: np.ndarray | None = None
+    ) -> TargetTransform:
+        """The transform of `config` with fitted scalers and seasonal indices (a checkpoint stores them and the
+        season)."""
         kind = config.target_transform
         lag = season if kind.endswith("seasonal_diff") else 1 if kind.endswith("diff") else 0
-        return cls(kind.startswith("log"), lag, config.window_norm, scaler, season)
+        return cls(kind.startswith("log"), lag, config.window_norm, scaler, season, seasonal)
 
     @classmethod
     def fit(cls, config: ForecasterConfig, train: Panel) -> TargetTransform:
-        """Fit each series' scaler on its training part only, so that nothing after it leaks into the inputs."""
-        unscaled = cls.of(config, train.season, MinMaxScaler.identity(len(train)))
+        """Fit each series' seasonal indices and scaler on its training part only, so that nothing after it leaks
+        into the inputs."""
+        seasonal = seasonal_indices(train) if config.deseasonalise and train.season > 1 else None
+        unscaled = cls.of(config, train.season, MinMaxScaler.identity(len(train)), seasonal)
         if config.window_norm == "divide":  # each window is scaled by its own level instead
             return unscaled
         differenced, offsets = unscaled.differenced(train)
         return dataclasses.replace(unscaled, scaler=MinMaxScaler.fit(differenced, offsets))
 
-    def level_space(self, values: np.ndarray) -> np.ndarray:
-        """y -> z: the log, or the values themselves."""
-        values = np.asarray(values, dtype=np.float64)
+    def level_space(self, panel: Panel, rows: np.ndarray | None = None) -> np.ndarray:
+        """y -> z for every point of `panel`: divided by its seasonal index, then the log (`rows`: each series'
+        row of the indices; default: the panel they were fit on)."""
+        values = np.asarray(panel.values, dtype=np.float64)
+        if self.seasonal is not None:
+            rows = np.arange(len(panel)) if rows is None else np.asarray(rows)
+            values = values / self.seasonal[np.repeat(rows, panel.lengths), panel.phases(np.arange(len(values)))]
         return np.log(values) if self.log else values
 
-    def differenced(self, panel: Panel) -> tuple[np.ndarray, np.ndarray]:
+    def differenced(self, panel: Panel, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """y -> d for every series, each `lag` points shorter (d's element k of a series belongs to its point
         k + lag), and d's offsets."""
-        z = self.level_space(panel.values)
+        z = self.level_space(panel, rows)
         offsets = panel.offsets - self.lag * np.arange(len(panel) + 1)
         if not self.lag:
             return z, offsets
@@ -89,8 +107,8 @@ class TargetTransform:
     def to_model(self, panel: Panel, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """y -> s, before any per-window normalisation, each series scaled by its scaler (`rows`: the scaler row of
         each of the panel's series; default: the panel is the one the scalers were fit on)."""
-        differenced, offsets = self.differenced(panel)
         rows = np.arange(len(panel)) if rows is None else np.asarray(rows)
+        differenced, offsets = self.differenced(panel, rows)
         return self.scaler.transform(differenced, np.repeat(rows, np.diff(offsets))), offsets
 
     def normalise(self, windows, input_chunk_length: int):
@@ -104,7 +122,8 @@ class TargetTransform:
 
     def from_model(self, predictions: Tensor, inputs: ForecastInputs) -> Tensor:
         """Forecasts in the net's units (steps, B) -> original units, each column continuing its series with the
-        level, scaler and history (the last `lag` values of z before it) that `inputs` holds for it."""
+        level, scaler, history (the last `lag` values of z before it) and seasonal indices that `inputs` holds for
+        it."""
         if self.window_norm == "subtract":
             predictions = predictions + inputs.level
         elif self.window_norm == "divide":
@@ -118,7 +137,38 @@ class TargetTransform:
                 previous = z[start : start + self.lag] + previous[: len(z[start : start + self.lag])]
                 blocks.append(previous)
             z = torch.cat(blocks)
-        return torch.exp(z) if self.log else z
+        adjusted = torch.exp(z) if self.log else z
+        return adjusted if inputs.seasonal is None else adjusted * inputs.seasonal[: len(adjusted)]
+
+
+def seasonal_indices(train: Panel) -> np.ndarray:
+    """(S, season): each series' multiplicative seasonal indices from its training part (the module's docstring),
+    ones where the test finds no season or the part is too short or not positive."""
+    season, indices = train.season, np.ones((len(train), train.season))
+    phases = train.phases(np.arange(len(train.values)))
+    half = season // 2
+    trend_weights = np.r_[0.5, np.ones(season - 1), 0.5] / season if season % 2 == 0 else np.ones(season) / season
+    for series in range(len(train)):
+        rows = slice(train.offsets[series], train.offsets[series + 1])
+        values = train.values[rows]
+        if len(values) < 3 * season or values.min() <= 0 or not _seasonal(values, season):
+            continue
+        trend = np.convolve(values, trend_weights, mode="valid")  # centred: trend[k] belongs to point k + half
+        ratios = values[half : half + len(trend)] / trend
+        places = phases[rows][half : half + len(trend)]
+        mean_ratio = np.bincount(places, ratios, season) / np.bincount(places, minlength=season)
+        indices[series] = mean_ratio / mean_ratio.mean()
+    return indices
+
+
+def _seasonal(values: np.ndarray, season: int) -> bool:
+    """The Theta method's test: the autocorrelation at the season beyond 1.645 of its standard error (Bartlett)."""
+    centred = values - values.mean()
+    variance = centred @ centred
+    if variance == 0:
+        return False
+    acf = np.array([centred[lag:] @ centred[: len(values) - lag] for lag in range(1, season + 1)]) / variance
+    return abs(acf[-1]) > 1.645 * math.sqrt((1 + 2 * np.sum(acf[:-1] ** 2)) / len(values))
 
 
 def calendar_features(positions: np.ndarray, season: int) -> np.ndarray:
@@ -143,6 +193,8 @@ class ForecastInputs:
     """(B,): the scale of the scaler of each column's series."""
     future: Tensor | None
     """(steps - 1, B, C): the calendar of the point after each forecast one, or None without calendar inputs."""
+    seasonal: Tensor | None = None
+    """(steps, B): the seasonal index of each forecast point (float64), or None without deseasonalise."""
 
     def to(self, device, dtype: torch.dtype = torch.float32) -> ForecastInputs:
         """On `device`, the float64 parts (level, history, scaler) in `dtype`."""
@@ -153,6 +205,7 @@ class ForecastInputs:
             minimum=self.minimum.to(device, dtype),
             scale=self.scale.to(device, dtype),
             future=None if self.future is None else self.future.to(device),
+            seasonal=None if self.seasonal is None else self.seasonal.to(device, dtype),
         )
 
 
@@ -174,7 +227,8 @@ def forecast_inputs(
     points = ends[None, :] + np.arange(1 - length, 1)[:, None]  # (length, B): rows of the context
     contexts = scaled[points - lag * (series[None, :] + 1)]  # s's element for a point: lag fewer per series so far
     normalised, level = transform.normalise(contexts, length)
-    z = transform.level_space(panel.values)
+    scaler_rows = (np.arange(len(panel)) if rows is None else np.asarray(rows))[series]
+    z = transform.level_space(panel, rows)
     history = z[ends[None, :] + np.arange(1 - lag, 1)[:, None]] if lag else np.zeros((0, len(ends)))
     context, future = normalised[..., None], None
     if calendar:
@@ -185,7 +239,10 @@ def forecast_inputs(
         )
         after = phase + np.arange(2, steps + 1)[:, None]
         future = torch.as_tensor(calendar_features(after, transform.season), dtype=torch.float32)
-    scaler_rows = (np.arange(len(panel)) if rows is None else np.asarray(rows))[series]
+    seasonal = None
+    if transform.seasonal is not None:
+        places = (panel.phases(ends)[None, :] + np.arange(1, steps + 1)[:, None]) % transform.season
+        seasonal = torch.as_tensor(transform.seasonal[scaler_rows[None, :], places], dtype=torch.float64)
     return ForecastInputs(
         context=torch.as_tensor(context, dtype=torch.float32),
         level=torch.as_tensor(level, dtype=torch.float64),  # float64: a caller that wants float32 converts
@@ -193,6 +250,7 @@ def forecast_inputs(
         minimum=torch.as_tensor(transform.scaler.minimum[scaler_rows], dtype=torch.float64),
         scale=torch.as_tensor(transform.scaler.scale[scaler_rows], dtype=torch.float64),
         future=future,
+        seasonal=seasonal,
     )
 
 

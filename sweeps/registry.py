@@ -124,6 +124,7 @@ SWEEPS: dict[str, Sweep] = {
                 "target_transform": "log",
                 "window_norm": "subtract",
                 "calendar": True,
+                "deseasonalise": True,
                 "ema_decay": 0.9,
                 "val_origins": 1,
                 "windows_per_epoch": 16384,

@@ -303,8 +303,8 @@ def test_a_date_cuts_every_dated_series_at_the_same_date():
 
 def test_no_test_point_reaches_the_scalers_the_windows_or_the_validation_of_any_series():
     """Change every series' test window (and then its validation part): what trains must not move."""
-    config = TINY.replace(target_transform="log", window_norm="subtract", calendar=True, n_epochs=4)
-    panel = load_panel(monthly_panel_frame())
+    config = TINY.replace(target_transform="log", window_norm="subtract", calendar=True, deseasonalise=True, n_epochs=4)
+    panel = load_panel(monthly_panel_frame(lengths=(80, 52, 46)))
     test_rows = np.concatenate([np.arange(end - 5, end) for end in panel.offsets[1:]])
     spoiled = panel.values.copy()
     spoiled[test_rows] *= 50.0
@@ -320,14 +320,18 @@ def test_no_test_point_reaches_the_scalers_the_windows_or_the_validation_of_any_
     for index in range(len(panel)):  # the test points are gone from every part, series by series
         assert not set(parts.seen.series(index).index) & set(panel.series(index).index[-5:])
     assert transform.scaler == transform2.scaler
+    assert (transform.seasonal != 1).any() and np.array_equal(transform.seasonal, transform2.seasonal)
     torch.testing.assert_close(module.windows.values, module2.windows.values, rtol=0, atol=0)
     torch.testing.assert_close(module.validation.actual, module2.validation.actual, rtol=0, atol=0)
     torch.testing.assert_close(module.validation.inputs.context, module2.validation.inputs.context, rtol=0, atol=0)
     first, second = fit(config, panel, val_size=6, test_size=5), fit(config, other, val_size=6, test_size=5)
     assert first.history == second.history
-    # The scaler of each series is its training part's own min and max (of the log, here), nothing later.
+    # The scaler of each series is its training part's own min and max (of the log of it over its seasonal indices,
+    # here), nothing later.
+    train_part = parts.train
     for index in range(len(panel)):
-        train = np.log(parts.train.series(index).to_numpy())
+        places = train_part.phases(np.arange(train_part.offsets[index], train_part.offsets[index + 1]))
+        train = np.log(train_part.series(index).to_numpy() / transform.seasonal[index, places])
         assert transform.scaler.minimum[index] == train.min()
         assert transform.scaler.minimum[index] + transform.scaler.scale[index] == pytest.approx(train.max(), rel=1e-15)
     # Spoiling the validation parts changes the validation but still not the windows or the scalers.
@@ -335,6 +339,7 @@ def test_no_test_point_reaches_the_scalers_the_windows_or_the_validation_of_any_
     spoiled[val_rows] *= 3.0
     _, transform3, module3 = trained_on(Panel(**{**panel.__dict__, "values": spoiled}))
     assert transform3.scaler == transform.scaler
+    assert np.array_equal(transform3.seasonal, transform.seasonal)
     torch.testing.assert_close(module3.windows.values, module.windows.values, rtol=0, atol=0)
     assert not torch.equal(module3.validation.actual, module.validation.actual)
 
@@ -344,14 +349,23 @@ def test_no_test_point_reaches_the_scalers_the_windows_or_the_validation_of_any_
 VALID = [(t, n) for t in TARGET_TRANSFORMS for n in WINDOW_NORMS if not (n == "divide" and t.endswith("diff"))]
 
 
+@pytest.mark.parametrize("deseasonalise", [False, True], ids=["", "deseasonalised"])
 @pytest.mark.parametrize("transform, norm", VALID)
-def test_every_transform_inverts_exactly_for_every_series_of_a_panel(transform, norm):
-    """Encode each series' validation part as a forecast is encoded (its own scaler, level and history), decode it
-    from the history before it: each series gets its own values back, on scales 10 to 1000."""
-    config = ForecasterConfig(target_transform=transform, window_norm=norm, input_chunk_length=6, training_length=8)
-    panel = load_panel(monthly_panel_frame())
+def test_every_transform_inverts_exactly_for_every_series_of_a_panel(transform, norm, deseasonalise):
+    """Encode each series' validation part as a forecast is encoded (its own seasonal indices, scaler, level and
+    history), decode it from the history before it: each series gets its own values back, on scales 10 to 1000."""
+    config = ForecasterConfig(
+        target_transform=transform,
+        window_norm=norm,
+        input_chunk_length=6,
+        training_length=8,
+        deseasonalise=deseasonalise,
+    )
+    panel = load_panel(monthly_panel_frame(lengths=(40, 80, 86)))
     parts = fit_parts(config, panel, val_size=6)
     target = TargetTransform.fit(config, parts.train)
+    if deseasonalise:  # the first series' 34 training points are under 3 seasons: it keeps indices of 1
+        assert (target.seasonal[0] == 1).all() and (target.seasonal[1:] != 1).any(axis=1).all()
     seen = parts.seen
     ends = seen.offsets[:-1] + parts.train.lengths - 1
     inputs = forecast_inputs(target, seen, ends, 6, 6, calendar=False)

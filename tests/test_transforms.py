@@ -14,7 +14,13 @@ from forecaster.data import SeriesError, fit_parts, load_panel, load_series
 from forecaster.model import RNNForecaster
 from forecaster.seasons import season_length, season_phase
 from forecaster.train import PanelDataModule, fit, validation_origins
-from forecaster.transforms import TargetTransform, TrainingWindows, calendar_features, forecast_inputs
+from forecaster.transforms import (
+    TargetTransform,
+    TrainingWindows,
+    calendar_features,
+    forecast_inputs,
+    seasonal_indices,
+)
 
 SERIES = load_series("air_passengers")
 TRAIN, VAL = (part.series(0) for part in load_panel("air_passengers").cut_after("1959-01-01"))
@@ -38,12 +44,17 @@ VALID = [
 ]
 
 
+@pytest.mark.parametrize("deseasonalise", [False, True], ids=["", "deseasonalised"])
 @pytest.mark.parametrize("transform, norm", VALID)
-def test_every_transform_inverts_exactly(transform, norm):
+def test_every_transform_inverts_exactly(transform, norm, deseasonalise):
     """Encode the validation part the way a forecast is encoded, decode it from the history before it: the same
-    values come back, whatever the log, the differences, the scaler and the window's level did."""
-    config = ForecasterConfig(target_transform=transform, window_norm=norm, input_chunk_length=14)
+    values come back, whatever the seasonal indices, the log, the differences, the scaler and the window's level
+    did."""
+    config = ForecasterConfig(
+        target_transform=transform, window_norm=norm, input_chunk_length=14, deseasonalise=deseasonalise
+    )
     target = TargetTransform.fit(config, TRAIN_PART)
+    assert (target.seasonal is not None) == deseasonalise  # Air Passengers is seasonal by Theta's test
     end = len(TRAIN) - 1
     inputs = forecast_inputs(target, PANEL, [end], 14, len(VAL), calendar=False)
     # The val part in the net's units, normalised by the context's level as the net's forecast would be.
@@ -54,6 +65,29 @@ def test_every_transform_inverts_exactly(transform, norm):
         scaled = scaled / inputs.level.item() - 1
     decoded = target.from_model(torch.as_tensor(scaled[:, None]), inputs)[:, 0]
     np.testing.assert_allclose(decoded.numpy(), VAL.to_numpy(), rtol=1e-12)
+
+
+def test_seasonal_indices_are_the_classical_decompositions_where_theta_finds_a_season():
+    """A level times a pattern gives the pattern back (its ratio to the centred moving average); white noise, a
+    series of under 3 seasons and one with a zero keep indices of 1."""
+    pattern = np.array([0.8, 1.1, 1.3, 0.8])
+    noise = 50 + np.random.default_rng(0).standard_normal(40)
+    seasonal = 100 * np.tile(pattern, 10)
+    with_zero = seasonal.copy()
+    with_zero[7] = 0.0
+    series = {"seasonal": seasonal, "noise": noise, "short": seasonal[:11], "with a zero": with_zero}
+    frame = pd.DataFrame(
+        [(name, time, value) for name, values in series.items() for time, value in enumerate(values)],
+        columns=["unique_id", "ds", "y"],
+    )
+    panel = load_panel(frame, season_length=4)
+    indices = dict(zip(panel.ids, seasonal_indices(panel)))
+    np.testing.assert_allclose(indices["seasonal"], pattern, rtol=1e-12)
+    for name in ("noise", "short", "with a zero"):
+        np.testing.assert_array_equal(indices[name], np.ones(4))
+    # By place in the season, which a plain time index counts from each series' first point (as the calendar does).
+    later = load_panel(frame[frame.unique_id == "seasonal"].iloc[1:], season_length=4)
+    np.testing.assert_allclose(seasonal_indices(later)[0], np.roll(pattern, -1), rtol=1e-12)
 
 
 def test_the_plain_path_is_min_max_scaling_fit_on_the_training_part():
@@ -151,6 +185,7 @@ def test_a_fit_with_every_option_forecasts_in_original_units_and_its_checkpoint_
         target_transform="log_diff",
         window_norm="subtract",
         calendar=True,
+        deseasonalise=True,
         ema_decay=0.9,
         val_origins=3,
     )
