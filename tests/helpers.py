@@ -1,11 +1,13 @@
 """Helpers the test modules share: reading a sweep's progress files while Tune may still be writing them, a
-trial slow enough for a fault to land in its middle, and Rays started with the `ray` command as a user would."""
+trial slow enough for a fault to land in its middle, Rays started with the `ray` command as a user would, and
+waiting for a process tree to end."""
 
 import contextlib
 import glob
 import os
 import subprocess
 import sys
+import time
 
 import pandas as pd
 
@@ -85,3 +87,34 @@ def ray_head(env: dict, *options: str):
         yield
     finally:
         ray_command("stop", "--force", env=env, timeout=60)
+
+
+def process_tree(pid: int) -> set[int]:
+    """A process and all its descendants now (a driver with its embedded Ray: GCS, raylet, workers)."""
+    listing = subprocess.run(["ps", "-eo", "pid=,ppid="], capture_output=True, text=True).stdout
+    children: dict[int, list[int]] = {}
+    for line in listing.splitlines():
+        child, parent = map(int, line.split())
+        children.setdefault(parent, []).append(child)
+    tree, frontier = {pid}, [pid]
+    while frontier:
+        for child in children.get(frontier.pop(), []):
+            tree.add(child)
+            frontier.append(child)
+    return tree
+
+
+def wait_until_gone(pids: set[int], timeout_s: float, what: str) -> None:
+    """Wait until none of `pids` runs (a zombie has ended), at most `timeout_s`; fail naming what is left."""
+
+    def running(pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                return stat.read().rpartition(")")[2].split()[0] != "Z"
+        except (FileNotFoundError, ProcessLookupError):
+            return False
+
+    deadline = time.monotonic() + timeout_s
+    while left := {pid for pid in pids if running(pid)}:
+        assert time.monotonic() < deadline, f"{what}: processes {sorted(left)} still run after {timeout_s} s"
+        time.sleep(0.1)

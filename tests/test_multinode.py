@@ -120,9 +120,19 @@ def test_a_node_lost_mid_sweep_costs_its_trials_only_the_epochs_since_their_chec
     ],
 )
 def test_a_fixed_cluster_refuses_what_no_node_can_hold(cluster, tmp_path, capsys, request_, message):
+    import ray
+
+    from sweeps.cluster_probe import _autoscaler_node_types
+
     cluster.add_node(num_cpus=2)
-    cluster.wait_for_nodes()
-    time.sleep(6)  # the head's monitor has reported (from its read-only provider): not an autoscaler either
+    connect(cluster)
+    # Once the head's monitor has reported (from its read-only provider), the sweep sees no autoscaler there
+    # instead of giving up waiting for the report.
+    deadline = time.monotonic() + 60
+    while not _autoscaler_node_types():
+        assert time.monotonic() < deadline, "the head's monitor reported no node types in 60 s"
+        time.sleep(0.2)
+    ray.shutdown()
     code = main(["air_rnn", "--address", cluster.address, "--storage-path", str(tmp_path), *request_])
     assert code == 2
     error = capsys.readouterr().err
