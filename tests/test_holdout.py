@@ -18,6 +18,8 @@ from sweeps.storage import BEST_MODEL_FILE
 from sweeps.summary import summary
 from sweeps.tuner import trial_inputs
 
+pytestmark = pytest.mark.slow  # every test here runs a real sweep
+
 RAY_INIT = {"num_cpus": 2}
 
 

@@ -79,6 +79,7 @@ def run_with_fault(plan, injector):
         injector.done.set()
 
 
+@pytest.mark.slow
 def test_a_diverging_trial_is_stopped_marked_and_never_chosen(local_ray, tmp_path):
     plan = plan_for(tmp_path, "diverging", num_samples=6, max_epochs=30, scheduler="asha", pins={"hidden_dim": 8})
     space = {**plan.sweep.space, "lr": Choice(10.0, 0.005)}  # lr=10 sends the loss past any sane model's

@@ -13,6 +13,7 @@ def sweep_with(tmp_path, scheduler, **options):
     ).sweep
 
 
+@pytest.mark.slow
 def test_checkpoints_fall_where_each_scheduler_may_stop_a_trial(tmp_path):
     def checkpoints(scheduler, **options):
         return SCHEDULERS[scheduler].checkpoints(sweep_with(tmp_path, scheduler, **options))

@@ -84,6 +84,7 @@ NICENESS_OF_A_WORKER = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("users_setting, niceness", [(None, 0), ("7", 7)])
 def test_a_sweeps_own_ray_trains_at_normal_priority_unless_the_user_sets_rays_niceness(users_setting, niceness):
     """Ray's default, nice 15, starves trials on a machine that anything else keeps busy."""

@@ -17,6 +17,7 @@ def sweep(tmp_path, name, **options):
     return run_sweep(plan, ["test"]).results
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="asserts what a trial says where torch sees no CUDA device")
 def test_four_quarter_gpu_trials_share_one_gpu_and_each_sees_it(local_ray, tmp_path):
     results = sweep(tmp_path, "quarters", gpus_per_trial=0.25, num_samples=4, max_epochs=2)
@@ -29,6 +30,7 @@ def test_four_quarter_gpu_trials_share_one_gpu_and_each_sees_it(local_ray, tmp_p
         assert "sees no CUDA device" in error
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     importlib.util.find_spec("torch_xla") is not None, reason="asserts what a trial says without torch-xla"
 )

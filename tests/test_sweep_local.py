@@ -11,6 +11,8 @@ import pytest
 from sweeps.plan import make_plan
 from sweeps.run import run_sweep
 
+pytestmark = pytest.mark.slow  # every test here runs a real sweep
+
 RAY_INIT = {"num_cpus": 2}
 
 
@@ -144,7 +146,6 @@ def test_optuna_search_runs_a_sweep(local_ray, tmp_path):
     assert results.trials.training_length.gt(results.trials.input_chunk_length).all()
 
 
-@pytest.mark.slow
 def test_pbt_exploits_and_mutates_trials_from_their_checkpoints(local_ray, tmp_path):
     plan = make_plan(
         "air_rnn",
@@ -167,7 +168,6 @@ def test_pbt_exploits_and_mutates_trials_from_their_checkpoints(local_ray, tmp_p
     assert all(h["epoch"].max() == 12 for h in results.histories.values())
 
 
-@pytest.mark.slow
 def test_median_stopping_rule_runs_a_sweep(local_ray, tmp_path):
     plan = make_plan(
         "air_rnn",
@@ -187,7 +187,6 @@ def test_median_stopping_rule_runs_a_sweep(local_ray, tmp_path):
     assert (epoch, val_mape) == (results.best["best_epoch"], pytest.approx(results.best["best_val_mape"]))
 
 
-@pytest.mark.slow
 def test_hyperband_first_judges_trials_at_the_grace_period(local_ray, tmp_path):
     plan = make_plan(
         "air_rnn",

@@ -15,6 +15,8 @@ from sweeps.ray_session import WARM_WORKERS
 from sweeps.run import run_sweep
 from sweeps.warm_pool import warm_up
 
+pytestmark = pytest.mark.slow  # every test here runs a real sweep
+
 
 def workers_started() -> list[int]:
     """The process id of each worker this session's raylet has started, in order (its log says so for each)."""
