@@ -89,6 +89,7 @@ SWEEPS: dict[str, Sweep] = {
                 "target_transform": Choice("log", "log_diff"),
                 "window_norm": ByValue("target_transform", {"log": "subtract", "log_diff": "none"}),
                 "calendar": True,
+                "deseasonalise": False,
                 "ema_decay": 0.9,
                 "val_origins": 4,
                 # Air Passengers has about 100 windows: every one of them, once per epoch.

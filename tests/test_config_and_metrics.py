@@ -30,6 +30,7 @@ def test_defaults_are_the_seed_config():
         "target_transform": "none",
         "window_norm": "none",
         "calendar": False,
+        "deseasonalise": False,
         "ema_decay": 0.0,
         "val_origins": 1,
     }
