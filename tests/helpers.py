@@ -116,5 +116,14 @@ def wait_until_gone(pids: set[int], timeout_s: float, what: str) -> None:
 
     deadline = time.monotonic() + timeout_s
     while left := {pid for pid in pids if running(pid)}:
-        assert time.monotonic() < deadline, f"{what}: processes {sorted(left)} still run after {timeout_s} s"
+        assert time.monotonic() < deadline, f"{what}: {commands(left)} still run after {timeout_s} s"
         time.sleep(0.1)
+
+
+def commands(pids: set[int]) -> dict[int, str]:
+    """{pid: its command line}, for a message."""
+    lines = {}
+    for pid in sorted(pids):
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError), open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            lines[pid] = cmdline.read().replace(b"\0", b" ").decode(errors="replace")[:200]
+    return lines
