@@ -5,7 +5,6 @@ whose imports fail leaves its trial to fail with that error, and the sweep ends.
 import contextlib
 import os
 import re
-import subprocess
 import time
 
 import pytest
@@ -14,6 +13,7 @@ from sweeps.plan import make_plan
 from sweeps.ray_session import WARM_WORKERS
 from sweeps.run import run_sweep
 from sweeps.warm_pool import warm_up
+from tests.helpers import commands, process_tree
 
 pytestmark = pytest.mark.slow  # every test here runs a real sweep
 
@@ -27,17 +27,13 @@ def workers_started() -> list[int]:
 
 
 def idle_workers() -> int:
-    """This session's idle workers: children of its raylet (workers of another test's Ray, still exiting, would
-    otherwise count, and the sweep would start before its own warm workers were up)."""
+    """This session's idle workers: its raylet's (workers of another test's Ray, still exiting, would otherwise
+    count, and the sweep would start before its own warm workers were up)."""
     from ray._private import ray_constants
     from ray._private.worker import _global_node
 
     raylet = _global_node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid
-    listing = subprocess.run(["ps", "-eo", "ppid,args"], capture_output=True, text=True).stdout
-    return sum(
-        parent == str(raylet) and args.startswith("ray::IDLE")
-        for parent, _, args in (line.strip().partition(" ") for line in listing.splitlines())
-    )
+    return sum(command.startswith("ray::IDLE") for command in commands(process_tree(raylet)).values())
 
 
 @contextlib.contextmanager
