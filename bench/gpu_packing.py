@@ -66,7 +66,13 @@ def run(
 
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     cpus = max(trials, 1)
-    ray.init(num_cpus=cpus, num_gpus=1 if gpus_per_trial else 0, include_dashboard=False, log_to_driver=False)
+    ray.init(
+        address="local",
+        num_cpus=cpus,
+        num_gpus=1 if gpus_per_trial else 0,
+        include_dashboard=False,
+        log_to_driver=False,
+    )
     try:
         sweep, pins = WORKLOADS[workload]
         pins = pins | ({"windows_per_epoch": windows_per_epoch} if windows_per_epoch else {})

@@ -37,7 +37,7 @@ def run_once(series: str, seed: int, storage: str, pins: dict, cpus: int) -> dic
 
     started = time.perf_counter()
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=False)
     plan = make_plan(
         "air_rnn",
         data=series,

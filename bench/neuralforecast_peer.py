@@ -58,7 +58,7 @@ def main() -> None:
     frame, horizon = competition(args.dataset)
     lengths = frame.groupby("unique_id", sort=False)["ds"].transform("size")
     seen = frame[frame["ds"] <= lengths - horizon].reset_index(drop=True)  # ds counts from 1 in every series
-    ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
     # Its default search space, with the one change its own error asks for on M3 (whose shortest series are shorter
     # than its input windows: "Time series is too short for training, ... set start_padding_enabled=True"); the
     # search's own seed (AutoLSTM's default is a fixed 1) is the bench's seed.

@@ -104,7 +104,7 @@ def idle_warm_worker_rss_mb() -> float:
     from sweeps.warm_pool import KEEP_ALIVE_S, trial_runtime_env
 
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, _system_config=WARM_WORKERS)
+    ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False, _system_config=WARM_WORKERS)
     prestart_workers(ray.nodes()[0], 1, trial_runtime_env(), KEEP_ALIVE_S)
     time.sleep(20)  # it starts, then imports torch and Lightning
     listing = subprocess.run(["ps", "-eo", "rss,args"], capture_output=True, text=True).stdout
