@@ -3,8 +3,12 @@ trial slow enough for a fault to land in its middle, Rays started with the `ray`
 waiting for a process tree to end."""
 
 import contextlib
+import dataclasses
 import glob
 import os
+import re
+import signal
+import socket
 import subprocess
 import sys
 import time
@@ -71,22 +75,87 @@ def ray_command(*args: str, env: dict, timeout: float) -> subprocess.CompletedPr
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class RayHead:
+    address: str  # the GCS, as `ray start --address` takes it
+    dashboard: str  # the dashboard's URL, where `ray job submit --address` goes
+
+
 @contextlib.contextmanager
-def ray_head(env: dict, *options: str):
-    """`ray start --head` on this machine, stopped (with every node it started) on the way out."""
+def ray_head(env: dict, *options: str, num_cpus: int = 0, port: int | None = None):
+    """`ray start --head` on this machine as a user would, but on free ports (a Ray the user runs here keeps 6379 and
+    8265; `port` is the GCS's, if given); on the way out, every process of this Ray is stopped (its nodes, workers and
+    jobs) and no other Ray."""
     import ray
 
     if ray.is_initialized():
         ray.shutdown()
-    ray_command("stop", "--force", env=env, timeout=60)
+    free, dashboard, client, agent = free_ports(4)
+    port = port or free
     started = ray_command(
-        "start", "--head", "--num-cpus=0", "--dashboard-host=127.0.0.1", *options, env=env, timeout=120
+        "start",
+        "--head",
+        f"--port={port}",
+        f"--num-cpus={num_cpus}",
+        "--dashboard-host=127.0.0.1",
+        f"--dashboard-port={dashboard}",
+        f"--ray-client-server-port={client}",
+        f"--dashboard-agent-listen-port={agent}",
+        *options,
+        env=env,
+        timeout=120,
+    )
+    try:
+        assert started.returncode == 0, started.stderr[-2000:]
+        address = re.search(r"ray start --address='([^']+)'", started.stdout + started.stderr).group(1)
+        yield RayHead(address, f"http://127.0.0.1:{dashboard}")
+    finally:
+        stop_ray(port)
+
+
+def ray_worker_node(env: dict, head: RayHead, num_cpus: int) -> None:
+    """`ray start --address` on this machine: a worker node of `head`, stopped with it."""
+    [agent] = free_ports(1)
+    started = ray_command(
+        "start",
+        f"--address={head.address}",
+        f"--num-cpus={num_cpus}",
+        f"--dashboard-agent-listen-port={agent}",
+        env=env,
+        timeout=120,
     )
     assert started.returncode == 0, started.stderr[-2000:]
-    try:
-        yield
-    finally:
-        ray_command("stop", "--force", env=env, timeout=60)
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports nothing listens on now, all different."""
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for held in sockets:
+            held.bind(("127.0.0.1", 0))
+        return [held.getsockname()[1] for held in sockets]
+
+
+def stop_ray(gcs_port: int, timeout_s: float = 60) -> None:
+    """Kill the Ray whose GCS listens on `gcs_port` (`ray stop --force` would kill every Ray of this user): each
+    process that names that port (GCS, raylets, monitors, dashboard, workers) with all it started (agents, jobs)."""
+    names_port = re.compile(rf"[:=]{gcs_port}(?!\d)")
+    for _ in range(3):  # a raylet may have started a worker after the listing: look again
+        roots = [pid for pid, command in commands(all_pids(), width=100_000).items() if names_port.search(command)]
+        doomed = set().union(*(process_tree(pid) for pid in roots)) - {os.getpid()}
+        if not doomed:
+            break
+        for pid in doomed:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        wait_until_gone(doomed, timeout_s, f"the Ray on port {gcs_port}")
+    from ray._common.utils import get_ray_address_file
+
+    with contextlib.suppress(FileNotFoundError):  # as `ray stop` does: `--address auto` no longer finds it
+        with open(get_ray_address_file(None)) as current:
+            named = names_port.search(current.read())
+        if named:
+            os.remove(get_ray_address_file(None))
 
 
 def process_tree(pid: int) -> set[int]:
@@ -120,10 +189,15 @@ def wait_until_gone(pids: set[int], timeout_s: float, what: str) -> None:
         time.sleep(0.1)
 
 
-def commands(pids: set[int]) -> dict[int, str]:
-    """{pid: its command line}, for a message."""
+def commands(pids: set[int], width: int = 200) -> dict[int, str]:
+    """{pid: its command line, cut to `width` characters}; from /proc, since `ps` cuts them to 80 where it sees no
+    terminal (under pytest)."""
     lines = {}
     for pid in sorted(pids):
         with contextlib.suppress(FileNotFoundError, ProcessLookupError), open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-            lines[pid] = cmdline.read().replace(b"\0", b" ").decode(errors="replace")[:200]
+            lines[pid] = cmdline.read().replace(b"\0", b" ").decode(errors="replace")[:width]
     return lines
+
+
+def all_pids() -> set[int]:
+    return {int(entry) for entry in os.listdir("/proc") if entry.isdigit()}

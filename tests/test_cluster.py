@@ -1,9 +1,9 @@
 """cluster/: the cluster files pass Ray's checker and the security rules; the local twins autoscale for
 real; a sweep goes through `ray job submit`; the dashboard's API wants the token.
 
-Every Ray here is started with the `ray` command as a user would (`ray start --head`), on loopback, and
-stopped with `ray stop --force` whatever happens; each command has a time limit, so that a hung autoscaler
-fails its test instead of the CI run.
+Every Ray here is started with the `ray` command as a user would (`ray start --head`), on free ports, and
+stopped whatever happens (tests/helpers.py: that Ray only, never another Ray of the machine); each command has a
+time limit, so that a hung autoscaler fails its test instead of the CI run.
 """
 
 from __future__ import annotations
@@ -25,10 +25,9 @@ import pytest
 import yaml
 
 from cluster.check import check_file, security_problems
-from tests.helpers import ROOT, ray_command, ray_env, ray_head
+from tests.helpers import ROOT, RayHead, free_ports, ray_command, ray_env, ray_head, ray_worker_node
 
 CLUSTER_FILES = sorted(glob.glob(os.path.join(ROOT, "cluster", "*.yaml")))
-DASHBOARD = "http://127.0.0.1:8265"
 
 
 def load(name: str) -> dict:
@@ -159,13 +158,15 @@ def test_a_gcp_node_on_the_default_network_and_a_file_ray_refuses_are_caught(tmp
 # --- real Ray clusters started with the `ray` command ------------------------------------------------
 
 
-def submit(env: dict, *args: str, runtime_env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+def submit(
+    env: dict, head: RayHead, *args: str, runtime_env: dict | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
     options = ["--runtime-env-json", json.dumps(runtime_env)] if runtime_env else []
     return ray_command(
         "job",
         "submit",
         "--address",
-        DASHBOARD,
+        head.dashboard,
         *options,
         "--",
         "python",
@@ -178,10 +179,10 @@ def submit(env: dict, *args: str, runtime_env: dict | None = None, timeout: floa
 
 
 NODES_WITH = """import json, sys, ray
-ray.init(address="auto", log_to_driver=False)
-print(json.dumps([node["NodeID"] for node in ray.nodes() if node["Resources"].get(sys.argv[1], 0) > 0]))
+ray.init(address=sys.argv[1], log_to_driver=False)
+print(json.dumps([node["NodeID"] for node in ray.nodes() if node["Resources"].get(sys.argv[2], 0) > 0]))
 """
-"""Prints the ids of the live nodes that have the resource named on the command line."""
+"""Prints the ids of the live nodes of the cluster at argv[1] that have the resource named by argv[2]."""
 
 
 def written_folder(output: str) -> str:
@@ -199,9 +200,18 @@ def written_folder(output: str) -> str:
 )
 def test_the_local_twin_autoscales_accelerator_workers_for_a_submitted_sweep(tmp_path, twin, request_, accelerator):
     env = ray_env(RAY_AUTH_MODE="disabled", RAY_FAKE_CLUSTER="1")
-    with ray_head(env, f"--autoscaling-config={os.path.join(ROOT, 'cluster', twin)}"):
+    # The twin as shipped, told where the head's GCS is: off 6379, which a Ray of the user's may hold, its fake nodes
+    # would look for the head at 6379.
+    from ray._private.services import get_node_ip_address
+
+    [port] = free_ports(1)
+    config = load(twin)
+    config["provider"]["gcs_address"] = f"{get_node_ip_address()}:{port}"
+    (tmp_path / twin).write_text(yaml.safe_dump(config))
+    with ray_head(env, f"--autoscaling-config={tmp_path / twin}", port=port) as head:
         job = submit(
             env,
+            head,
             "air_rnn",
             "--smoke-test",
             "--address",
@@ -217,7 +227,13 @@ def test_the_local_twin_autoscales_accelerator_workers_for_a_submitted_sweep(tmp
         added = set(
             json.loads(
                 subprocess.run(  # in a process of its own: a driver of this cluster in the
-                    [sys.executable, "-c", NODES_WITH, accelerator],  # test process breaks the next local Ray's actors
+                    [
+                        sys.executable,
+                        "-c",
+                        NODES_WITH,
+                        head.address,
+                        accelerator,
+                    ],  # test process breaks the next local Ray's actors
                     capture_output=True,
                     text=True,
                     env=env,
@@ -237,28 +253,30 @@ def test_a_sweep_submitted_as_a_job_with_token_authentication(tmp_path):
     token_file.write_text("a" * 32 + "\n")
     token_file.chmod(0o600)
     env = ray_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(token_file))
-    with ray_head(env):
-        ray_command("start", "--address=127.0.0.1:6379", "--num-cpus=2", env=env, timeout=120)  # a worker node
-        job = submit(env, "air_rnn", "--smoke-test", "--address", "auto", "--storage-path", str(tmp_path / "results"))
+    with ray_head(env) as head:
+        ray_worker_node(env, head, num_cpus=2)
+        job = submit(
+            env, head, "air_rnn", "--smoke-test", "--address", "auto", "--storage-path", str(tmp_path / "results")
+        )
         assert job.returncode == 0, (job.stdout + job.stderr)[-3000:]
         assert "succeeded" in job.stdout + job.stderr
         results = pd.read_csv(os.path.join(written_folder(job.stdout), "results.csv"))
         assert len(results) == 4 and written_folder(job.stdout).startswith(str(tmp_path / "results"))
 
         with urllib.request.urlopen(
-            urllib.request.Request(f"{DASHBOARD}/api/jobs/", headers={"Authorization": f"Bearer {'a' * 32}"}),
+            urllib.request.Request(f"{head.dashboard}/api/jobs/", headers={"Authorization": f"Bearer {'a' * 32}"}),
             timeout=30,
         ) as answer:
             jobs = json.load(answer)
         assert [job["status"] for job in jobs if "sweeps.run air_rnn" in job["entrypoint"]] == ["SUCCEEDED"]
         with pytest.raises(urllib.error.HTTPError) as refused:
-            urllib.request.urlopen(f"{DASHBOARD}/api/jobs/", timeout=30)
+            urllib.request.urlopen(f"{head.dashboard}/api/jobs/", timeout=30)
         assert refused.value.code == 401
         unauthorized = ray_command(
             "job",
             "list",
             "--address",
-            DASHBOARD,
+            head.dashboard,
             env=ray_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN="b" * 32),
             timeout=60,
         )
@@ -294,17 +312,17 @@ def browse(url: str, profile, *options: str) -> str:
     return done.stdout
 
 
-def alive_trial_actors() -> list[dict]:
+def alive_trial_actors(head: RayHead) -> list[dict]:
     """The sweep's trial actors that are ALIVE, from the dashboard's state API (no browser)."""
     query = "filter_keys=state&filter_predicates=%3D&filter_values=ALIVE&detail=false&limit=1000"
-    with urllib.request.urlopen(f"{DASHBOARD}/api/v0/actors?{query}", timeout=60) as answer:
+    with urllib.request.urlopen(f"{head.dashboard}/api/v0/actors?{query}", timeout=60) as answer:
         actors = json.load(answer)["data"]["result"]["result"]
     return [actor for actor in actors if actor["class_name"].startswith("ImplicitFunc")]
 
 
-def job_story(env: dict, job_id: str) -> str:
+def job_story(env: dict, head: RayHead, job_id: str) -> str:
     """What the sweep's job printed, for a failure message."""
-    logs = ray_command("job", "logs", "--address", DASHBOARD, job_id, env=env, timeout=60)
+    logs = ray_command("job", "logs", "--address", head.dashboard, job_id, env=env, timeout=60)
     return (logs.stdout + logs.stderr)[-3000:]
 
 
@@ -314,8 +332,8 @@ def test_the_dashboard_in_a_real_browser_shows_the_running_sweep(tmp_path):
     """Token authentication off here: its login is a form, and the API test above covers the token. The sweep
     is far longer than the test (it ends with the Ray), so that a slow, busy machine still finds it running."""
     env = ray_env(RAY_AUTH_MODE="disabled")
-    with ray_head(env):
-        ray_command("start", "--address=127.0.0.1:6379", "--num-cpus=2", env=env, timeout=120)
+    with ray_head(env) as head:
+        ray_worker_node(env, head, num_cpus=2)
         args = [
             "air_rnn",
             "--num-samples",
@@ -340,7 +358,7 @@ def test_the_dashboard_in_a_real_browser_shows_the_running_sweep(tmp_path):
             "submit",
             "--no-wait",
             "--address",
-            DASHBOARD,
+            head.dashboard,
             "--",
             "python",
             "-m",
@@ -352,13 +370,15 @@ def test_the_dashboard_in_a_real_browser_shows_the_running_sweep(tmp_path):
         assert job.returncode == 0, job.stderr[-2000:]
         job_id = re.search(r"Job '(\w+)' submitted successfully", job.stdout + job.stderr).group(1)
         deadline = time.time() + 300
-        while time.time() < deadline and not alive_trial_actors():
+        while time.time() < deadline and not alive_trial_actors(head):
             time.sleep(2)
-        assert alive_trial_actors(), f"no trial actor ALIVE after 5 min; the job said:\n{job_story(env, job_id)}"
+        assert alive_trial_actors(head), (
+            f"no trial actor ALIVE after 5 min; the job said:\n{job_story(env, head, job_id)}"
+        )
 
         deadline, trial_rows, actors = time.time() + 600, [], ""
         while time.time() < deadline and not trial_rows:
-            actors = browse(f"{DASHBOARD}/#/actors", tmp_path / "profile")
+            actors = browse(f"{head.dashboard}/#/actors", tmp_path / "profile")
             # A row per running trial: Tune's actor class, the trainable's name, ALIVE, and the actor's id,
             # which ends with the id of the job that created it.
             trial_rows = [
@@ -369,10 +389,12 @@ def test_the_dashboard_in_a_real_browser_shows_the_running_sweep(tmp_path):
         assert trial_rows, f"no trial of the sweep on the dashboard's actors page:\n{actors[-2000:]}"
         jobs = ""
         while time.time() < deadline and f">{trial_rows[0]}<" not in jobs:
-            jobs = browse(f"{DASHBOARD}/#/jobs", tmp_path / "profile")
+            jobs = browse(f"{head.dashboard}/#/jobs", tmp_path / "profile")
         assert "python -m sweeps.run air_rnn --num-samples 8" in jobs and "RUNNING" in jobs, jobs[-2000:]
         assert f">{trial_rows[0]}<" in jobs  # the trials belong to the sweep's job
         os.makedirs(ARTIFACTS, exist_ok=True)
         screenshot = os.path.join(ARTIFACTS, "dashboard-actors.png")
-        browse(f"{DASHBOARD}/#/actors", tmp_path / "profile", f"--screenshot={screenshot}", "--window-size=1600,1000")
+        browse(
+            f"{head.dashboard}/#/actors", tmp_path / "profile", f"--screenshot={screenshot}", "--window-size=1600,1000"
+        )
         assert os.path.getsize(screenshot) > 10_000

@@ -2,6 +2,8 @@
 when a node dies mid-sweep, and what a cluster that cannot hold a trial answers."""
 
 import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -9,7 +11,7 @@ import pytest
 
 from sweeps.plan import make_plan
 from sweeps.run import main, run_sweep
-from tests.helpers import SLOW_TRIAL, trial_histories
+from tests.helpers import SLOW_TRIAL, ray_env, ray_head, trial_histories
 
 
 @pytest.fixture
@@ -109,6 +111,34 @@ def test_a_node_lost_mid_sweep_costs_its_trials_only_the_epochs_since_their_chec
         assert list(history.epoch) == list(range(1, 101))
 
 
+@pytest.fixture(scope="module")
+def fixed_cluster():
+    """A head that trains nothing and one node of 2 CPUs, no autoscaler, shared by the refusals below; its head's
+    monitor has reported (from its read-only provider), so that a sweep sees no autoscaler there instead of giving
+    up waiting for the report."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    from sweeps.cluster_probe import _autoscaler_node_types
+
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    if ray.is_initialized():
+        ray.shutdown()
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+    try:
+        cluster.add_node(num_cpus=2)
+        connect(cluster)
+        deadline = time.monotonic() + 60
+        while not _autoscaler_node_types():
+            assert time.monotonic() < deadline, "the head's monitor reported no node types in 60 s"
+            time.sleep(0.2)
+        ray.shutdown()
+        yield cluster
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(120)  # a cluster taken for an autoscaling one would leave the trials pending forever
 @pytest.mark.parametrize(
@@ -119,28 +149,15 @@ def test_a_node_lost_mid_sweep_costs_its_trials_only_the_epochs_since_their_chec
         (["--tpu-chips-per-trial", "4"], "1 CPU, 4 TPU chips"),
     ],
 )
-def test_a_fixed_cluster_refuses_what_no_node_can_hold(cluster, tmp_path, capsys, request_, message):
-    import ray
-
-    from sweeps.cluster_probe import _autoscaler_node_types
-
-    cluster.add_node(num_cpus=2)
-    connect(cluster)
-    # Once the head's monitor has reported (from its read-only provider), the sweep sees no autoscaler there
-    # instead of giving up waiting for the report.
-    deadline = time.monotonic() + 60
-    while not _autoscaler_node_types():
-        assert time.monotonic() < deadline, "the head's monitor reported no node types in 60 s"
-        time.sleep(0.2)
-    ray.shutdown()
-    code = main(["air_rnn", "--address", cluster.address, "--storage-path", str(tmp_path), *request_])
+def test_a_fixed_cluster_refuses_what_no_node_can_hold(fixed_cluster, tmp_path, capsys, request_, message):
+    code = main(["air_rnn", "--address", fixed_cluster.address, "--storage-path", str(tmp_path), *request_])
     assert code == 2
     error = capsys.readouterr().err
     assert message in error and "no autoscaler can add a node" in error
 
 
 AUTOSCALES = (
-    "import ray; ray.init(address='auto', log_to_driver=False); "
+    "import sys, ray; ray.init(address=sys.argv[1], log_to_driver=False); "
     "from sweeps.cluster_probe import cluster_autoscales; print(cluster_autoscales(wait_s=20))"
 )
 
@@ -155,27 +172,9 @@ AUTOSCALES = (
 def test_autoscaler_v2_is_told_apart_from_a_fixed_cluster(tmp_path, head_env, autoscales):
     """`ray up` starts Ray's autoscaler v2 since Ray 2.50, which publishes no v1 report: a cluster of it whose
     head is of a named node type autoscales, one started by hand does not."""
-    import subprocess
-    import sys
-
-    import ray
-
-    if ray.is_initialized():
-        ray.shutdown()
-    ray_bin = os.path.join(os.path.dirname(sys.executable), "ray")
-    env = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_enable_autoscaler_v2="1", **head_env)
-    env.pop("RAY_ADDRESS", None)
-    subprocess.run([ray_bin, "stop", "--force"], env=env, capture_output=True, timeout=60)
-    started = subprocess.run(
-        [ray_bin, "start", "--head", "--num-cpus=1", "--dashboard-host=127.0.0.1"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    try:
-        assert started.returncode == 0, started.stderr[-2000:]
-        answer = subprocess.run([sys.executable, "-c", AUTOSCALES], env=env, capture_output=True, text=True, timeout=90)
+    env = ray_env(RAY_AUTH_MODE="disabled", RAY_enable_autoscaler_v2="1", **head_env)
+    with ray_head(env, num_cpus=1) as head:
+        answer = subprocess.run(
+            [sys.executable, "-c", AUTOSCALES, head.address], env=env, capture_output=True, text=True, timeout=90
+        )
         assert answer.stdout.strip().splitlines()[-1] == str(autoscales), answer.stderr[-2000:]
-    finally:
-        subprocess.run([ray_bin, "stop", "--force"], env=env, capture_output=True, timeout=60)

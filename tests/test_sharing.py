@@ -103,13 +103,13 @@ def test_a_sweeps_own_ray_trains_at_normal_priority_unless_the_user_sets_rays_ni
 @pytest.mark.timeout(300)
 def test_a_sweep_beside_a_ray_started_here_runs_on_its_own_and_says_so(tmp_path):
     env = ray_env(RAY_AUTH_MODE="disabled")
-    with ray_head(env):  # holds 127.0.0.1:8265 and no CPU at all
+    with ray_head(env) as head:  # a dashboard and no CPU at all
         own = start_sweep("--smoke-test", "--storage-path", str(tmp_path), "--name", "own", env=env)
         output = finish(own)
         ray_line = banner_line(output, "ray")
         assert "a new local Ray of this sweep's own" in ray_line
-        assert re.search(r"another Ray runs here at [\d.]+:6379 \(--address auto runs the sweep on it\)", ray_line)
-        assert banner_line(output, "dashboard") != "http://127.0.0.1:8265"
+        assert f"another Ray runs here at {head.address} (--address auto runs the sweep on it)" in ray_line
+        assert banner_line(output, "dashboard") != head.dashboard
         assert len(pd.read_csv(tmp_path / "own" / "results.csv")) == 4
 
         joined = subprocess.run(
@@ -122,8 +122,8 @@ def test_a_sweep_beside_a_ray_started_here_runs_on_its_own_and_says_so(tmp_path)
         )
         assert joined.returncode == 2, joined.stderr[-2000:]
         assert re.search(
-            r"no node of this Ray cluster can hold a trial of 1 CPU: the cluster at [\d.]+:6379 has no CPUs, GPUs "
-            r"or TPU chips on 1 node\(s\)",
+            rf"no node of this Ray cluster can hold a trial of 1 CPU: the cluster at {re.escape(head.address)} has no "
+            r"CPUs, GPUs or TPU chips on 1 node\(s\)",
             joined.stderr,
         )
 
