@@ -179,78 +179,37 @@ def test_smoke_test_runs_the_whole_cli(tmp_path):
     )
 
 
-def finished_trials(folder, epochs):
-    """{progress.csv of each trial that reached `epochs`: (its rows, when it was last written)}."""
-    files = {os.path.join(trial, "progress.csv"): history for trial, history in trial_histories(folder).items()}
-    return {
-        path: (len(history), os.path.getmtime(path))
-        for path, history in files.items()
-        if history["epoch"].max() >= epochs
-    }
-
-
-@pytest.mark.slow
-def test_ctrl_c_stops_cleanly_and_resume_finishes_without_rerunning_finished_trials(tmp_path):
-    args = [
-        "air_rnn",
-        "--num-samples",
-        "6",
-        "--max-epochs",
-        "100",
-        "--scheduler",
-        "fifo",
-        "--max-concurrent-trials",
-        "1",
-        "--set",
-        "hidden_dim=8",
-        "--seed",
-        "3",
-        "--storage-path",
-        str(tmp_path),
-        "--name",
-        "resumable",
-    ]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "sweeps.run", *args],
-        env=ENV,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    deadline = time.time() + 180
-    while len(finished_trials(tmp_path / "resumable", 100)) < 2 and time.time() < deadline and process.poll() is None:
-        time.sleep(0.2)
-    process.send_signal(signal.SIGINT)
-    output, _ = process.communicate(timeout=120)
-    assert process.returncode == 130, output[-3000:]
-    assert "stopped before its end" in output
-    assert f"python -m sweeps.run air_rnn --resume --name resumable --storage-path {tmp_path}" in output
-    before = finished_trials(tmp_path / "resumable", 100)
-    assert 2 <= len(before) < 6
-
-    refused = sweeps_run(*args, "--resume", "--num-samples", "9")
-    assert refused.returncode == 2 and "--num-samples cannot change" in refused.stderr
-    done = sweeps_run(*args, "--resume")  # the same command, resumed
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "Sweep air_rnn - resuming" in done.stdout
-    results = pd.read_csv(tmp_path / "resumable" / "results.csv")
-    assert len(results) == 6 and (results.status == "COMPLETED").all() and (results.epochs == 100).all()
-    for path, (rows, modified) in before.items():  # finished trials were not run again
-        assert (len(pd.read_csv(path)), os.path.getmtime(path)) == (rows, modified)
-
-
 def trial_epochs(folder):
     """{trial folder: list of the epochs it reported, in order}."""
     return {trial: list(history["epoch"]) for trial, history in trial_histories(folder).items()}
 
 
+def progress_files(folder):
+    """{progress.csv of each trial that reported: (its rows, when it was last written)}."""
+    return {
+        path: (len(pd.read_csv(path)), os.path.getmtime(path))
+        for path in (os.path.join(trial, "progress.csv") for trial in trial_histories(folder))
+    }
+
+
+def wait_for(process, condition, timeout_s, what):
+    """Poll the sweep's progress until `condition()` holds, at most `timeout_s`; fail saying what did not happen."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert process.poll() is None, f"the sweep ended (exit {process.returncode}) before {what}"
+        assert time.monotonic() < deadline, f"no {what} after {timeout_s} s"
+        time.sleep(0.2)
+
+
 @pytest.mark.slow
-def test_a_killed_driver_loses_nothing_resume_finishes_the_planned_trials(tmp_path):
-    """kill -9 of `python -m sweeps.run` (no chance to save anything): the stored state is enough."""
+def test_ctrl_c_then_kill_9_lose_nothing_and_resume_finishes_the_planned_trials(tmp_path):
+    """One sweep, stopped twice: Ctrl+C stops it cleanly and says how to resume; its resumed driver is then killed
+    with kill -9 (no chance to save anything), and the stored state is still enough: the last resume runs the
+    planned trials, never a finished trial again, and an interrupted trial from its latest checkpoint."""
     args = [
         "air_rnn",
         "--num-samples",
-        "5",
+        "6",
         "--max-epochs",
         "100",
         "--scheduler",
@@ -268,17 +227,42 @@ def test_a_killed_driver_loses_nothing_resume_finishes_the_planned_trials(tmp_pa
         "--storage-path",
         str(tmp_path),
         "--name",
-        "killed",
+        "resumable",
     ]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "sweeps.run", *args], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    folder, log = tmp_path / "resumable", tmp_path / "first-run.log"
+    with open(log, "w") as output:  # a file, not a pipe nobody reads while the sweep runs
+        process = subprocess.Popen([sys.executable, "-m", "sweeps.run", *args], env=ENV, stdout=output, stderr=output)
+    wait_for(process, lambda: any(e[-1] == 100 for e in trial_epochs(folder).values()), 180, "trial of 100 epochs")
+    process.send_signal(signal.SIGINT)
+    process.wait(timeout=120)
+    output = log.read_text()
+    assert process.returncode == 130, output[-3000:]
+    assert "stopped before its end" in output
+    assert f"python -m sweeps.run air_rnn --resume --name resumable --storage-path {tmp_path}" in output
+    stopped = trial_epochs(folder)
+    finished_before_ctrl_c = {
+        path: written for path, written in progress_files(folder).items() if stopped[os.path.dirname(path)][-1] == 100
+    }
+    assert 1 <= len(finished_before_ctrl_c) < 6
+
+    refused = sweeps_run(*args, "--resume", "--num-samples", "9")
+    assert refused.returncode == 2 and "--num-samples cannot change" in refused.stderr
+
+    resumed_at = time.time()
+    process = subprocess.Popen(  # the same command, resumed
+        [sys.executable, "-m", "sweeps.run", *args, "--resume"],
+        env=ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
-    deadline = time.time() + 240
-    while time.time() < deadline and process.poll() is None:
-        reported = trial_epochs(tmp_path / "killed").values()
-        if sum(epochs[-1] == 100 for epochs in reported) >= 1 and any(30 <= epochs[-1] < 100 for epochs in reported):
-            break
-        time.sleep(0.2)
+
+    def one_more_finished_and_one_midway():
+        histories = trial_histories(folder).values()
+        ran = [history for history in histories if history["timestamp"].iloc[-1] >= int(resumed_at)]
+        finished = sum(history["epoch"].iloc[-1] == 100 for history in histories)
+        return finished > len(finished_before_ctrl_c) and any(30 <= h["epoch"].iloc[-1] < 100 for h in ran)
+
+    wait_for(process, one_more_finished_and_one_midway, 240, "trial finished after the resume with another midway")
     # The driver's embedded Ray (GCS, raylet, the trials' workers) notices and goes away with it; Ray's dashboard
     # and runtime-env agents outlive it (seen: still there after 60 s), but they write nothing of the sweep's.
     agents = ("ray::DashboardAgent", "ray::RuntimeEnvAgent")
@@ -287,20 +271,23 @@ def test_a_killed_driver_loses_nothing_resume_finishes_the_planned_trials(tmp_pa
     process.kill()
     process.wait()
     wait_until_gone(driver_and_its_ray, 60, "the killed driver's Ray")
-    before = trial_epochs(tmp_path / "killed")
-    finished = {folder: epochs for folder, epochs in before.items() if epochs[-1] == 100}
-    midway = {folder: epochs for folder, epochs in before.items() if 30 <= epochs[-1] < 100}
-    assert finished and midway, before
+    before = trial_epochs(folder)
+    finished = {trial: epochs for trial, epochs in before.items() if epochs[-1] == 100}
+    midway = {trial: epochs for trial, epochs in before.items() if 30 <= epochs[-1] < 100}
+    assert len(finished) > len(finished_before_ctrl_c) and midway, before
 
-    done = sweeps_run("air_rnn", "--resume", "--name", "killed", "--storage-path", str(tmp_path))
+    done = sweeps_run("air_rnn", "--resume", "--name", "resumable", "--storage-path", str(tmp_path))
     assert done.returncode == 0, done.stderr[-3000:]
-    results = pd.read_csv(tmp_path / "killed" / "results.csv")
-    assert len(results) == 5 and results.trial_id.is_unique
+    assert "Sweep air_rnn - resuming" in done.stdout
+    results = pd.read_csv(folder / "results.csv")
+    assert len(results) == 6 and results.trial_id.is_unique
     assert (results.status == "COMPLETED").all() and (results.epochs == 100).all()
-    after = trial_epochs(tmp_path / "killed")
-    for folder, epochs in finished.items():
-        assert after[folder] == epochs  # not run again
-    for folder, epochs in midway.items():
-        resumed = after[folder][len(epochs) :]
+    after = trial_epochs(folder)
+    for trial, epochs in finished.items():
+        assert after[trial] == epochs  # not run again
+    for path, rows in finished_before_ctrl_c.items():  # nor even written again
+        assert (len(pd.read_csv(path)), os.path.getmtime(path)) == rows
+    for trial, epochs in midway.items():
+        resumed = after[trial][len(epochs) :]
         assert 1 < resumed[0] <= epochs[-1] + 1  # from its latest checkpoint, not from the start
         assert resumed[-1] == 100
