@@ -142,7 +142,7 @@ def stop_ray(gcs_port: int, timeout_s: float = 60) -> None:
     names_port = re.compile(rf"[:=]{gcs_port}(?!\d)")
     for _ in range(3):  # a raylet may have started a worker after the listing: look again
         roots = [pid for pid, command in commands(all_pids(), width=100_000).items() if names_port.search(command)]
-        doomed = set().union(*(process_tree(pid) for pid in roots)) - {os.getpid()}
+        doomed = process_tree(*roots) - {os.getpid()}
         if not doomed:
             break
         for pid in doomed:
@@ -158,14 +158,14 @@ def stop_ray(gcs_port: int, timeout_s: float = 60) -> None:
             os.remove(get_ray_address_file(None))
 
 
-def process_tree(pid: int) -> set[int]:
-    """A process and all its descendants now (a driver with its embedded Ray: GCS, raylet, workers)."""
+def process_tree(*pids: int) -> set[int]:
+    """Processes and all their descendants now (a driver with its embedded Ray: GCS, raylet, workers)."""
     listing = subprocess.run(["ps", "-eo", "pid=,ppid="], capture_output=True, text=True).stdout
     children: dict[int, list[int]] = {}
     for line in listing.splitlines():
         child, parent = map(int, line.split())
         children.setdefault(parent, []).append(child)
-    tree, frontier = {pid}, [pid]
+    tree, frontier = set(pids), list(pids)
     while frontier:
         for child in children.get(frontier.pop(), []):
             tree.add(child)

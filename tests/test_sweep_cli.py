@@ -184,11 +184,11 @@ def trial_epochs(folder):
     return {trial: list(history["epoch"]) for trial, history in trial_histories(folder).items()}
 
 
-def progress_files(folder):
+def progress_written(folder):
     """{progress.csv of each trial that reported: (its rows, when it was last written)}."""
     return {
-        path: (len(pd.read_csv(path)), os.path.getmtime(path))
-        for path in (os.path.join(trial, "progress.csv") for trial in trial_histories(folder))
+        os.path.join(trial, "progress.csv"): (len(history), os.path.getmtime(os.path.join(trial, "progress.csv")))
+        for trial, history in trial_histories(folder).items()
     }
 
 
@@ -241,7 +241,7 @@ def test_ctrl_c_then_kill_9_lose_nothing_and_resume_finishes_the_planned_trials(
     assert f"python -m sweeps.run air_rnn --resume --name resumable --storage-path {tmp_path}" in output
     stopped = trial_epochs(folder)
     finished_before_ctrl_c = {
-        path: written for path, written in progress_files(folder).items() if stopped[os.path.dirname(path)][-1] == 100
+        path: written for path, written in progress_written(folder).items() if stopped[os.path.dirname(path)][-1] == 100
     }
     assert 1 <= len(finished_before_ctrl_c) < 6
 
