@@ -28,11 +28,16 @@ run: setup
 fit: setup
 	$(BIN)/python -m forecaster.fit
 
+# Two pytest-xdist workers, a test module each at a time: the slow tests spend much of their time waiting on Ray
+# start-ups, autoscalers and job servers, which the other worker's module fills. TEST_WORKERS=0 runs them in this
+# process, one after the other.
+TEST_WORKERS ?= 2
+
 test: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 test-fast: setup
-	$(BIN)/python -m pytest -m "not slow"
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not slow"
 
 # ruff, configured in pyproject.toml: the linter and the formatter's check, on the whole tree.
 lint: setup

@@ -10,6 +10,14 @@ import pytest
 # ray.cluster_utils.Cluster, the CLI's) inherits this, as a sweep's own Ray has it (sweeps/ray_session.py).
 os.environ.setdefault("RAY_worker_niceness", "0")
 
+# `make test` runs the suite in two pytest-xdist workers, a test module per worker at a time (--dist loadfile). Each
+# worker's Rays keep their sessions and their address file (what `ray start` writes and `--address auto` reads) in a
+# folder of that worker's, so a test's `ray start` is never the "other Ray" or the `auto` of the other worker's
+# tests. Every Ray the suite starts is on free ports and stopped alone (tests/helpers.py).
+if worker := os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["RAY_TMPDIR"] = os.path.join(os.environ.get("RAY_TMPDIR", "/tmp"), f"ray-tests-{worker}")
+    os.makedirs(os.environ["RAY_TMPDIR"], exist_ok=True)
+
 
 def pytest_collection_modifyitems(config, items):
     import torch
