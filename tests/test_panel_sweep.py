@@ -105,18 +105,45 @@ def test_series_too_short_for_the_space_are_refused_or_dropped_and_counted(tmp_p
 
 
 @pytest.mark.slow
-def test_a_panel_sweep_end_to_end_writes_what_a_forecaster_looks_at(tmp_path):
+def test_an_interrupted_panel_sweep_resumes_to_the_planned_trials_and_writes_what_a_forecaster_looks_at(tmp_path):
+    """One CLI sweep, as a user runs it on a small panel: stopped with Ctrl+C once a trial is done, resumed to its
+    planned trials; then the files and pictures a forecaster looks at, the report and the refit."""
     path = panel_csv(tmp_path)
-    args = ["m3_monthly", "--data", path, "--horizon", str(HORIZON), "--smoke-test", *SMALL]
-    done = sweeps_run(*args, "--storage-path", str(tmp_path), "--name", "panel", timeout=600)
+    args = [
+        *("m3_monthly", "--data", path, "--horizon", str(HORIZON), *SMALL),
+        *("--num-samples", "4", "--max-epochs", "60", "--scheduler", "fifo", "--max-concurrent-trials", "1"),
+        *("--seed", "2", "--storage-path", str(tmp_path), "--name", "resumable"),
+    ]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sweeps.run", *args],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    deadline = time.time() + 300
+    finished = {}
+    while len(finished) < 1 and time.time() < deadline and process.poll() is None:
+        finished = {k: v for k, v in trial_histories(tmp_path / "resumable").items() if v["epoch"].max() >= 60}
+        time.sleep(0.2)
+    assert finished, f"no trial finished its 60 epochs in 300 s (the sweep's exit code: {process.poll()})"
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=120)
+    assert process.returncode == 130, output[-3000:]
+    assert f"python -m sweeps.run m3_monthly --resume --name resumable --storage-path {tmp_path}" in output
+    done = sweeps_run(*args, "--resume", timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
+    results = pd.read_csv(tmp_path / "resumable" / "results.csv")
+    assert len(results) == 4 and (results.status == "COMPLETED").all() and (results.epochs == 60).all()
+    assert results["best_val_smape"].notna().all()
+
     out = done.stdout
     assert f"its space and budget on {path} (its own data is m3_monthly)" in out
     assert f"data       {path}: 5 series of 60-80 points (median 66), dates (MS), season 12" in out
     assert "per series: the last 6 held out (no trial sees them), the 6 before them validate" in out
     assert "ranking on best_val_smape" in out and "Top trials (best validation sMAPE over all their epochs)" in out
     assert "means over series" in out and "Theta, test" in out and "% of series" in out
-    folder = tmp_path / "panel"
+    folder = tmp_path / "resumable"
 
     forecasts = pd.read_parquet(folder / "forecasts.parquet")
     assert {"unique_id", "ds", "y", "part", "answer", "seasonal naive", "AutoETS", "Theta", "AutoCES"} <= set(
@@ -172,35 +199,3 @@ def test_a_panel_sweep_end_to_end_writes_what_a_forecaster_looks_at(tmp_path):
     )
     assert refit.returncode == 0, refit.stdout + refit.stderr
     assert "validation sMAPE" in refit.stdout and "reproduced" in refit.stdout
-
-
-@pytest.mark.slow
-def test_an_interrupted_panel_sweep_resumes_to_the_planned_trials(tmp_path):
-    path = panel_csv(tmp_path)
-    args = [
-        *("m3_monthly", "--data", path, "--horizon", str(HORIZON), *SMALL),
-        *("--num-samples", "4", "--max-epochs", "60", "--scheduler", "fifo", "--max-concurrent-trials", "1"),
-        *("--seed", "2", "--storage-path", str(tmp_path), "--name", "resumable"),
-    ]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "sweeps.run", *args],
-        env=ENV,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    deadline = time.time() + 300
-    finished = {}
-    while len(finished) < 1 and time.time() < deadline and process.poll() is None:
-        finished = {k: v for k, v in trial_histories(tmp_path / "resumable").items() if v["epoch"].max() >= 60}
-        time.sleep(0.2)
-    process.send_signal(signal.SIGINT)
-    output, _ = process.communicate(timeout=120)
-    assert process.returncode == 130, output[-3000:]
-    assert f"python -m sweeps.run m3_monthly --resume --name resumable --storage-path {tmp_path}" in output
-    done = sweeps_run(*args, "--resume", timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = pd.read_csv(tmp_path / "resumable" / "results.csv")
-    assert len(results) == 4 and (results.status == "COMPLETED").all() and (results.epochs == 60).all()
-    assert results["best_val_smape"].notna().all()
-    assert json.loads((tmp_path / "resumable" / "best_config.json").read_text())["answer"]["series"] == 5

@@ -1,5 +1,5 @@
-"""Sweeps that share a machine or a cluster: two at once on a laptop, one beside a Ray started with `ray start`,
-two drivers on one multi-node cluster, and the same name asked for twice."""
+"""Sweeps that share a machine or a cluster: two at once on a laptop beside a Ray started with `ray start`, two
+drivers on one multi-node cluster, and the same name asked for twice."""
 
 import json
 import os
@@ -52,17 +52,39 @@ def trial_spans(folder):
 
 
 @pytest.mark.slow
-def test_two_sweeps_side_by_side_on_one_machine_each_run_on_a_ray_of_their_own(tmp_path):
-    first = start_sweep("--smoke-test", "--seed", "1", "--name", "a", "--storage-path", str(tmp_path))
-    second = start_sweep("--smoke-test", "--seed", "2", "--name", "b", "--storage-path", str(tmp_path))
-    outputs = [finish(first), finish(second)]
-    dashboards = [banner_line(output, "dashboard") for output in outputs]
-    assert all(url.startswith("http://127.0.0.1:") for url in dashboards) and dashboards[0] != dashboards[1]
-    assert all("a new local Ray of this sweep's own" in banner_line(output, "ray") for output in outputs)
-    for name, seed in (("a", 1), ("b", 2)):
-        results = pd.read_csv(tmp_path / name / "results.csv")
-        assert len(results) == 4 and results.status.isin(["COMPLETED", "STOPPED"]).all()
-        assert json.loads((tmp_path / name / "resolved_sweep.json").read_text())["seed"] == seed
+@pytest.mark.timeout(300)
+def test_two_sweeps_side_by_side_beside_a_ray_started_here_each_run_on_a_ray_of_their_own_and_say_so(tmp_path):
+    env = ray_env(RAY_AUTH_MODE="disabled")
+    with ray_head(env) as head:  # a dashboard and no CPU at all
+        first = start_sweep("--smoke-test", "--seed", "1", "--name", "a", "--storage-path", str(tmp_path), env=env)
+        second = start_sweep("--smoke-test", "--seed", "2", "--name", "b", "--storage-path", str(tmp_path), env=env)
+        outputs = [finish(first), finish(second)]
+        dashboards = [banner_line(output, "dashboard") for output in outputs]
+        assert all(url.startswith("http://127.0.0.1:") for url in dashboards) and dashboards[0] != dashboards[1]
+        assert head.dashboard not in dashboards
+        for output in outputs:
+            ray_line = banner_line(output, "ray")
+            assert "a new local Ray of this sweep's own" in ray_line
+            assert f"another Ray runs here at {head.address} (--address auto runs the sweep on it)" in ray_line
+        for name, seed in (("a", 1), ("b", 2)):
+            results = pd.read_csv(tmp_path / name / "results.csv")
+            assert len(results) == 4 and results.status.isin(["COMPLETED", "STOPPED"]).all()
+            assert json.loads((tmp_path / name / "resolved_sweep.json").read_text())["seed"] == seed
+
+        joined = subprocess.run(
+            [sys.executable, "-m", "sweeps.run", "air_rnn", "--smoke-test", "--address", "auto"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert joined.returncode == 2, joined.stderr[-2000:]
+        assert re.search(
+            rf"no node of this Ray cluster can hold a trial of 1 CPU: the cluster at {re.escape(head.address)} has no "
+            r"CPUs, GPUs or TPU chips on 1 node\(s\)",
+            joined.stderr,
+        )
 
 
 def test_a_dashboard_port_that_is_taken_is_refused_before_ray_starts(tmp_path, capsys):
@@ -97,35 +119,6 @@ def test_a_sweeps_own_ray_trains_at_normal_priority_unless_the_user_sets_rays_ni
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert f"worker niceness {niceness}" in done.stdout
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(300)
-def test_a_sweep_beside_a_ray_started_here_runs_on_its_own_and_says_so(tmp_path):
-    env = ray_env(RAY_AUTH_MODE="disabled")
-    with ray_head(env) as head:  # a dashboard and no CPU at all
-        own = start_sweep("--smoke-test", "--storage-path", str(tmp_path), "--name", "own", env=env)
-        output = finish(own)
-        ray_line = banner_line(output, "ray")
-        assert "a new local Ray of this sweep's own" in ray_line
-        assert f"another Ray runs here at {head.address} (--address auto runs the sweep on it)" in ray_line
-        assert banner_line(output, "dashboard") != head.dashboard
-        assert len(pd.read_csv(tmp_path / "own" / "results.csv")) == 4
-
-        joined = subprocess.run(
-            [sys.executable, "-m", "sweeps.run", "air_rnn", "--smoke-test", "--address", "auto"],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert joined.returncode == 2, joined.stderr[-2000:]
-        assert re.search(
-            rf"no node of this Ray cluster can hold a trial of 1 CPU: the cluster at {re.escape(head.address)} has no "
-            r"CPUs, GPUs or TPU chips on 1 node\(s\)",
-            joined.stderr,
-        )
 
 
 @pytest.mark.slow
