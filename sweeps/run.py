@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import dataclasses
 import importlib
+import signal
 import sys
 import textwrap
 import threading
@@ -406,12 +407,41 @@ def run_sweep(
         plan = claim_folder(plan, command)
     tuner = build_tuner(plan, progress=progress, shared=shared)
     started_at, wall, cpu = time.time(), time.perf_counter(), time.process_time()
-    tuner.fit()
+    with ctrl_c_given_back():
+        tuner.fit()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    results = collect(plan)
-    found = build_answer(plan, results) if answer else None
-    scores = found.scores(plan) if found else None
-    return SweepRun(results, write_results(plan, results, found, scores), scores, wall, cpu, started_at)
+    if progress and answer and len(plan.panel) > 1:
+        print(f"The trials have ended; scoring the answer and the baselines on {len(plan.panel)} series...", flush=True)
+    try:
+        results = collect(plan)
+        found = build_answer(plan, results) if answer else None
+        scores = found.scores(plan) if found else None
+        return SweepRun(results, write_results(plan, results, found, scores), scores, wall, cpu, started_at)
+    except KeyboardInterrupt:
+        raise ScoringInterrupted(
+            "stopped by Ctrl+C while the answer was scored; every trial had ended and is stored. "
+            f"Score it and write its files with:  python -m sweeps.report {plan.experiment_path}"
+        ) from None
+
+
+class ScoringInterrupted(Exception):
+    """Ctrl+C after the trials, while the answer and the baselines were scored: nothing to resume, a report to
+    rebuild."""
+
+
+@contextlib.contextmanager
+def ctrl_c_given_back():
+    """Ray Tune catches Ctrl+C during `fit()` to stop the trials cleanly, and leaves its handler installed when no
+    Ctrl+C came; a Ctrl+C while the answer and the baselines are scored (minutes on M3) would then only be logged.
+    Python's handler is put back once `fit()` returns."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # Tune installs no handler outside the main thread
+        return
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, handler)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -448,6 +478,9 @@ def main(argv: list[str] | None = None) -> int:
     except (PlanError, RaySessionError, CapacityError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except ScoringInterrupted as stopped:
+        print(str(stopped), file=sys.stderr)
+        return 130
     finally:
         if started_here:
             ray.shutdown()

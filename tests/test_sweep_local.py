@@ -3,6 +3,7 @@ the best trial is chosen over all epochs and its checkpoint reproduces it."""
 
 import json
 import math
+import signal
 from pathlib import Path
 
 import pandas as pd
@@ -30,8 +31,9 @@ def asha_sweep(local_ray, tmp_path_factory):
         storage_path=str(tmp_path_factory.mktemp("sweeps")),
         name="asha",
     )
+    ctrl_c_before = signal.getsignal(signal.SIGINT)
     run = run_sweep(plan, ["test"])
-    return plan, run.results, run.written
+    return plan, run.results, (ctrl_c_before, signal.getsignal(signal.SIGINT))
 
 
 def test_asha_stops_some_trials_early_and_lets_others_run_all_epochs(asha_sweep):
@@ -44,6 +46,12 @@ def test_asha_stops_some_trials_early_and_lets_others_run_all_epochs(asha_sweep)
     assert (completed.epochs == 12).all()
     for history in results.histories.values():
         assert list(history["epoch"]) == list(range(1, len(history) + 1))  # every epoch reported
+
+
+def test_ctrl_c_is_pythons_again_once_the_trials_have_ended(asha_sweep):
+    """Ray Tune's Ctrl+C handler is kept while the trials run only: a Ctrl+C while the answer is scored stops it."""
+    _, _, (before, after) = asha_sweep
+    assert after is before
 
 
 def test_every_result_file_parses_and_agrees(asha_sweep):
