@@ -15,6 +15,7 @@ import torch
 
 from forecaster.config import TARGET_TRANSFORMS, WINDOW_NORMS, ForecasterConfig
 from forecaster.data import SeriesError, fit_parts, load_panel
+from forecaster.fit import main as fit_cli
 from forecaster.metrics import mase_scales, panel_scores
 from forecaster.model import RNNForecaster
 from forecaster.panel import Panel
@@ -531,14 +532,14 @@ def test_the_cli_fits_a_long_csv_with_a_horizon_and_prints_the_panels_metrics(tm
     assert (tmp_path / "panel.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_the_cli_refuses_bad_panels_with_exit_code_2(tmp_path):
+def test_the_cli_refuses_bad_panels_with_exit_code_2(tmp_path, capsys):
+    """The refusals run the CLI's own code in this process (each comes before anything is trained); the fit that
+    drops the short series runs the CLI as a user does."""
     short = monthly_panel_frame(lengths=(40, 12, 46))
     path = write_csv(tmp_path, short)
-    done = run_cli("--data", path, "--horizon", "6", "--training-length", "8", "--input-chunk-length", "5")
-    assert done.returncode == 2
-    assert (
-        "1 of 3 series are too short for this fit: 's1' (with 12 points); each needs at least 21 points" in done.stderr
-    )
+    assert fit_cli(["--data", path, "--horizon", "6", "--training-length", "8", "--input-chunk-length", "5"]) == 2
+    error = capsys.readouterr().err
+    assert "1 of 3 series are too short for this fit: 's1' (with 12 points); each needs at least 21 points" in error
     dropped = run_cli(
         "--data",
         path,
@@ -556,14 +557,12 @@ def test_the_cli_refuses_bad_panels_with_exit_code_2(tmp_path):
     assert dropped.returncode == 0, dropped.stderr
     assert json.loads(dropped.stdout)["dropped_series"] == 1 and json.loads(dropped.stdout)["series"] == 2
     duplicated = write_text(tmp_path, HEADER + GOOD_A + "a,2000-03-01,7\n", "duplicated.csv")
-    done = run_cli("--data", duplicated, "--horizon", "2")
-    assert done.returncode == 2
-    assert (
-        f"error: {duplicated}, line 14: series 'a': date 2000-03-01 00:00:00 already appears on line 4" in done.stderr
-    )
+    assert fit_cli(["--data", duplicated, "--horizon", "2"]) == 2
+    error = capsys.readouterr().err
+    assert f"error: {duplicated}, line 14: series 'a': date 2000-03-01 00:00:00 already appears on line 4" in error
     plain = write_text(tmp_path, HEADER + "".join(f"a,{t},{t}\n" for t in range(1, 40)), "plain.csv")
-    done = run_cli("--data", plain, "--season-length", "12")
-    assert done.returncode == 2 and "has a plain time index: give --horizon H" in done.stderr
+    assert fit_cli(["--data", plain, "--season-length", "12"]) == 2
+    assert "has a plain time index: give --horizon H" in capsys.readouterr().err
 
 
 @pytest.mark.gpu

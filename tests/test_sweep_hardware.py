@@ -53,12 +53,12 @@ def test_a_data_parallel_trial_trains_with_ddp_under_ray_train(local_ray, tmp_pa
 
 
 @pytest.mark.slow
-def test_the_gpu_packing_bench_runs_on_logical_gpus(monkeypatch):
+def test_the_gpu_packing_bench_runs_on_logical_gpus(monkeypatch, tmp_path):
     """bench/gpu_packing.py measures trials sharing one real card; here it runs on logical GPUs, so that it keeps
     working where no GPU is lent: N trials of 1/N GPU each are placed on the one GPU and all train."""
     import ray
 
-    from bench.gpu_packing import main
+    from bench.gpu_packing import main, run
 
     if ray.is_initialized():
         ray.shutdown()  # the bench starts a Ray of its own for each count
@@ -69,7 +69,8 @@ def test_the_gpu_packing_bench_runs_on_logical_gpus(monkeypatch):
         assert [(run["trials"], run["epochs"]) for run in placed] == [(2, 8)]
         assert placed[0]["aggregate_epochs_per_second"] > 0 and len(placed[0]["nodes"]) == 1
     assert [run["gpus_per_trial"] for run in report["gpu"]] == [0.5]
-    # The panel workload: two trials of the m3_monthly sweep on one (logical) card.
-    panel = main(["--logical", "--trials", "2", "--epochs", "1", "--workload", "panel", "--windows-per-epoch", "1024"])
-    assert [(run["trials"], run["epochs"], run["workload"]) for run in panel["gpu"]] == [(2, 2, "panel")]
-    assert panel["gpu"][0]["aggregate_windows_per_second"] > 0
+    # The panel workload: two trials of the m3_monthly sweep on one (logical) card; the bench's step for one count
+    # and one placement (main runs it for each), without its CPU placement, measured above for the seed workload.
+    panel = run(2, 0.5, epochs=1, storage=str(tmp_path), logical=True, workload="panel", windows_per_epoch=1024)
+    assert (panel["trials"], panel["epochs"], panel["workload"], panel["gpus_per_trial"]) == (2, 2, "panel", 0.5)
+    assert panel["aggregate_windows_per_second"] > 0

@@ -13,6 +13,7 @@ import torch
 
 from forecaster.config import ForecasterConfig
 from forecaster.data import SeriesError, load_panel, load_series
+from forecaster.fit import main as fit_cli
 from forecaster.model import RNNForecaster
 from forecaster.train import AcceleratorError, fit
 
@@ -199,13 +200,15 @@ def test_cli_trains_prints_the_result_and_draws_the_plot(tmp_path):
     assert text.returncode == 0 and text.stdout.startswith("validation MAPE")
 
 
-def test_cli_refuses_bad_input_with_exit_code_2(tmp_path):
+def test_cli_refuses_bad_input_with_exit_code_2(tmp_path, capsys):
+    """The CLI's own code, in this process: each refusal comes before anything is trained."""
     bad = tmp_path / "bad.csv"
     bad.write_text("month,sales\n2000-01,1\n2000-02,x\n2000-03,3\n")
-    done = run_cli("--data", str(bad))
-    assert done.returncode == 2
-    assert f"error: {bad}, line 3: 'x' in column 'sales' is not a finite number" in done.stderr
-    done = run_cli("--training-length", "10")
-    assert done.returncode == 2 and "training_length=10 must exceed input_chunk_length=14" in done.stderr
-    done = run_cli("--devices", "0,")
-    assert done.returncode == 2 and "'0,' is not 'auto', a device count or comma-separated ids" in done.stderr
+    assert fit_cli(["--data", str(bad)]) == 2
+    assert f"error: {bad}, line 3: 'x' in column 'sales' is not a finite number" in capsys.readouterr().err
+    assert fit_cli(["--training-length", "10"]) == 2
+    assert "training_length=10 must exceed input_chunk_length=14" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:  # refused by argparse, as the shell sees it: exit code 2
+        fit_cli(["--devices", "0,"])
+    assert refused.value.code == 2
+    assert "'0,' is not 'auto', a device count or comma-separated ids" in capsys.readouterr().err
