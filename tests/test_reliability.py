@@ -7,6 +7,7 @@ the OOM killer or a preempted node would), or frozen (SIGSTOP, as a deadlock wou
 import contextlib
 import dataclasses
 import os
+import re
 import signal
 import threading
 import time
@@ -29,20 +30,32 @@ def plan_for(tmp_path, name, **options):
     return make_plan("air_rnn", seed=1, storage_path=str(tmp_path), name=name, pins=pins, **options)
 
 
+@dataclasses.dataclass(frozen=True)
+class Fault:
+    """`sig` sent to a trial's process once it reaches `after_epoch` (and, with `after_checkpoint`, has reported a
+    checkpoint from that process), to its first attempt only or to every attempt."""
+
+    sig: int
+    after_epoch: int
+    every_attempt: bool = False
+    after_checkpoint: bool = False
+
+
 class FaultInjector(threading.Thread):
-    """Sends `sig` to the process of the first trial that reaches `after_epoch` (and, with `after_checkpoint`, has
-    reported a checkpoint from that process), once or at every attempt."""
+    """Injects each trial's fault: `faults` maps a trial's number (0 for `..._00000_...`, in Tune's order) to it."""
 
-    def __init__(self, experiment_path, sig, after_epoch, every_attempt=False, after_checkpoint=False):
+    def __init__(self, experiment_path, faults: dict[int, Fault]):
         super().__init__(daemon=True)
-        self.experiment_path, self.sig, self.after_epoch = experiment_path, sig, after_epoch
-        self.every_attempt, self.after_checkpoint = every_attempt, after_checkpoint
-        self.target, self.hit_pids, self.done = None, [], threading.Event()
+        self.experiment_path, self.faults = experiment_path, faults
+        self.folders: dict[int, str] = {}
+        """The folder of each faulted trial, once it has reported."""
+        self.hit_pids: dict[int, list[int]] = {number: [] for number in faults}
+        self.done = threading.Event()
 
-    def ready(self, folder, epoch, pid):
-        if epoch < self.after_epoch:
+    def ready(self, fault, folder, epoch, pid):
+        if epoch < fault.after_epoch:
             return False
-        if not self.after_checkpoint:
+        if not fault.after_checkpoint:
             return True
         history = trial_histories(self.experiment_path).get(folder)
         return history is not None and history[history.pid == pid].checkpoint_dir_name.notna().any()
@@ -51,32 +64,56 @@ class FaultInjector(threading.Thread):
         deadline = time.time() + 240
         while not self.done.is_set() and time.time() < deadline:
             for folder, (epoch, pid) in trial_progress(self.experiment_path).items():
-                if self.target is None and self.ready(folder, epoch, pid):
-                    self.target = folder
-                if folder == self.target and pid not in self.hit_pids and self.ready(folder, epoch, pid):
-                    if self.hit_pids and not self.every_attempt:
-                        continue
-                    self.hit_pids.append(pid)
+                number = int(re.search(r"_(\d{5})_\d+_", os.path.basename(folder)).group(1))
+                fault, hit = self.faults.get(number), self.hit_pids.get(number)
+                if fault is None or pid in hit or (hit and not fault.every_attempt):
+                    continue
+                if self.ready(fault, folder, epoch, pid):
+                    self.folders[number] = folder
+                    hit.append(pid)
                     with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, self.sig)
+                        os.kill(pid, fault.sig)
             time.sleep(0.1)
 
 
-def killed_and_retried(injector):
-    """The target trial's rows from the process that was killed, and from the retry after it."""
-    raw = pd.read_csv(f"{injector.target}/progress.csv")
-    killed = raw[raw.pid == injector.hit_pids[0]]
+def killed_and_retried(injector, number):
+    """The rows of trial `number` from the process that was killed, and from the retry after it."""
+    raw = pd.read_csv(f"{injector.folders[number]}/progress.csv")
+    killed = raw[raw.pid == injector.hit_pids[number][0]]
     retried = raw[raw.index > killed.index.max()]
-    assert len(retried) and (retried.pid != injector.hit_pids[0]).all()
+    assert len(retried) and (retried.pid != injector.hit_pids[number][0]).all()
     return killed, retried
 
 
-def run_with_fault(plan, injector):
+def run_with_faults(plan, faults):
+    injector = FaultInjector(plan.experiment_path, faults)
     injector.start()
     try:
-        return run_sweep(plan, ["test"], progress=False)
+        return run_sweep(plan, ["test"], progress=False), injector
     finally:
         injector.done.set()
+
+
+CRASHED, FAILS_EVERY_TIME, HUNG = 0, 1, 2
+"""The trials of `faulted_sweep`, by number."""
+
+
+@pytest.fixture(scope="module")
+def faulted_sweep(local_ray, tmp_path_factory):
+    """One sweep, a fault per trial, each landing at epoch 30 of 120: killed once (SIGKILL, as the OOM killer or a
+    preempted node would), killed at every attempt, frozen once (SIGSTOP, as a deadlock would leave it; the watchdog
+    is set to 8 s)."""
+    plan = plan_for(
+        tmp_path_factory.mktemp("faults"), "faults", num_samples=3, max_epochs=120, scheduler="fifo", trial_timeout_s=8
+    )
+    faults = {
+        CRASHED: Fault(signal.SIGKILL, after_epoch=30),
+        FAILS_EVERY_TIME: Fault(signal.SIGKILL, after_epoch=30, every_attempt=True),
+        HUNG: Fault(signal.SIGSTOP, after_epoch=30),
+    }
+    run, injector = run_with_faults(plan, faults)
+    trials = run.results.trials.set_index(run.results.trials.trial_id.str[-5:].astype(int), drop=False)
+    return plan, run, injector, trials
 
 
 @pytest.mark.slow
@@ -95,23 +132,20 @@ def test_a_diverging_trial_is_stopped_marked_and_never_chosen(local_ray, tmp_pat
 
 
 @pytest.mark.slow
-def test_a_crashed_trial_is_retried_from_its_latest_checkpoint(local_ray, tmp_path):
-    plan = plan_for(tmp_path, "crash", num_samples=2, max_epochs=120, scheduler="fifo")
-    injector = FaultInjector(plan.experiment_path, signal.SIGKILL, after_epoch=30)
-    results = run_with_fault(plan, injector).results
-    assert len(injector.hit_pids) == 1
-    trials = results.trials
-    assert list(trials.status) == ["COMPLETED", "COMPLETED"]
-    crashed = trials[trials.failures == 1]
-    assert len(crashed) == 1
-    killed, retried = killed_and_retried(injector)
+@pytest.mark.timeout(
+    300
+)  # sets up faulted_sweep: a watchdog that never fired would leave it waiting for the frozen trial
+def test_a_crashed_trial_is_retried_from_its_latest_checkpoint(faulted_sweep):
+    _, run, injector, trials = faulted_sweep
+    assert len(injector.hit_pids[CRASHED]) == 1
+    crashed = trials.loc[CRASHED]
+    assert crashed.status == "COMPLETED" and crashed.failures == 1
+    killed, retried = killed_and_retried(injector, CRASHED)
     # The retry continued from the latest checkpoint the killed process had reported, not from scratch: the work
     # lost is at most the epochs since that checkpoint.
     latest_checkpoint = killed[killed.checkpoint_dir_name.notna()].epoch.max()
     assert latest_checkpoint >= 1 and retried.epoch.iloc[0] == latest_checkpoint + 1
-    assert retried.epoch.iloc[-1] == 120 and list(results.histories[crashed.trial_id.iloc[0]].epoch) == list(
-        range(1, 121)
-    )
+    assert retried.epoch.iloc[-1] == 120 and list(run.results.histories[crashed.trial_id].epoch) == list(range(1, 121))
 
 
 @pytest.mark.slow
@@ -122,10 +156,10 @@ def test_a_trial_killed_seconds_into_training_resumes_from_its_time_based_checkp
         tmp_path, "early", num_samples=1, max_epochs=120, scheduler_options={"grace_period": 60, "reduction_factor": 2}
     )
     assert SCHEDULERS["asha"].checkpoints(plan.sweep).at == (60,)
-    injector = FaultInjector(plan.experiment_path, signal.SIGKILL, after_epoch=2, after_checkpoint=True)
-    results = run_with_fault(plan, injector).results
-    assert len(injector.hit_pids) == 1 and list(results.trials.failures) == [1]
-    killed, retried = killed_and_retried(injector)
+    run, injector = run_with_faults(plan, {0: Fault(signal.SIGKILL, after_epoch=2, after_checkpoint=True)})
+    results = run.results
+    assert len(injector.hit_pids[0]) == 1 and list(results.trials.failures) == [1]
+    killed, retried = killed_and_retried(injector, 0)
     assert killed.epoch.max() < 60  # killed before the rung
     checkpointed = killed[killed.checkpoint_dir_name.notna()].epoch
     assert len(checkpointed) and retried.epoch.iloc[0] == checkpointed.max() + 1 > 1  # not from epoch 0
@@ -133,13 +167,12 @@ def test_a_trial_killed_seconds_into_training_resumes_from_its_time_based_checkp
 
 
 @pytest.mark.slow
-def test_a_trial_that_fails_every_time_ends_as_error_and_the_sweep_finishes(local_ray, tmp_path):
-    plan = plan_for(tmp_path, "always", num_samples=2, max_epochs=120, scheduler="fifo")
-    injector = FaultInjector(plan.experiment_path, signal.SIGKILL, after_epoch=30, every_attempt=True)
-    run = run_with_fault(plan, injector)
-    trials = run.results.trials
-    assert sorted(trials.status) == ["COMPLETED", "ERROR"]
-    failed = trials[trials.status == "ERROR"].iloc[0]
+@pytest.mark.timeout(300)
+def test_a_trial_that_fails_every_time_ends_as_error_and_the_sweep_finishes(faulted_sweep):
+    plan, run, injector, trials = faulted_sweep
+    assert sorted(trials.status) == ["COMPLETED", "COMPLETED", "ERROR"]
+    failed = trials.loc[FAILS_EVERY_TIME]
+    assert failed.status == "ERROR" and len(injector.hit_pids[FAILS_EVERY_TIME]) == 2
     assert failed.failures == 2 and "died" in failed.error.lower()  # its first run and its one retry
     csv = pd.read_csv(f"{plan.experiment_path}/results.csv")
     assert csv.loc[csv.status == "ERROR", "error"].str.len().iloc[0] > 0
@@ -149,19 +182,21 @@ def test_a_trial_that_fails_every_time_ends_as_error_and_the_sweep_finishes(loca
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)  # a watchdog that never fires would leave the sweep waiting for the frozen trial
-def test_a_hung_trial_is_killed_by_the_watchdog_and_retried(local_ray, tmp_path):
-    plan = plan_for(tmp_path, "hung", num_samples=2, max_epochs=120, scheduler="fifo", trial_timeout_s=8)
-    injector = FaultInjector(plan.experiment_path, signal.SIGSTOP, after_epoch=30)
-    results = run_with_fault(plan, injector).results
-    trials = results.trials
-    assert list(trials.status) == ["COMPLETED", "COMPLETED"]
-    hung = trials[trials.failures == 1].iloc[0]
+@pytest.mark.timeout(300)
+def test_a_hung_trial_is_killed_by_the_watchdog_and_retried(faulted_sweep):
+    plan, _, injector, trials = faulted_sweep
+    hung = trials.loc[HUNG]
+    assert hung.status == "COMPLETED" and hung.failures == 1 and len(injector.hit_pids[HUNG]) == 1
     assert "killed by the watchdog 1 time(s)" in hung.notes
     faults = pd.read_json(f"{plan.experiment_path}/faults.json", dtype={"trial_id": str})  # "36089_00000" is no int
     kills = faults[faults.event == "watchdog"]
     assert list(kills.trial_id) == [hung.trial_id] and kills.after_epoch.iloc[0] >= 30
-    assert list(faults.event) == ["watchdog", "retried", "restarted"]
+    assert list(faults[faults.trial_id == hung.trial_id].event) == ["watchdog", "retried", "restarted"]
+    # The other faults are recorded as what they were: no watchdog, a retry for the crash, a retry and the end for
+    # the trial that fails every time.
+    crashed, failed = trials.loc[CRASHED].trial_id, trials.loc[FAILS_EVERY_TIME].trial_id
+    assert list(faults[faults.trial_id == crashed].event) == ["retried", "restarted"]
+    assert list(faults[faults.trial_id == failed].event) == ["retried", "restarted", "failed"]
 
 
 def test_progress_stays_readable_when_a_resumed_trial_first_reports_a_checkpoint(local_ray, tmp_path):
