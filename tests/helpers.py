@@ -145,6 +145,14 @@ def ray_worker_node(env: dict, head: RayHead, num_cpus: int) -> None:
     assert started.returncode == 0, started.stderr[-2000:]
 
 
+def cluster_head_args() -> dict:
+    """`head_node_args` of a `ray.cluster_utils.Cluster` whose head trains nothing, its dashboard and dashboard agent
+    on free ports. On Ray's fixed defaults (8265, 52365) two heads started at once by the two test workers collide,
+    and one waits 60 s (RAY_DASHBOARD_STARTUP_TIMEOUT_S) for a dashboard that never comes up."""
+    dashboard, agent = free_ports(2)
+    return {"num_cpus": 0, "dashboard_port": dashboard, "dashboard_agent_listen_port": agent}
+
+
 def free_ports(count: int) -> list[int]:
     """Ports nothing listens on now, all different."""
     with contextlib.ExitStack() as stack:

@@ -11,7 +11,7 @@ import pytest
 
 from sweeps.plan import make_plan
 from sweeps.run import main, run_sweep
-from tests.helpers import SLOW_TRIAL, ray_env, ray_head, trial_histories
+from tests.helpers import SLOW_TRIAL, cluster_head_args, ray_env, ray_head, trial_histories
 
 
 @pytest.fixture
@@ -22,7 +22,7 @@ def cluster():
     os.environ["RAY_AUTH_MODE"] = "disabled"
     if ray.is_initialized():
         ray.shutdown()
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})  # the driver's node trains nothing
+    cluster = Cluster(initialize_head=True, head_node_args=cluster_head_args())  # the driver's node trains nothing
     yield cluster
     ray.shutdown()
     cluster.shutdown()
@@ -124,7 +124,7 @@ def fixed_cluster():
     os.environ["RAY_AUTH_MODE"] = "disabled"
     if ray.is_initialized():
         ray.shutdown()
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+    cluster = Cluster(initialize_head=True, head_node_args=cluster_head_args())
     try:
         cluster.add_node(num_cpus=2)
         connect(cluster)

@@ -13,7 +13,7 @@ import pytest
 
 from sweeps.plan import PlanError, make_plan
 from sweeps.run import claim_folder, main
-from tests.helpers import ROOT, ray_env, ray_head
+from tests.helpers import ROOT, cluster_head_args, ray_env, ray_head
 
 # Two processes of a 2-layer GRU of 64 units, about 40 ms an epoch: long enough for trials to overlap.
 SLOW = ["--set", "model=GRU", "--set", "hidden_dim=64", "--set", "n_rnn_layers=2", "--set", "batch_size=8"]
@@ -127,7 +127,7 @@ def test_two_sweeps_on_one_cluster_share_it_and_keep_to_their_own_folders(tmp_pa
     from ray.cluster_utils import Cluster
 
     os.environ["RAY_AUTH_MODE"] = "disabled"
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+    cluster = Cluster(initialize_head=True, head_node_args=cluster_head_args())
     try:
         for _ in range(2):
             cluster.add_node(num_cpus=1)
