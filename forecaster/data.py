@@ -201,6 +201,11 @@ def default_metric(panel: Panel) -> str:
     return "mape" if len(panel) == 1 else "smape"
 
 
+FIT_PARTS_FIELDS = ("training_length", "target_transform", "window_norm", "calendar", "val_origins")
+"""The fields of a configuration that `fit_parts` reads: two configurations equal on these are cut and checked alike
+(a sweep checks every corner of its space once per distinct value of them)."""
+
+
 def fit_parts(
     config: ForecasterConfig,
     panel: Panel,

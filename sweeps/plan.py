@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from forecaster.config import ConfigError, ForecasterConfig, check_known_keys
-from forecaster.data import SeriesError, default_metric, fit_parts, load_panel, naming
+from forecaster.data import FIT_PARTS_FIELDS, SeriesError, default_metric, fit_parts, load_panel, naming
 from forecaster.metrics import METRICS
 from forecaster.panel import Panel
 from sweeps.registry import SWEEPS, Sweep
@@ -435,9 +435,14 @@ def _check_space(sweep: Sweep, data_label: str, panel: Panel, drop_short: bool) 
     except (SpaceError, ConfigError) as error:
         raise PlanError(f"search space of {sweep.name!r}: {error}") from None
     dropped: set[str] = set()
+    cut: set[tuple] = set()
     for corner in corners:
         try:
             config = ForecasterConfig.from_dict({**corner, "n_epochs": sweep.max_epochs})
+            reads = tuple(getattr(config, field) for field in FIT_PARTS_FIELDS)
+            if reads in cut:
+                continue  # cut and checked alike already
+            cut.add(reads)
             parts = fit_parts(config, panel, **_cut(sweep), metric=sweep.metric, drop_short=drop_short)
         except (ConfigError, SeriesError) as error:
             searched = {k: corner[k] for k in sweep.space if is_searched(sweep.space[k])}

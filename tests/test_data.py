@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from forecaster.config import ForecasterConfig
-from forecaster.data import MinMaxScaler, SeriesError, fit_parts, load_panel, load_series
+from forecaster.data import FIT_PARTS_FIELDS, MinMaxScaler, SeriesError, fit_parts, load_panel, load_series
 
 
 def write_csv(tmp_path, text, name="series.csv"):
@@ -174,3 +174,30 @@ def test_a_gap_in_an_hourly_series_names_the_hours(tmp_path):
         SeriesError, match=r"the first being 2000-01-01 10:00:00 \(between line 11, 2000-01-01 09:00:00"
     ):
         load_series(path)
+
+
+def test_fit_parts_reads_only_the_fields_it_names():
+    """A sweep checks each corner of its space once per distinct value of FIT_PARTS_FIELDS (sweeps.plan): a field
+    read here and not named there would let a corner that cannot train pass unchecked."""
+    read = set()
+
+    class Recorded:
+        def __init__(self, config):
+            self.config = config
+
+        def __getattr__(self, name):
+            read.add(name)
+            return getattr(self.config, name)
+
+    dates = pd.date_range("2000-01-01", periods=60, freq="MS")
+    frame = pd.DataFrame(
+        {"unique_id": ["long"] * 60 + ["short"] * 20, "ds": [*dates, *dates[:20]], "y": np.arange(1.0, 81.0)}
+    )
+    panel = load_panel(frame)
+    seasonal = ForecasterConfig(target_transform="log_seasonal_diff", calendar=True, val_origins=2)
+    divided = ForecasterConfig(target_transform="none", window_norm="divide")
+    for config in (seasonal, divided):
+        fit_parts(Recorded(config), panel, val_size=6, test_size=6, drop_short=True)  # drops "short"
+        with pytest.raises(SeriesError, match="too short"):
+            fit_parts(Recorded(config), panel, val_size=6, test_size=6)
+    assert read == set(FIT_PARTS_FIELDS)
