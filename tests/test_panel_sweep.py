@@ -112,7 +112,7 @@ def test_an_interrupted_panel_sweep_resumes_to_the_planned_trials_and_writes_wha
     path = panel_csv(tmp_path)
     args = [
         *("m3_monthly", "--data", path, "--horizon", str(HORIZON), *SMALL),
-        *("--num-samples", "4", "--max-epochs", "60", "--scheduler", "fifo", "--max-concurrent-trials", "1"),
+        *("--num-samples", "3", "--max-epochs", "30", "--scheduler", "fifo", "--max-concurrent-trials", "1"),
         *("--seed", "2", "--storage-path", str(tmp_path), "--name", "resumable"),
     ]
     started, log = time.time(), tmp_path / "first-run.log"
@@ -122,10 +122,10 @@ def test_an_interrupted_panel_sweep_resumes_to_the_planned_trials_and_writes_wha
     finished = {}
     while not finished and time.time() < deadline and process.poll() is None:
         histories = trial_histories(tmp_path / "resumable", driven_since=started)  # as each result arrives
-        finished = {trial: history for trial, history in histories.items() if history["epoch"].max() >= 60}
+        finished = {trial: history for trial, history in histories.items() if history["epoch"].max() >= 30}
         time.sleep(0.2)
-    assert finished, f"no trial finished its 60 epochs in 300 s (the sweep's exit code: {process.poll()})"
-    process.send_signal(signal.SIGINT)  # the other three trials' 180 epochs are still to run
+    assert finished, f"no trial finished its 30 epochs in 300 s (the sweep's exit code: {process.poll()})"
+    process.send_signal(signal.SIGINT)  # the other two trials' 60 epochs are still to run
     process.wait(timeout=120)
     output = log.read_text()
     assert process.returncode == 130, output[-3000:]
@@ -162,7 +162,7 @@ def test_an_interrupted_panel_sweep_resumes_to_the_planned_trials_and_writes_wha
     )
     assert report.returncode == 0, report.stdout + report.stderr
     results = pd.read_csv(folder / "results.csv")
-    assert len(results) == 4 and (results.status == "COMPLETED").all() and (results.epochs == 60).all()
+    assert len(results) == 3 and (results.status == "COMPLETED").all() and (results.epochs == 30).all()
     assert results["best_val_smape"].notna().all()
     out = report.stdout
     assert "Top trials (best validation sMAPE over all their epochs)" in out
