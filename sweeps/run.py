@@ -52,7 +52,7 @@ from sweeps.schedulers import SCHEDULERS, scheduler_of
 from sweeps.searches import SEARCHES
 from sweeps.space import describe
 from sweeps.storage import DEFAULT_STORAGE, SweepFolder, experiment_path, latest_run, located
-from sweeps.summary import interrupted, summary, write_results
+from sweeps.summary import interrupted, resume_command, summary, write_results
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -407,41 +407,51 @@ def run_sweep(
         plan = claim_folder(plan, command)
     tuner = build_tuner(plan, progress=progress, shared=shared)
     started_at, wall, cpu = time.time(), time.perf_counter(), time.process_time()
-    with ctrl_c_given_back():
+    with signals_given_back():
         tuner.fit()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    if progress and answer and len(plan.panel) > 1:
-        print(f"The trials have ended; scoring the answer and the baselines on {len(plan.panel)} series...", flush=True)
+    results = None
     try:
         results = collect(plan)
+        if progress and answer and len(plan.panel) > 1 and not interrupted(plan, results):
+            print(
+                f"The trials have ended; scoring the answer and the baselines on {len(plan.panel)} series...",
+                flush=True,
+            )
         found = build_answer(plan, results) if answer else None
         scores = found.scores(plan) if found else None
         return SweepRun(results, write_results(plan, results, found, scores), scores, wall, cpu, started_at)
     except KeyboardInterrupt:
+        if results is None or interrupted(plan, results):
+            raise ScoringInterrupted(
+                "stopped by Ctrl+C; what the trials ran is stored. Resume the sweep with:  " + resume_command(plan)
+            ) from None
         raise ScoringInterrupted(
             "stopped by Ctrl+C while the answer was scored; every trial had ended and is stored. "
             f"Score it and write its files with:  python -m sweeps.report {plan.experiment_path}"
         ) from None
 
 
-class ScoringInterrupted(Exception):
-    """Ctrl+C after the trials, while the answer and the baselines were scored: nothing to resume, a report to
-    rebuild."""
+class ScoringInterrupted(KeyboardInterrupt):
+    """Ctrl+C once `fit()` has returned, while the results are collected and the answer and the baselines scored;
+    the message says what is left to do. Still a KeyboardInterrupt for callers other than the CLI (tests, benches)."""
 
 
 @contextlib.contextmanager
-def ctrl_c_given_back():
-    """Ray Tune catches Ctrl+C during `fit()` to stop the trials cleanly, and leaves its handler installed when no
-    Ctrl+C came; a Ctrl+C while the answer and the baselines are scored (minutes on M3) would then only be logged.
-    Python's handler is put back once `fit()` returns."""
+def signals_given_back():
+    """Ray Tune catches Ctrl+C (and SIGUSR1) during `fit()` to stop the trials cleanly, and leaves its handlers
+    installed when no signal came: a Ctrl+C while the answer and the baselines are scored (minutes on M3) would only
+    be logged. The handlers of before are put back once `fit()` returns."""
     if threading.current_thread() is not threading.main_thread():
         yield  # Tune installs no handler outside the main thread
         return
-    handler = signal.getsignal(signal.SIGINT)
+    caught = [signal.SIGINT, *([signal.SIGUSR1] if hasattr(signal, "SIGUSR1") else [])]
+    handlers = {number: signal.getsignal(number) for number in caught}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, handler)
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
 
 
 def main(argv: list[str] | None = None) -> int:

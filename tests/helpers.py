@@ -4,7 +4,6 @@ waiting for a process tree to end."""
 
 import contextlib
 import dataclasses
-import datetime
 import glob
 import os
 import re
@@ -17,14 +16,14 @@ import time
 import pandas as pd
 
 
-def trial_histories(experiment_path, driven_since: float | None = None) -> dict[str, pd.DataFrame]:
+def trial_histories(experiment_path, driver_pid: int | None = None) -> dict[str, pd.DataFrame]:
     """{trial folder in the sweep's storage: the rows it has reported so far}, for every trial that has reported an
     epoch. While this process drives the sweep, the rows come from the driver's own copy of each progress.csv,
     which Tune writes as each result arrives; the copy in the sweep's folder is synced only every ~10 s and at
-    checkpoints, too late for a test that acts on a trial's progress. `driven_since`: the sweep is driven by
-    another process, on a local Ray of its own started after that time; its driver's copies are read."""
+    checkpoints, too late for a test that acts on a trial's progress. `driver_pid`: the sweep is driven by that
+    process, on a local Ray it started; its driver's copies are read."""
     histories = {}
-    for path in progress_files(experiment_path, driven_since):
+    for path in progress_files(experiment_path, driver_pid):
         try:
             history = pd.read_csv(path)
         except (pd.errors.EmptyDataError, pd.errors.ParserError, FileNotFoundError):
@@ -34,33 +33,22 @@ def trial_histories(experiment_path, driven_since: float | None = None) -> dict[
     return histories
 
 
-def progress_files(experiment_path, driven_since: float | None = None) -> list[str]:
+def progress_files(experiment_path, driver_pid: int | None = None) -> list[str]:
     import ray
 
-    if driven_since is not None:
+    name = os.path.basename(str(experiment_path).rstrip("/"))
+    if driver_pid is not None:  # Ray names a session's folder after the process that started it
         from ray._common.utils import get_default_ray_temp_dir
 
-        name = os.path.basename(str(experiment_path).rstrip("/"))
-        return [
-            path
-            for session in glob.glob(f"{get_default_ray_temp_dir()}/session_2*")
-            if session_started(session) >= int(driven_since)  # not a Ray of an earlier sweep, maybe still running
-            for path in glob.glob(f"{session}/artifacts/*/{name}/driver_artifacts/*/progress.csv")
-        ]
+        sessions = f"{get_default_ray_temp_dir()}/session_2*_{driver_pid}"
+        return glob.glob(f"{sessions}/artifacts/*/{name}/driver_artifacts/*/progress.csv")
     if ray.is_initialized():
         from ray._private.worker import _global_node
 
-        name = os.path.basename(str(experiment_path).rstrip("/"))
         live = glob.glob(f"{_global_node.get_session_dir_path()}/artifacts/*/{name}/driver_artifacts/*/progress.csv")
         if live:
             return live
     return glob.glob(f"{experiment_path}/*/progress.csv")
-
-
-def session_started(session_folder) -> float:
-    """When a Ray session started, from its folder's name (session_2026-11-25_12-12-27_592676_4217, local time)."""
-    stamp = os.path.basename(session_folder)[len("session_") :][: len("2026-11-25_12-12-27")]
-    return datetime.datetime.strptime(stamp, "%Y-%m-%d_%H-%M-%S").timestamp()
 
 
 def trial_progress(experiment_path):

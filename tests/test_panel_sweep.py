@@ -7,6 +7,7 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -18,7 +19,7 @@ from sweeps.plan import PlanError, make_plan
 from sweeps.run import describe_data, main
 from sweeps.tuner import trial_inputs
 from tests.helpers import trial_histories
-from tests.test_sweep_cli import ENV
+from tests.test_sweep_cli import ENV, sweeps_run
 
 HORIZON = 6
 # The m3_monthly sweep's space, made small enough for a test: short windows, a small GRU, short epochs.
@@ -107,66 +108,47 @@ def test_series_too_short_for_the_space_are_refused_or_dropped_and_counted(tmp_p
 @pytest.mark.slow
 def test_an_interrupted_panel_sweep_resumes_to_the_planned_trials_and_writes_what_a_forecaster_looks_at(tmp_path):
     """One CLI sweep, as a user runs it on a small panel: stopped with Ctrl+C once a trial is done, resumed to its
-    planned trials and stopped again with Ctrl+C while its answer is scored; then the report scores it and writes
-    the files and pictures a forecaster looks at, and the refit works."""
+    planned trials; then the files and pictures a forecaster looks at, the report and the refit; and once more
+    resumed, with nothing left to run, and stopped with Ctrl+C while it scores its answer."""
     path = panel_csv(tmp_path)
     args = [
         *("m3_monthly", "--data", path, "--horizon", str(HORIZON), *SMALL),
         *("--num-samples", "3", "--max-epochs", "30", "--scheduler", "fifo", "--max-concurrent-trials", "1"),
         *("--seed", "2", "--storage-path", str(tmp_path), "--name", "resumable"),
     ]
-    started, log = time.time(), tmp_path / "first-run.log"
+    log = tmp_path / "first-run.log"
     with open(log, "w") as output:  # a file, not a pipe nobody reads while the sweep runs
         process = subprocess.Popen([sys.executable, "-m", "sweeps.run", *args], env=ENV, stdout=output, stderr=output)
-    deadline = time.time() + 300
-    finished = {}
-    while not finished and time.time() < deadline and process.poll() is None:
-        histories = trial_histories(tmp_path / "resumable", driven_since=started)  # as each result arrives
-        finished = {trial: history for trial, history in histories.items() if history["epoch"].max() >= 30}
-        time.sleep(0.2)
-    assert finished, f"no trial finished its 30 epochs in 300 s (the sweep's exit code: {process.poll()})"
-    process.send_signal(signal.SIGINT)  # the other two trials' 60 epochs are still to run
-    process.wait(timeout=120)
+    try:
+        deadline = time.time() + 300
+        finished = {}
+        while not finished and time.time() < deadline and process.poll() is None:
+            histories = trial_histories(tmp_path / "resumable", driver_pid=process.pid)  # as each result arrives
+            finished = {trial: history for trial, history in histories.items() if history["epoch"].max() >= 30}
+            time.sleep(0.2)
+        assert finished, f"no trial finished its 30 epochs in 300 s (the sweep's exit code: {process.poll()})"
+        process.send_signal(signal.SIGINT)  # two trials of 30 epochs are still to run
+        process.wait(timeout=120)
+    finally:
+        process.kill()
     output = log.read_text()
     assert process.returncode == 130, output[-3000:]
     assert f"python -m sweeps.run m3_monthly --resume --name resumable --storage-path {tmp_path}" in output
-
-    resumed = subprocess.Popen(
-        [sys.executable, "-m", "sweeps.run", *args, "--resume"],
-        env=ENV,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    lines = []
-    for line in resumed.stdout:  # ends when the sweep does, if it never says it scores
-        lines.append(line)
-        if line.startswith("The trials have ended; scoring the answer and the baselines on 5 series"):
-            resumed.send_signal(signal.SIGINT)
-            break
-    rest, _ = resumed.communicate(timeout=120)
-    stopped = "".join(lines) + rest
-    assert resumed.returncode == 130, stopped[-3000:]
-    folder = tmp_path / "resumable"
-    assert (
-        "stopped by Ctrl+C while the answer was scored; every trial had ended and is stored. Score it and write its "
-        f"files with:  python -m sweeps.report {folder}"
-    ) in stopped
-    assert f"its space and budget on {path} (its own data is m3_monthly)" in stopped
-    assert f"data       {path}: 5 series of 60-80 points (median 66), dates (MS), season 12" in stopped
-    assert "per series: the last 6 held out (no trial sees them), the 6 before them validate" in stopped
-    assert "ranking on best_val_smape" in stopped
-
-    report = subprocess.run(
-        [sys.executable, "-m", "sweeps.report", str(folder)], capture_output=True, text=True, env=ENV, timeout=300
-    )
-    assert report.returncode == 0, report.stdout + report.stderr
-    results = pd.read_csv(folder / "results.csv")
+    assert "The trials have ended" not in output  # they had not: what ran is scored, and said to be unfinished
+    done = sweeps_run(*args, "--resume", timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = pd.read_csv(tmp_path / "resumable" / "results.csv")
     assert len(results) == 3 and (results.status == "COMPLETED").all() and (results.epochs == 30).all()
     assert results["best_val_smape"].notna().all()
-    out = report.stdout
-    assert "Top trials (best validation sMAPE over all their epochs)" in out
+
+    out = done.stdout
+    assert f"its space and budget on {path} (its own data is m3_monthly)" in out
+    assert f"data       {path}: 5 series of 60-80 points (median 66), dates (MS), season 12" in out
+    assert "per series: the last 6 held out (no trial sees them), the 6 before them validate" in out
+    assert "ranking on best_val_smape" in out and "Top trials (best validation sMAPE over all their epochs)" in out
     assert "means over series" in out and "Theta, test" in out and "% of series" in out
+    assert "The trials have ended; scoring the answer and the baselines on 5 series" in out
+    folder = tmp_path / "resumable"
 
     forecasts = pd.read_parquet(folder / "forecasts.parquet")
     assert {"unique_id", "ds", "y", "part", "answer", "seasonal naive", "AutoETS", "Theta", "AutoCES"} <= set(
@@ -213,9 +195,39 @@ def test_an_interrupted_panel_sweep_resumes_to_the_planned_trials_and_writes_wha
     for picture in ("series_forecasts.png", "errors_by_series.png", "smape_by_epoch.png"):
         assert (folder / picture).read_bytes()[:4] == b"\x89PNG" and (folder / picture).stat().st_size > 10_000
 
-    assert f"{answer['test_smape']:8.2f}" in out
+    report = subprocess.run(
+        [sys.executable, "-m", "sweeps.report", str(folder)], capture_output=True, text=True, env=ENV, timeout=300
+    )
+    assert report.returncode == 0 and f"{answer['test_smape']:8.2f}" in report.stdout
     refit = subprocess.run(
         [sys.executable, "-m", "sweeps.refit", str(folder)], capture_output=True, text=True, env=ENV, timeout=300
     )
     assert refit.returncode == 0, refit.stdout + refit.stderr
     assert "validation sMAPE" in refit.stdout and "reproduced" in refit.stdout
+
+    # Resumed with every trial done, it scores again; a Ctrl+C then stops it and says what is left to do.
+    again = subprocess.Popen(
+        [sys.executable, "-m", "sweeps.run", *args, "--resume"],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    killer = threading.Timer(300, again.kill)  # a sweep that never says it scores is stopped, not waited for
+    killer.start()
+    try:
+        lines = []
+        for line in again.stdout:
+            lines.append(line)
+            if line.startswith("The trials have ended; scoring the answer and the baselines on 5 series"):
+                again.send_signal(signal.SIGINT)
+                break
+        stopped = "".join(lines) + again.communicate(timeout=120)[0]
+    finally:
+        killer.cancel()
+        again.kill()
+    assert again.returncode == 130, stopped[-3000:]
+    assert (
+        "stopped by Ctrl+C while the answer was scored; every trial had ended and is stored. Score it and write its "
+        f"files with:  python -m sweeps.report {folder}"
+    ) in stopped

@@ -41,6 +41,11 @@ class Fault:
     after_checkpoint: bool = False
 
 
+TRIAL_NUMBER = re.compile(r"_[0-9a-f]{5}_(\d{5})_")
+"""In a trial's folder name, train_trial_36089_00002_2_...: its number after the sweep's 5 hex digits (all digits,
+as here, about one sweep in ten)."""
+
+
 class FaultInjector(threading.Thread):
     """Injects each trial's fault: `faults` maps a trial's number (0 for `..._00000_...`, in Tune's order) to it."""
 
@@ -64,7 +69,7 @@ class FaultInjector(threading.Thread):
         deadline = time.time() + 240
         while not self.done.is_set() and time.time() < deadline:
             for folder, (epoch, pid) in trial_progress(self.experiment_path).items():
-                number = int(re.search(r"_(\d{5})_\d+_", os.path.basename(folder)).group(1))
+                number = int(TRIAL_NUMBER.search(os.path.basename(folder)).group(1))
                 fault, hit = self.faults.get(number), self.hit_pids.get(number)
                 if fault is None or pid in hit or (hit and not fault.every_attempt):
                     continue
@@ -132,9 +137,8 @@ def test_a_diverging_trial_is_stopped_marked_and_never_chosen(local_ray, tmp_pat
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(
-    300
-)  # sets up faulted_sweep: a watchdog that never fired would leave it waiting for the frozen trial
+# The first test of the module's faulted_sweep, which sets it up: a watchdog that never fires would leave it waiting.
+@pytest.mark.timeout(300)
 def test_a_crashed_trial_is_retried_from_its_latest_checkpoint(faulted_sweep):
     _, run, injector, trials = faulted_sweep
     assert len(injector.hit_pids[CRASHED]) == 1

@@ -66,9 +66,9 @@ def test_the_gpu_packing_bench_runs_on_logical_gpus(monkeypatch, tmp_path):
     monkeypatch.setenv("SWEEPS_LOGICAL_ACCELERATORS", "1")  # the bench sets it too: restored after the test
     report = main(["--logical", "--trials", "2", "--epochs", "4"])
     for placed in (report["gpu"], report["cpu"]):
-        assert [(run["trials"], run["epochs"]) for run in placed] == [(2, 8)]
+        assert [(measured["trials"], measured["epochs"]) for measured in placed] == [(2, 8)]
         assert placed[0]["aggregate_epochs_per_second"] > 0 and len(placed[0]["nodes"]) == 1
-    assert [run["gpus_per_trial"] for run in report["gpu"]] == [0.5]
+    assert [measured["gpus_per_trial"] for measured in report["gpu"]] == [0.5]
     # The panel workload: two trials of the m3_monthly sweep on one (logical) card; the bench's step for one count
     # and one placement (main runs it for each), without its CPU placement, measured above for the seed workload.
     panel = run(2, 0.5, epochs=1, storage=str(tmp_path), logical=True, workload="panel", windows_per_epoch=1024)

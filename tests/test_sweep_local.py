@@ -51,7 +51,7 @@ def test_asha_stops_some_trials_early_and_lets_others_run_all_epochs(asha_sweep)
 def test_ctrl_c_is_pythons_again_once_the_trials_have_ended(asha_sweep):
     """Ray Tune's Ctrl+C handler is kept while the trials run only: a Ctrl+C while the answer is scored stops it."""
     _, _, (before, after) = asha_sweep
-    assert after is before
+    assert after is before and "tune" not in getattr(after, "__module__", "")  # not a handler an earlier fit left
 
 
 def test_every_result_file_parses_and_agrees(asha_sweep):
