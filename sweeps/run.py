@@ -52,7 +52,7 @@ from sweeps.schedulers import SCHEDULERS, scheduler_of
 from sweeps.searches import SEARCHES
 from sweeps.space import describe
 from sweeps.storage import DEFAULT_STORAGE, SweepFolder, experiment_path, latest_run, located
-from sweeps.summary import interrupted, resume_command, summary, write_results
+from sweeps.summary import interrupted, report_command, resume_command, summary, write_results
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -428,7 +428,7 @@ def run_sweep(
             ) from None
         raise ScoringInterrupted(
             "stopped by Ctrl+C while the answer was scored; every trial had ended and is stored. "
-            f"Score it and write its files with:  python -m sweeps.report {plan.experiment_path}"
+            f"Score it and write its files with:  {report_command(plan)}"
         ) from None
 
 

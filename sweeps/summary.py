@@ -51,6 +51,10 @@ def interrupted(plan: SweepPlan, results: SweepResults) -> bool:
     return len(trials) < plan.sweep.num_samples or bool(trials["status"].isin(["UNFINISHED", "PENDING"]).any())
 
 
+def report_command(plan: SweepPlan) -> str:
+    return f"python -m sweeps.report {plan.experiment_path}"
+
+
 def resume_command(plan: SweepPlan) -> str:
     address = f" --address {plan.address}" if plan.address else ""
     return (
@@ -135,7 +139,7 @@ def summary(
     lines += [
         "",
         f"Refit the best configuration:  python -m sweeps.refit {plan.experiment_path}",
-        f"Rebuild this report:           python -m sweeps.report {plan.experiment_path}",
+        f"Rebuild this report:           {report_command(plan)}",
     ]
     if interrupted(plan, results):
         lines.append(f"Finish the sweep:              {resume_command(plan)}")

@@ -37,15 +37,15 @@ def progress_files(experiment_path, driver_pid: int | None = None) -> list[str]:
     import ray
 
     name = os.path.basename(str(experiment_path).rstrip("/"))
+    drivers_copies = f"artifacts/*/{name}/driver_artifacts/*/progress.csv"
     if driver_pid is not None:  # Ray names a session's folder after the process that started it
         from ray._common.utils import get_default_ray_temp_dir
 
-        sessions = f"{get_default_ray_temp_dir()}/session_2*_{driver_pid}"
-        return glob.glob(f"{sessions}/artifacts/*/{name}/driver_artifacts/*/progress.csv")
+        return glob.glob(f"{get_default_ray_temp_dir()}/session_2*_{driver_pid}/{drivers_copies}")
     if ray.is_initialized():
         from ray._private.worker import _global_node
 
-        live = glob.glob(f"{_global_node.get_session_dir_path()}/artifacts/*/{name}/driver_artifacts/*/progress.csv")
+        live = glob.glob(f"{_global_node.get_session_dir_path()}/{drivers_copies}")
         if live:
             return live
     return glob.glob(f"{experiment_path}/*/progress.csv")
