@@ -3,14 +3,14 @@ official hold-out. Each series' in-sample part only; its last 18 points are the 
 validate, the rest trains (series too short for the windows dropped: 1,081 of 1,428 remain).
 
 For every seed, one fit of the sweep's fixed settings with one configuration (GRU of 64 units, context 18, lr 3e-3
-by default; `--set key=value` changes any field) keeps its best model over the epochs by validation sMAPE, as a
-trial does, and forecasts the inner test window from the end of the validation part ("own"). The same
-configuration is then trained again on the validation part too, for that best epoch count, and forecasts the same
-window ("retrained": what retraining the answer's models before the test window would give; README says why the
-sweep does not). Printed as JSON: each seed's inner-test sMAPE and MASE both ways, and the mean forecast of all
-seeds both ways. Theta on the same points: 11.21 (README).
+by default; `--set KEY=VALUE`, as the sweep's own option, changes any field, `--epochs` the epochs) keeps its best
+model over the epochs by validation sMAPE, as a trial does, and forecasts the inner test window from the end of the
+validation part ("own"). The same configuration is then trained again on the validation part too, for that best
+epoch count, and forecasts the same window ("retrained": what retraining the answer's models before the test window
+would give; README says why the sweep does not). Printed as JSON: each seed's inner-test sMAPE and MASE both ways,
+and the mean forecast of all seeds both ways. Theta on the same points: 11.21 (README).
 
-    python bench/inner_split.py [--seeds 0 1 2 3] [--epochs 40] [--processes 2] [--set hidden_dim=96 ...]
+    python bench/inner_split.py [--seeds 0 1 2 3] [--epochs 40] [--processes 2] [--set hidden_dim=96 --set ...]
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 HORIZON = 18
+WAYS = ("own", "retrained")
 CHOSEN = {"model": "GRU", "hidden_dim": 64, "input_chunk_length": 18, "lr": 3e-3}
 
 
@@ -93,28 +94,21 @@ def scores(test, seen, forecast) -> dict:
     return {name: round(float(result[name]), 3) for name in ("smape", "mase")}
 
 
-def parse_setting(item: str) -> tuple[str, object]:
-    """key=value, the value read as JSON where it is (numbers, true/false), as text otherwise."""
-    key, value = item.split("=", 1)
-    try:
-        return key, json.loads(value)
-    except ValueError:
-        return key, value
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3])
     parser.add_argument("--epochs", type=int, default=40)
     parser.add_argument("--processes", type=int, default=2)
-    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="change a field of the config")
+    parser.add_argument("--set", dest="pins", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
-    overrides = dict(parse_setting(item) for item in args.set)
 
     import numpy as np
 
     from forecaster.config import ForecasterConfig
     from forecaster.data import fit_parts
+    from sweeps.plan import parse_pins
+
+    overrides = parse_pins(args.pins)
 
     values = {**fixed_settings(), **CHOSEN, **overrides}
     parts = fit_parts(
@@ -124,12 +118,10 @@ def main() -> None:
         runs = list(pool.map(one_seed, args.seeds, [overrides] * len(args.seeds), [args.epochs] * len(args.seeds)))
     rows = [
         {"seed": run["seed"], "best_epoch": run["best_epoch"]}
-        | {way: scores(parts.test, parts.seen, run[way]) for way in ("own", "retrained")}
+        | {way: scores(parts.test, parts.seen, run[way]) for way in WAYS}
         for run in runs
     ]
-    mean = {
-        way: scores(parts.test, parts.seen, np.mean([run[way] for run in runs], axis=0)) for way in ("own", "retrained")
-    }
+    mean = {way: scores(parts.test, parts.seen, np.mean([run[way] for run in runs], axis=0)) for way in WAYS}
     print(
         json.dumps(
             {
@@ -137,9 +129,7 @@ def main() -> None:
                 "series": len(parts.test),
                 "config": {**CHOSEN, **overrides, "epochs": args.epochs},
                 "seeds": rows,
-                "median_single_smape": {
-                    way: statistics.median(row[way]["smape"] for row in rows) for way in ("own", "retrained")
-                },
+                "median_single_smape": {way: statistics.median(row[way]["smape"] for row in rows) for way in WAYS},
                 "mean_of_seeds": mean,
             },
             indent=1,
