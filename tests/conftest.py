@@ -2,6 +2,7 @@
 where torch sees no CUDA device."""
 
 import os
+import signal
 
 import pytest
 
@@ -17,6 +18,13 @@ os.environ.setdefault("RAY_worker_niceness", "0")
 if worker := os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ["RAY_TMPDIR"] = os.path.join(os.environ.get("RAY_TMPDIR", "/tmp"), f"ray-tests-{worker}")
     os.makedirs(os.environ["RAY_TMPDIR"], exist_ok=True)
+
+
+# A suite started in the background (`make test &`, nohup, a CI step run with `&`) has SIGINT ignored, and every sweep
+# it starts would inherit that: the Ctrl+C tests' sweeps would go on where a user's stop. Python's own handler, which
+# a process started in the foreground has, is not inherited; its children start with Ctrl+C working.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config, items):
