@@ -28,6 +28,7 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 
 def pytest_collection_modifyitems(config, items):
+    end_to_end_first(items)
     import torch
 
     if torch.cuda.is_available():
@@ -36,6 +37,14 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("gpu"):
             item.add_marker(skip)
+
+
+def end_to_end_first(items):
+    """The modules with slow tests (real sweeps and clusters, minutes each) first, the quick ones after them, each in
+    its own order: the two xdist workers take a module at a time in this order, and quick modules taken last let
+    both end together, where a slow module taken last would leave one worker idle for minutes."""
+    slow_modules = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_modules)  # stable: within a module, the file's order
 
 
 @pytest.fixture(scope="module")
