@@ -214,6 +214,8 @@ def test_the_local_twin_autoscales_accelerator_workers_for_a_submitted_sweep(tmp
             head,
             "air_rnn",
             "--smoke-test",
+            "--num-samples",  # two trials: one worker of either twin holds both
+            "2",
             "--address",
             "auto",
             *request_,
@@ -243,7 +245,7 @@ def test_the_local_twin_autoscales_accelerator_workers_for_a_submitted_sweep(tmp
         )
     assert added, f"the autoscaler added no {accelerator} worker"
     results = pd.read_csv(os.path.join(written_folder(job.stdout), "results.csv"))
-    assert len(results) == 4 and results.status.isin(["COMPLETED", "STOPPED"]).all()
+    assert len(results) == 2 and results.status.isin(["COMPLETED", "STOPPED"]).all()
     assert set(results.node) <= added  # every trial ran on a worker the autoscaler launched
 
 
@@ -330,10 +332,11 @@ def job_story(env: dict, head: RayHead, job_id: str) -> str:
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium (.ci/run installs it)")
 def test_the_dashboard_in_a_real_browser_shows_the_running_sweep(tmp_path):
     """Token authentication off here: its login is a form, and the API test above covers the token. The sweep
-    is far longer than the test (it ends with the Ray), so that a slow, busy machine still finds it running."""
+    is far longer than the test (it ends with the Ray), so that a slow, busy machine still finds it running; its
+    node has one CPU, so that one trial at a time trains while Chromium renders."""
     env = ray_env(RAY_AUTH_MODE="disabled")
     with ray_head(env) as head:
-        ray_worker_node(env, head, num_cpus=2)
+        ray_worker_node(env, head, num_cpus=1)
         args = [
             "air_rnn",
             "--num-samples",

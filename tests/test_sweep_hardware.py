@@ -20,7 +20,8 @@ def sweep(tmp_path, name, **options):
 @pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="asserts what a trial says where torch sees no CUDA device")
 def test_four_quarter_gpu_trials_share_one_gpu_and_each_sees_it(local_ray, tmp_path):
-    results = sweep(tmp_path, "quarters", gpus_per_trial=0.25, num_samples=4, max_epochs=2)
+    # No retry: each trial's one attempt says what it was given (a retry would say it again, in a new worker).
+    results = sweep(tmp_path, "quarters", gpus_per_trial=0.25, num_samples=4, max_epochs=2, max_failures=0)
     trials = results.trials
     assert len(trials) == 4 and (trials.status == "ERROR").all()
     for error in trials.error:
@@ -35,7 +36,7 @@ def test_four_quarter_gpu_trials_share_one_gpu_and_each_sees_it(local_ray, tmp_p
     importlib.util.find_spec("torch_xla") is not None, reason="asserts what a trial says without torch-xla"
 )
 def test_tpu_trials_get_whole_chips_of_their_own(local_ray, tmp_path):
-    results = sweep(tmp_path, "tpu", tpu_chips_per_trial=2, num_samples=2, max_epochs=2)
+    results = sweep(tmp_path, "tpu", tpu_chips_per_trial=2, num_samples=2, max_epochs=2, max_failures=0)
     errors = list(results.trials.error)
     assert len(errors) == 2 and all("needs torch-xla" in e for e in errors)
     chips = sorted(e.split("TPU_VISIBLE_CHIPS=")[1].split(")")[0] for e in errors)
