@@ -113,7 +113,7 @@ def test_an_interrupted_panel_sweep_resumes_to_the_planned_trials_and_writes_wha
     path = panel_csv(tmp_path)
     args = [
         *("m3_monthly", "--data", path, "--horizon", str(HORIZON), *SMALL),
-        *("--num-samples", "2", "--max-epochs", "30", "--scheduler", "fifo", "--max-concurrent-trials", "1"),
+        *("--num-samples", "3", "--max-epochs", "30", "--scheduler", "fifo", "--max-concurrent-trials", "1"),
         *("--seed", "2", "--storage-path", str(tmp_path), "--name", "resumable"),
     ]
     log = tmp_path / "first-run.log"
@@ -127,7 +127,7 @@ def test_an_interrupted_panel_sweep_resumes_to_the_planned_trials_and_writes_wha
             finished = {trial: history for trial, history in histories.items() if history["epoch"].max() >= 30}
             time.sleep(0.2)
         assert finished, f"no trial finished its 30 epochs in 300 s (the sweep's exit code: {process.poll()})"
-        process.send_signal(signal.SIGINT)  # the second trial of 30 epochs is still to run
+        process.send_signal(signal.SIGINT)  # two trials of 30 epochs are still to run
         process.wait(timeout=120)
     finally:
         process.kill()
@@ -138,7 +138,7 @@ def test_an_interrupted_panel_sweep_resumes_to_the_planned_trials_and_writes_wha
     done = sweeps_run(*args, "--resume", timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     results = pd.read_csv(tmp_path / "resumable" / "results.csv")
-    assert len(results) == 2 and (results.status == "COMPLETED").all() and (results.epochs == 30).all()
+    assert len(results) == 3 and (results.status == "COMPLETED").all() and (results.epochs == 30).all()
     assert results["best_val_smape"].notna().all()
 
     out = done.stdout
