@@ -99,23 +99,22 @@ def run_with_faults(plan, faults):
         injector.done.set()
 
 
-CRASHED, FAILS_EVERY_TIME, HUNG, KILLED_EARLY = 0, 1, 2, 3
+CRASHED, FAILS_EVERY_TIME, HUNG = 0, 1, 2
 """The trials of `faulted_sweep`, by number."""
 
 
 @pytest.fixture(scope="module")
 def faulted_sweep(local_ray, tmp_path_factory):
-    """One sweep of 120 epochs a trial, a fault per trial: killed once at epoch 30 (SIGKILL, as the OOM killer or a
-    preempted node would), killed at every attempt at epoch 30, frozen once at epoch 30 (SIGSTOP, as a deadlock would
-    leave it; the watchdog is set to 8 s), and killed once seconds into training, once it has a checkpoint."""
+    """One sweep, a fault per trial, each landing at epoch 30 of 120: killed once (SIGKILL, as the OOM killer or a
+    preempted node would), killed at every attempt, frozen once (SIGSTOP, as a deadlock would leave it; the watchdog
+    is set to 8 s)."""
     plan = plan_for(
-        tmp_path_factory.mktemp("faults"), "faults", num_samples=4, max_epochs=120, scheduler="fifo", trial_timeout_s=8
+        tmp_path_factory.mktemp("faults"), "faults", num_samples=3, max_epochs=120, scheduler="fifo", trial_timeout_s=8
     )
     faults = {
         CRASHED: Fault(signal.SIGKILL, after_epoch=30),
         FAILS_EVERY_TIME: Fault(signal.SIGKILL, after_epoch=30, every_attempt=True),
         HUNG: Fault(signal.SIGSTOP, after_epoch=30),
-        KILLED_EARLY: Fault(signal.SIGKILL, after_epoch=2, after_checkpoint=True),
     }
     run, injector = run_with_faults(plan, faults)
     trials = run.results.trials.set_index(run.results.trials.trial_id.str[-5:].astype(int), drop=False)
@@ -154,25 +153,28 @@ def test_a_crashed_trial_is_retried_from_its_latest_checkpoint(faulted_sweep):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
-def test_a_trial_killed_seconds_into_training_resumes_from_its_time_based_checkpoint(faulted_sweep):
-    """Killed long before its scheduler's first checkpoint point (FIFO's only one is its last epoch), a trial still
-    loses only the seconds since its last checkpoint: trials checkpoint early and then every few seconds."""
-    plan, _, injector, trials = faulted_sweep
-    assert SCHEDULERS["fifo"].checkpoints(plan.sweep).at == ()
-    assert len(injector.hit_pids[KILLED_EARLY]) == 1 and trials.loc[KILLED_EARLY].failures == 1
-    killed, retried = killed_and_retried(injector, KILLED_EARLY)
-    assert killed.epoch.max() < 120  # before the end, FIFO's one checkpoint point: what it had were time-based
+def test_a_trial_killed_seconds_into_training_resumes_from_its_time_based_checkpoint(local_ray, tmp_path):
+    """Killed before its scheduler's first checkpoint point (ASHA's first rung, epoch 60), a trial still loses
+    only the seconds since its last checkpoint: trials checkpoint early and then every few seconds."""
+    plan = plan_for(
+        tmp_path, "early", num_samples=1, max_epochs=120, scheduler_options={"grace_period": 60, "reduction_factor": 2}
+    )
+    assert SCHEDULERS["asha"].checkpoints(plan.sweep).at == (60,)
+    run, injector = run_with_faults(plan, {0: Fault(signal.SIGKILL, after_epoch=2, after_checkpoint=True)})
+    results = run.results
+    assert len(injector.hit_pids[0]) == 1 and list(results.trials.failures) == [1]
+    killed, retried = killed_and_retried(injector, 0)
+    assert killed.epoch.max() < 60  # killed before the rung
     checkpointed = killed[killed.checkpoint_dir_name.notna()].epoch
     assert len(checkpointed) and retried.epoch.iloc[0] == checkpointed.max() + 1 > 1  # not from epoch 0
-    assert trials.loc[KILLED_EARLY].status == "COMPLETED" and retried.epoch.iloc[-1] == 120
+    assert results.trials.status.iloc[0] == "COMPLETED" and retried.epoch.iloc[-1] == 120
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_a_trial_that_fails_every_time_ends_as_error_and_the_sweep_finishes(faulted_sweep):
     plan, run, injector, trials = faulted_sweep
-    assert sorted(trials.status) == ["COMPLETED", "COMPLETED", "COMPLETED", "ERROR"]
+    assert sorted(trials.status) == ["COMPLETED", "COMPLETED", "ERROR"]
     failed = trials.loc[FAILS_EVERY_TIME]
     assert failed.status == "ERROR" and len(injector.hit_pids[FAILS_EVERY_TIME]) == 2
     assert failed.failures == 2 and "died" in failed.error.lower()  # its first run and its one retry
