@@ -198,8 +198,15 @@ def written_folder(output: str) -> str:
     ],
     ids=["gpu", "tpu"],
 )
-def test_the_local_twin_autoscales_accelerator_workers_for_a_submitted_sweep(tmp_path, twin, request_, accelerator):
-    env = ray_env(RAY_AUTH_MODE="disabled", RAY_FAKE_CLUSTER="1")
+def test_the_local_twin_autoscales_accelerator_workers_for_a_sweep_submitted_with_token_authentication(
+    tmp_path, twin, request_, accelerator
+):
+    """As on the cloud files' clusters: token authentication on (the head, the nodes the autoscaler adds, the job
+    and the dashboard's API all use the token file), and the sweep submitted with `ray job submit`."""
+    token_file = tmp_path / "auth_token"
+    token_file.write_text("a" * 32 + "\n")
+    token_file.chmod(0o600)
+    env = ray_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(token_file), RAY_FAKE_CLUSTER="1")
     # The twin as shipped, told where the head's GCS is: off 6379, which a Ray of the user's may hold, its fake nodes
     # would look for the head at 6379.
     from ray._private.services import get_node_ip_address
@@ -220,11 +227,12 @@ def test_the_local_twin_autoscales_accelerator_workers_for_a_submitted_sweep(tmp
             "auto",
             *request_,
             "--storage-path",
-            str(tmp_path),
+            str(tmp_path / "results"),
             runtime_env={"env_vars": {"SWEEPS_LOGICAL_ACCELERATORS": "1"}},
             timeout=240,
         )
         assert job.returncode == 0, (job.stdout + job.stderr)[-3000:]
+        assert "succeeded" in job.stdout + job.stderr
         assert "trials wait for the autoscaler to add one" in job.stdout  # the head alone holds no trial
         added = set(
             json.loads(
@@ -243,46 +251,34 @@ def test_the_local_twin_autoscales_accelerator_workers_for_a_submitted_sweep(tmp
                 ).stdout.splitlines()[-1]
             )
         )
+        assert_the_jobs_api_wants_the_token(head)
     assert added, f"the autoscaler added no {accelerator} worker"
+    assert written_folder(job.stdout).startswith(str(tmp_path / "results"))
     results = pd.read_csv(os.path.join(written_folder(job.stdout), "results.csv"))
     assert len(results) == 2 and results.status.isin(["COMPLETED", "STOPPED"]).all()
     assert set(results.node) <= added  # every trial ran on a worker the autoscaler launched
 
 
-@pytest.mark.slow
-def test_a_sweep_submitted_as_a_job_with_token_authentication(tmp_path):
-    token_file = tmp_path / "auth_token"
-    token_file.write_text("a" * 32 + "\n")
-    token_file.chmod(0o600)
-    env = ray_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN_PATH=str(token_file))
-    with ray_head(env) as head:
-        ray_worker_node(env, head, num_cpus=2)
-        job = submit(
-            env, head, "air_rnn", "--smoke-test", "--address", "auto", "--storage-path", str(tmp_path / "results")
-        )
-        assert job.returncode == 0, (job.stdout + job.stderr)[-3000:]
-        assert "succeeded" in job.stdout + job.stderr
-        results = pd.read_csv(os.path.join(written_folder(job.stdout), "results.csv"))
-        assert len(results) == 4 and written_folder(job.stdout).startswith(str(tmp_path / "results"))
-
-        with urllib.request.urlopen(
-            urllib.request.Request(f"{head.dashboard}/api/jobs/", headers={"Authorization": f"Bearer {'a' * 32}"}),
-            timeout=30,
-        ) as answer:
-            jobs = json.load(answer)
-        assert [job["status"] for job in jobs if "sweeps.run air_rnn" in job["entrypoint"]] == ["SUCCEEDED"]
-        with pytest.raises(urllib.error.HTTPError) as refused:
-            urllib.request.urlopen(f"{head.dashboard}/api/jobs/", timeout=30)
-        assert refused.value.code == 401
-        unauthorized = ray_command(
-            "job",
-            "list",
-            "--address",
-            head.dashboard,
-            env=ray_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN="b" * 32),
-            timeout=60,
-        )
-        assert unauthorized.returncode != 0
+def assert_the_jobs_api_wants_the_token(head: RayHead) -> None:
+    """The sweep's job is listed as SUCCEEDED to the token ("a" * 32); without it, or with another, Ray refuses."""
+    with urllib.request.urlopen(
+        urllib.request.Request(f"{head.dashboard}/api/jobs/", headers={"Authorization": f"Bearer {'a' * 32}"}),
+        timeout=30,
+    ) as answer:
+        jobs = json.load(answer)
+    assert [job["status"] for job in jobs if "sweeps.run air_rnn" in job["entrypoint"]] == ["SUCCEEDED"]
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{head.dashboard}/api/jobs/", timeout=30)
+    assert refused.value.code == 401
+    unauthorized = ray_command(
+        "job",
+        "list",
+        "--address",
+        head.dashboard,
+        env=ray_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN="b" * 32),
+        timeout=60,
+    )
+    assert unauthorized.returncode != 0
 
 
 CHROMIUM = [
