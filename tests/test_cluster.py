@@ -327,7 +327,7 @@ def job_story(env: dict, head: RayHead, job_id: str) -> str:
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium (.ci/run installs it)")
 def test_the_dashboard_in_a_real_browser_shows_the_running_sweep(tmp_path):
-    """Token authentication off here: its login is a form, and the API test above covers the token. The sweep
+    """Token authentication off here: its login is a form, and the twins above test the token on the API. The sweep
     is far longer than the test (it ends with the Ray), so that a slow, busy machine still finds it running; its
     node has one CPU, so that one trial at a time trains while Chromium renders."""
     env = ray_env(RAY_AUTH_MODE="disabled")
