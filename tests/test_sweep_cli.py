@@ -15,8 +15,8 @@ from sweeps.run import main
 from tests.helpers import commands, process_tree, trial_histories, wait_until_gone
 
 # No warm workers: measured here, each sweep of two trial slots ended with one of its two prestarted workers idle
-# beside its two trial actors (3 of each in the Ctrl+C test's three sweeps), a third import of torch and Lightning
-# (about 9 CPU-seconds) per sweep. The CLI's warm workers run in test_sharing.py's smoke tests.
+# beside its two trial actors (3 idle in all across the Ctrl+C test's three sweeps), a third import of torch and
+# Lightning (about 9 CPU-seconds) per sweep. The CLI's warm workers run in test_sharing.py's smoke tests.
 ENV = dict(os.environ, RAY_AUTH_MODE="disabled", SWEEPS_WARM_WORKERS="0")
 AIR_PASSENGERS = os.path.join(os.path.dirname(__file__), "..", "forecaster", "datasets", "air_passengers.csv")
 
