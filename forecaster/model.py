@@ -29,29 +29,16 @@ and refuses to train with one rather than silently keeping its learning rate.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-from collections.abc import Mapping, Sequence
-from typing import Any
 
 import lightning as L
-import numpy as np
-import pandas as pd
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
-from forecaster import recurrence
-from forecaster.config import ForecasterConfig
-from forecaster.data import MinMaxScaler, as_panel
 from forecaster.metrics import panel_scores
-from forecaster.panel import Panel
-from forecaster.transforms import CALENDAR_FEATURES, ForecastInputs, TargetTransform, forecast_inputs
-
-_CELLS = {"RNN": nn.RNN, "LSTM": nn.LSTM, "GRU": nn.GRU}
-CPU_FORECAST_COLUMNS = 2048
-"""A CPU forecast of many series runs in blocks of this many: one block of 100,000 took 2.1 s (a GRU of 32, 18 + 18
-steps, one thread), 49 blocks of 2048 0.9 s; per forecast the same 9 us as for 1,000 series (2026-11-24)."""
+from forecaster.net import RNNNet
+from forecaster.transforms import ForecastInputs
 
 
 @dataclasses.dataclass
@@ -75,65 +62,21 @@ class EpochBatch:
     """False where a series has a zero in its validation part: MAPE is then reported as NaN."""
 
 
-class RNNForecaster(L.LightningModule):
-    """The forecaster, with the transform of its training data so that a checkpoint forecasts in original units."""
+class RNNForecaster(RNNNet, L.LightningModule):
+    """The net (forecaster/net.py) as a LightningModule: a checkpoint of it forecasts in original units."""
 
-    def __init__(
-        self,
-        config: ForecasterConfig | Mapping[str, Any],
-        scaler_minimum: float | Sequence[float] = 0.0,
-        scaler_scale: float | Sequence[float] = 1.0,
-        season: int = 1,
-        series_ids: Sequence[str] | None = None,
-        time_origins: Sequence[int] | None = None,
-        seasonal_indices: Sequence[Sequence[float]] | None = None,
-    ):
-        """One scaler (minimum and scale) per series it is trained on, with their ids, so that it forecasts any of
-        them from its history; `time_origins`, on a plain time index, where each series' season count starts;
-        `seasonal_indices`, (series, season), where the config deseasonalises."""
-        super().__init__()
-        config = config if isinstance(config, ForecasterConfig) else ForecasterConfig.from_dict(config)
-        # Plain lists from here on: Lightning's save_hyperparameters compares the arguments' values, which arrays break.
-        scaler_minimum = np.atleast_1d(np.asarray(scaler_minimum, dtype=np.float64)).tolist()
-        scaler_scale = np.atleast_1d(np.asarray(scaler_scale, dtype=np.float64)).tolist()
-        series_ids = None if series_ids is None else [str(i) for i in series_ids]
-        time_origins = None if time_origins is None else np.asarray(time_origins, dtype=np.int64).tolist()
-        if seasonal_indices is not None:
-            seasonal_indices = np.asarray(seasonal_indices, dtype=np.float64).tolist()
-        self.config = config
-        self.scaler = MinMaxScaler(minimum=np.array(scaler_minimum), scale=np.array(scaler_scale))
-        self.series_ids = series_ids
-        self.time_origins = None if time_origins is None else np.array(time_origins, dtype=np.int64)
-        self.transform = TargetTransform.of(
-            config, int(season), self.scaler, None if seasonal_indices is None else np.array(seasonal_indices)
-        )
-        self.save_hyperparameters(
-            {
-                "config": config.to_dict(),
-                "scaler_minimum": scaler_minimum,
-                "scaler_scale": scaler_scale,
-                "season": int(season),
-                "series_ids": series_ids,
-                "time_origins": time_origins,
-                "seasonal_indices": seasonal_indices,
-            }
-        )
-        between_layers = config.dropout if config.n_rnn_layers > 1 else 0.0  # PyTorch warns on dropout with 1 layer
-        inputs = 1 + (CALENDAR_FEATURES if config.calendar else 0)
-        self.rnn = _CELLS[config.model](inputs, config.hidden_dim, config.n_rnn_layers, dropout=between_layers)
-        self.head = nn.Linear(config.hidden_dim, 1)
-        if config.ema_decay:
-            # Buffers, so that checkpoints and the best model keep the average with the weights.
-            for index, parameter in enumerate(self.parameters()):
-                self.register_buffer(f"average_{index}", parameter.detach().clone())
+    def __init__(self, *args, **kwargs):
+        """RNNNet's arguments."""
+        super().__init__(*args, **kwargs)
+        # Lightning's save_hyperparameters reads this frame's arguments and compares each with what it saves, which
+        # arrays break: from here on they are the plain values that the net keeps.
+        args, kwargs = (), dict(self.hyperparameters)
+        self.save_hyperparameters(kwargs)
+        config = self.config
         self.loss = F.l1_loss if config.loss == "l1" else F.mse_loss
         self.scored_from = config.input_chunk_length - 1 if config.loss_after_context else 0
         """The first position of a window whose next-step prediction the loss scores."""
         self.automatic_optimization = False  # training_step steps each mini-batch of the epoch
-
-    def forward(self, inputs: Tensor) -> Tensor:
-        """Next-step predictions at every position: (T, B, 1 + C) -> (T, B, 1)."""
-        return self.head(recurrence.hidden_states(self.rnn, inputs))  # (T, B, hidden_dim) -> (T, B, 1)
 
     def training_step(self, epoch: EpochBatch, batch_index: int) -> None:
         optimizer = self.optimizers()
@@ -182,161 +125,3 @@ class RNNForecaster(L.LightningModule):
         # The fused kernel updates all parameters in one call; it exists on CPU and CUDA only.
         fused = True if self.device.type in ("cpu", "cuda") else None
         return torch.optim.Adam(self.parameters(), lr=self.config.lr, fused=fused)
-
-    def _averages(self) -> list[Tensor]:
-        return [getattr(self, f"average_{index}") for index in range(len(list(self.parameters())))]
-
-    @torch.no_grad()
-    def _update_average(self) -> None:
-        if self.config.ema_decay:
-            for average, parameter in zip(self._averages(), self.parameters()):
-                average.lerp_(parameter, 1.0 - self.config.ema_decay)
-
-    @contextlib.contextmanager
-    def averaged_weights(self):
-        """Inside, the parameters hold the moving average (with ema_decay), which is what forecasts."""
-        if not self.config.ema_decay:
-            yield
-            return
-        pairs = list(zip(self.parameters(), self._averages()))
-        for parameter, average in pairs:  # swap the storages: no copy, and the optimizer keeps its parameters
-            parameter.data, average.data = average.data, parameter.data
-        try:
-            yield
-        finally:
-            for parameter, average in pairs:
-                parameter.data, average.data = average.data, parameter.data
-
-    @torch.no_grad()
-    def forecast_scaled(self, context: Tensor, steps: int, future: Tensor | None = None) -> Tensor:
-        """Forecast `steps` points after `context` (T, B, 1 + C) in the net's units, feeding predictions back (with
-        the calendar of the point after each, `future`, (steps - 1, B, C)): returns (steps, B).
-
-        In the weights' own precision: mixed precision would round the fed-back predictions at every step. On the
-        CPU, in blocks of CPU_FORECAST_COLUMNS forecasts, whose states stay in the cache.
-        """
-        columns = context.shape[1]
-        if context.is_cpu and columns > CPU_FORECAST_COLUMNS:
-            blocks = range(0, columns, CPU_FORECAST_COLUMNS)
-            return torch.cat(
-                [
-                    self.forecast_scaled(
-                        context[:, start : start + CPU_FORECAST_COLUMNS],
-                        steps,
-                        None if future is None else future[:, start : start + CPU_FORECAST_COLUMNS],
-                    )
-                    for start in blocks
-                ],
-                dim=1,
-            )
-        with torch.autocast(context.device.type, enabled=False):
-            state = recurrence.zero_state(self.rnn, context.shape[1], context)
-            for point in context:
-                hidden = recurrence.step(self.rnn, point, state)
-            predictions = context.new_empty(steps, context.shape[1], 1)
-            weight, bias = self.head.weight.t(), self.head.bias
-            torch.addmm(bias, hidden, weight, out=predictions[0])
-            for t in range(1, steps):
-                fed_back = predictions[t - 1] if future is None else torch.cat([predictions[t - 1], future[t - 1]], -1)
-                torch.addmm(bias, recurrence.step(self.rnn, fed_back, state), weight, out=predictions[t])
-        return predictions[..., 0]
-
-    def predict(self, inputs: ForecastInputs, steps: int) -> Tensor:
-        """Forecasts of `steps` points from each origin of `inputs`, in original units: (steps, B)."""
-        with self.averaged_weights():
-            scaled = self.forecast_scaled(inputs.context, steps, inputs.future)
-        return self.transform.from_model(scaled, inputs)
-
-    def forecast(self, history, steps: int):
-        """Forecast `steps` points after the end of every series of `history`, in original units.
-
-        `history` is a Panel of series this model was trained on (matched by id; any one series for a model of
-        one): the answer is a long table, unique_id, ds and forecast. A pandas Series with its dates (which
-        calendar inputs need) or, without calendar inputs, any sequence of values is a panel of one: the answer is
-        then an array of `steps` values."""
-        panel = _as_history(history, self.config.calendar, self.transform.season)
-        forecasts = self.forecast_columns(panel, steps)
-        if not isinstance(history, Panel):
-            return forecasts[:, 0]
-        return pd.DataFrame(
-            {
-                "unique_id": np.repeat(panel.ids, steps),
-                "ds": panel.future_times(steps).reshape(-1),
-                "forecast": forecasts.T.reshape(-1),
-            }
-        )
-
-    def forecast_part(self, history: Panel, part: Panel) -> np.ndarray:
-        """The forecast of every point of `part`, the points that follow each series of `history` (the same series,
-        in the same order): flat, one value per row of `part`."""
-        forecasts = self.forecast_columns(history, int(part.lengths.max()))
-        return forecasts[part.positions, np.repeat(np.arange(len(part)), part.lengths)]
-
-    def forecast_columns(self, panel: Panel, steps: int) -> np.ndarray:
-        """(steps, S): `steps` points after the end of every series of `panel`, in original units."""
-        rows = self._scaler_rows(panel)
-        if self.time_origins is not None and not panel.dated:  # the season count of training, whatever the start
-            panel = dataclasses.replace(panel, origins=self.time_origins[rows])
-        needed = self.config.input_chunk_length + self.transform.lag
-        if panel.lengths.min() < needed:
-            short = panel.ids[panel.lengths < needed]
-            raise ValueError(
-                f"history has {panel.lengths.min()} points"
-                + (f" in series {panel.id_list(short)}" if len(panel) > 1 else "")
-                + f"; the model reads the last {needed}"
-            )
-        inputs = forecast_inputs(
-            self.transform,
-            panel,
-            panel.offsets[1:] - 1,
-            self.config.input_chunk_length,
-            steps,
-            self.config.calendar,
-            rows,
-        )
-        was_training = self.training
-        self.eval()
-        try:
-            with self.averaged_weights():
-                scaled = self.forecast_scaled(inputs.context.to(self.device), steps, _to(inputs.future, self.device))
-            return self.transform.from_model(scaled.double().cpu(), inputs).numpy()
-        finally:
-            self.train(was_training)
-
-    def _scaler_rows(self, panel: Panel) -> np.ndarray:
-        """The scaler row of each series of `panel`: by id; a model of one series forecasts any one series."""
-        if len(self.scaler.minimum) == 1 and len(panel) == 1:
-            return np.zeros(1, dtype=np.int64)
-        known = {series_id: row for row, series_id in enumerate(self.series_ids or [])}
-        unknown = [series_id for series_id in panel.ids if series_id not in known]
-        if unknown:
-            raise ValueError(
-                f"the model was trained on {len(self.scaler.minimum)} series and knows no series "
-                f"{panel.id_list(unknown)}: it forecasts only series it was trained on (their scalers are fit on "
-                "their training parts)"
-            )
-        return np.array([known[series_id] for series_id in panel.ids], dtype=np.int64)
-
-
-def _as_history(history, calendar: bool, season: int) -> Panel:
-    """A forecast's history as a panel: a Panel, a dated Series, or (without calendar inputs) plain values."""
-    if isinstance(history, Panel):
-        return history
-    if isinstance(history, pd.Series) and isinstance(history.index, pd.DatetimeIndex):
-        return as_panel(history)
-    if calendar:
-        raise ValueError("this model reads the calendar: give the history as a pandas Series with its dates")
-    values = np.asarray(history, dtype=np.float64)
-    return Panel(
-        ids=np.array(["series"], dtype=object),
-        offsets=np.array([0, len(values)], dtype=np.int64),
-        times=np.arange(len(values), dtype=np.int64),
-        values=values,
-        freq=None,
-        season=season,
-        origins=np.zeros(1, dtype=np.int64),
-    )
-
-
-def _to(tensor: Tensor | None, device) -> Tensor | None:
-    return None if tensor is None else tensor.to(device)

@@ -199,13 +199,13 @@ def _top_checkpoints(plan: SweepPlan, results: SweepResults) -> list[tuple[str, 
 def _top_models(plan: SweepPlan, results: SweepResults) -> list:
     from ray.tune import Checkpoint
 
-    from forecaster.model import RNNForecaster
+    from forecaster.net import RNNNet
 
     models = []
     for _, path in _top_checkpoints(plan, results):
         with Checkpoint(path).as_directory() as folder:
             if (Path(folder) / BEST_MODEL_FILE).exists():
-                models.append(RNNForecaster.load_from_checkpoint(Path(folder) / BEST_MODEL_FILE, map_location="cpu"))
+                models.append(RNNNet.load_best_model(Path(folder) / BEST_MODEL_FILE))
     return models
 
 

@@ -365,7 +365,7 @@ class SweepRun:
     """When Tuner.fit started, in seconds since the epoch (as the trials' reported_at)."""
 
 
-DRIVER_MODULES_LATER = ("torch", "forecaster.model", "forecaster.baselines", "matplotlib")
+DRIVER_MODULES_LATER = ("torch", "forecaster.net", "forecaster.baselines", "matplotlib")
 """What the driver needs once Ray is up (the answer's models, statsforecast's baselines and the plots): imported
 while Ray starts, which is mostly waiting for its processes. Nothing of Ray's: two threads importing parts of one
 package that import each other deadlock, and Python breaks the tie by failing one import (`KeyError: 'ray.tune'`).

@@ -36,7 +36,8 @@ ERRORS_PLOT = "errors_by_series.png"
 CHECKPOINT_FILE = "checkpoint.ckpt"
 """In a trial's checkpoint: the full training state of its latest checkpointed epoch, to continue from."""
 BEST_MODEL_FILE = "best_model.ckpt"
-"""In a trial's checkpoint: its best model so far (lowest validation score), for RNNForecaster.load_from_checkpoint."""
+"""In a trial's checkpoint: its best model so far (lowest validation score), for RNNNet.load_best_model
+(or Lightning's load_from_checkpoint)."""
 
 
 def curves_plot(metric: str) -> str:

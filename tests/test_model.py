@@ -1,5 +1,10 @@
 """The model computes what Darts' RNNModel computes, and the fast CPU layers what PyTorch's modules compute."""
 
+import json
+import pathlib
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -7,8 +12,11 @@ from forecaster import recurrence
 from forecaster.config import ForecasterConfig
 from forecaster.data import MinMaxScaler, fit_parts, load_panel
 from forecaster.model import RNNForecaster
+from forecaster.net import RNNNet
 from forecaster.train import EpochBatches, PanelDataModule
 from forecaster.transforms import TargetTransform
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 CELLS = {"RNN": torch.nn.RNN, "LSTM": torch.nn.LSTM, "GRU": torch.nn.GRU}
 
@@ -195,7 +203,29 @@ def test_checkpoint_restores_config_scaler_and_weights(tmp_path):
         },
         path,
     )
-    restored = RNNForecaster.load_from_checkpoint(path)
-    assert restored.config == model.config and restored.scaler == model.scaler
     history = [150.0 + i for i in range(14)]
-    assert restored.forecast(history, 3).tolist() == model.forecast(history, 3).tolist()
+    loaded = [
+        RNNForecaster.load_from_checkpoint(path),
+        RNNForecaster.load_best_model(path),
+        RNNNet.load_best_model(path),
+    ]
+    for restored in loaded:
+        assert restored.config == model.config and restored.scaler == model.scaler
+        assert restored.forecast(history, 3).tolist() == model.forecast(history, 3).tolist()
+
+
+def test_a_saved_model_forecasts_in_a_process_that_never_imports_lightning(tmp_path):
+    """What a sweep's driver does with its trials' best models: Lightning costs 4 CPU-seconds to import."""
+    model = RNNForecaster(ForecasterConfig(model="LSTM", hidden_dim=4, ema_decay=0.5), scaler_minimum=104.0)
+    path = tmp_path / "best_model.ckpt"
+    torch.save({"state_dict": model.state_dict(), "hyper_parameters": dict(model.hparams)}, path)
+    history = [150.0 + i for i in range(14)]
+    script = (
+        "import json, sys; from forecaster.net import RNNNet; "
+        f"forecast = RNNNet.load_best_model(sys.argv[1]).forecast({history}, 3).tolist(); "
+        "print(json.dumps({'forecast': forecast, 'lightning': sorted(m for m in sys.modules if 'lightning' in m)}))"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(path)], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    assert printed == {"forecast": model.forecast(history, 3).tolist(), "lightning": []}
