@@ -91,6 +91,11 @@ class SweepPlan:
         return experiment_path(self.storage_path, self.name)
 
     @property
+    def most_at_once(self) -> int:
+        """The most trials the sweep ever runs at once, whatever the cluster holds: no more warm workers than that."""
+        return min(self.sweep.num_samples, self.max_concurrent_trials or self.sweep.num_samples)
+
+    @property
     def searched(self) -> list[str]:
         return [key for key, value in self.sweep.space.items() if is_searched(value)]
 

@@ -402,7 +402,7 @@ def run_sweep(
     from sweeps.warm_pool import warm_up
 
     if warm_workers_enabled():
-        warm_up(plan.resources)  # the trials' workers import torch while the Tuner is built
+        warm_up(plan.resources, plan.most_at_once)  # the trials' workers import torch while the Tuner is built
     if not plan.resume:
         plan = claim_folder(plan, command)
     tuner = build_tuner(plan, progress=progress, shared=shared)

@@ -21,10 +21,22 @@ class SearchError(ValueError):
     """The search cannot run here; the message says what to install or change."""
 
 
-def build_search(search: str, space: Mapping[str, Any], seed: int | None, metric: str, mode: str, fair_share=None):
-    """The search algorithm and the param_space that goes with it; with a `sweeps.sharing.FairShare`, one that
-    keeps the sweep within its share of a cluster that other sweeps use too."""
-    from ray.tune.search import BasicVariantGenerator
+def build_search(
+    search: str,
+    space: Mapping[str, Any],
+    seed: int | None,
+    metric: str,
+    mode: str,
+    max_concurrent: int | None = None,
+    fair_share=None,
+):
+    """The search algorithm and the param_space that goes with it, starting at most `max_concurrent` trials at
+    once; with a `sweeps.sharing.FairShare`, one that keeps the sweep within its share of a cluster that other
+    sweeps use too.
+
+    The search enforces the limit itself: Tune's `max_concurrent_trials` is ignored (with a warning) for a
+    BasicVariantGenerator given to it, as ours must be to be seeded."""
+    from ray.tune.search import BasicVariantGenerator, ConcurrencyLimiter
 
     from sweeps.sharing import FairShareLimiter, FairShareVariants
 
@@ -38,7 +50,9 @@ def build_search(search: str, space: Mapping[str, Any], seed: int | None, metric
             ) from None
         sampler = optuna.samplers.TPESampler(seed=seed)
         searcher = OptunaSearch(space=to_optuna(space), sampler=sampler, metric=metric, mode=mode)
-        return (FairShareLimiter(searcher, fair_share) if fair_share else searcher), {}
+        if fair_share:
+            return FairShareLimiter(searcher, fair_share), {}
+        return (ConcurrencyLimiter(searcher, max_concurrent) if max_concurrent else searcher), {}
     if fair_share:
         return FairShareVariants(fair_share, random_state=seed), to_tune(space, seed)
-    return BasicVariantGenerator(random_state=seed), to_tune(space, seed)
+    return BasicVariantGenerator(random_state=seed, max_concurrent=max_concurrent or 0), to_tune(space, seed)

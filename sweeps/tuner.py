@@ -136,7 +136,13 @@ def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False):
     fair_share = FairShare(plan.experiment_path, plan.resources, plan.max_concurrent_trials) if shared else None
     try:
         search, param_space = build_search(
-            sweep.search, sweep.space, plan.seed, scheduler.metric(sweep), sweep.mode, fair_share
+            sweep.search,
+            sweep.space,
+            plan.seed,
+            scheduler.metric(sweep),
+            sweep.mode,
+            max_concurrent=plan.max_concurrent_trials,
+            fair_share=fair_share,
         )
     except SearchError as error:
         raise PlanError(str(error)) from None
@@ -149,7 +155,7 @@ def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False):
             scheduler=scheduler.build(sweep),
             search_alg=search,
             num_samples=sweep.num_samples,
-            max_concurrent_trials=None if shared else plan.max_concurrent_trials,
+            max_concurrent_trials=None,  # the search keeps to plan.max_concurrent_trials (sweeps.searches)
             # A fresh worker per trial costs seconds of process start and imports; on a shared cluster a
             # trial's slot must return to the cluster when it ends, for another sweep's trial to take it.
             reuse_actors=not shared,
@@ -164,7 +170,11 @@ def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False):
                 *([mlflow_logger(plan)] if plan.mlflow_uri else []),
                 FaultLog(),
                 HangWatchdog(plan.trial_timeout_s),
-                *([WarmPool(plan.resources, actors_reused=not shared)] if warm_workers_enabled() else []),
+                *(
+                    [WarmPool(plan.resources, plan.most_at_once, actors_reused=not shared)]
+                    if warm_workers_enabled()
+                    else []
+                ),
             ],
             failure_config=tune.FailureConfig(max_failures=plan.max_failures),
             progress_reporter=progress_reporter(plan) if progress else None,

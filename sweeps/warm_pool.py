@@ -12,11 +12,11 @@ it off that path:
   gives its actors env_vars of their own (PL_DISABLE_FORK), so the workers Ray prestarts by itself, with the
   job's plain environment, never serve a trial (`prestart_worker_first_driver` turns those off).
 
-`WarmPool`, a Tune callback on the driver, asks every node for as many warm workers as it has trial slots,
-when the sweep starts and when a node joins (a replacement for a preempted one, one the autoscaler adds), and
-one more where a trial failed or (on a shared cluster, where actors are not reused) ended. Each idle warm worker
-holds torch in memory: bench/sweep.py reports how much. The settings are sweeps.ray_session.WARM_WORKERS;
-SWEEPS_WARM_WORKERS=0 turns it all off.
+`WarmPool`, a Tune callback on the driver, asks every node for as many warm workers as it has trial slots (no
+more than the sweep runs at once), when the sweep starts and when a node joins (a replacement for a preempted
+one, one the autoscaler adds), and one more where a trial failed or (on a shared cluster, where actors are not
+reused) ended. Each idle warm worker holds torch in memory: bench/sweep.py reports how much. The settings are
+sweeps.ray_session.WARM_WORKERS; SWEEPS_WARM_WORKERS=0 turns it all off.
 """
 
 from __future__ import annotations
@@ -58,17 +58,17 @@ def trial_runtime_env() -> str:
     return json.dumps(merged, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def warm_up(resources: TrialResources) -> None:
+def warm_up(resources: TrialResources, most_at_once: int) -> None:
     """Ask every node for its warm workers now, before the Tuner is even built: the imports in the workers then
     overlap with the driver's own setup."""
-    WarmPool(resources, actors_reused=True).setup()
+    WarmPool(resources, most_at_once, actors_reused=True).setup()
 
 
 class WarmPool(tune.Callback):
     """Keeps warm workers ready on every node (see the module's docstring)."""
 
-    def __init__(self, resources: TrialResources, actors_reused: bool):
-        self.resources, self.actors_reused = resources, actors_reused
+    def __init__(self, resources: TrialResources, most_at_once: int, actors_reused: bool):
+        self.resources, self.most_at_once, self.actors_reused = resources, most_at_once, actors_reused
         self.looked = 0.0
         self.runtime_env: str | None = None
 
@@ -100,7 +100,7 @@ class WarmPool(tune.Callback):
         for node in ray.nodes():
             if node.get("Alive") and node["NodeID"] not in warmed_nodes:
                 warmed_nodes.add(node["NodeID"])
-                self._prestart(node, trials_at_once(self.resources, [node]))
+                self._prestart(node, min(trials_at_once(self.resources, [node]), self.most_at_once))
 
     def _replace(self, trial) -> None:
         import ray

@@ -46,6 +46,10 @@ def test_asha_stops_some_trials_early_and_lets_others_run_all_epochs(asha_sweep)
     assert (completed.epochs == 12).all()
     for history in results.histories.values():
         assert list(history["epoch"]) == list(range(1, len(history) + 1))  # every epoch reported
+    # One trial at a time on 2 CPUs, as asked: one worker, reused from trial to trial, ran them all.
+    assert {pid for history in results.histories.values() for pid in history["pid"]} == {
+        results.histories[trials.trial_id.iloc[0]]["pid"].iloc[0]
+    }
 
 
 def test_ctrl_c_is_pythons_again_once_the_trials_have_ended(asha_sweep):
@@ -144,6 +148,7 @@ def test_optuna_search_runs_a_sweep(local_ray, tmp_path):
         search="optuna",
         seed=1,
         scheduler="fifo",
+        max_concurrent_trials=1,  # each trial one worker, as Tune reuses it: the next is one more TPE suggestion
         pins={"hidden_dim": 8},
         storage_path=str(tmp_path),
         name="optuna",
@@ -183,7 +188,7 @@ def test_median_stopping_rule_runs_a_sweep(local_ray, tmp_path):
         max_epochs=15,
         scheduler="median",
         seed=2,
-        max_concurrent_trials=2,
+        max_concurrent_trials=1,  # the rule compares each trial with the running averages of those before it
         pins={"hidden_dim": 8},
         storage_path=str(tmp_path),
         name="median",

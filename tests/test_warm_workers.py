@@ -57,12 +57,13 @@ def ray_with(runtime_env):
         ray.shutdown()
 
 
-def small_sweep(tmp_path, name, num_samples=4):
+def small_sweep(tmp_path, name, num_samples=4, max_concurrent_trials=None):
     return make_plan(
         "air_rnn",
         num_samples=num_samples,
         max_epochs=3,
         seed=5,
+        max_concurrent_trials=max_concurrent_trials,
         pins={"hidden_dim": 8, "n_rnn_layers": 1},
         storage_path=str(tmp_path),
         name=name,
@@ -70,29 +71,35 @@ def small_sweep(tmp_path, name, num_samples=4):
 
 
 @pytest.mark.parametrize(
-    "runtime_env", [None, {"env_vars": {"A_JOB_VARIABLE": "1"}}], ids=["plain-job", "job-with-env-vars"]
+    "runtime_env, at_once",
+    [(None, None), ({"env_vars": {"A_JOB_VARIABLE": "1"}}, 1)],
+    ids=["plain-job-two-at-once", "job-with-env-vars-one-at-a-time"],
 )
-def test_every_trial_starts_in_a_worker_that_imported_torch_and_lightning_before_it(tmp_path, runtime_env):
+def test_every_trial_starts_in_a_worker_that_imported_torch_and_lightning_before_it(tmp_path, runtime_env, at_once):
     """Trials run in the prestarted warm workers: a worker of another runtime environment than Tune's trial actors
-    would never be handed one, and every trial would start cold. Which trial runs where, and how many workers a
-    sweep starts in all, is Tune's: it starts an actor for each staged trial, may evict one it cached, and on a busy
-    machine these 3-epoch trials can all end on one actor while another never gets a trial; so this asserts no
-    count."""
+    would never be handed one, and every trial would start cold. A sweep gets a warm worker per trial slot, but no
+    more than it runs at once. Which trial runs where, and how many workers a sweep of two trials at once starts in
+    all, is Tune's: it starts an actor for each staged trial, may evict one it cached, and on a busy machine these
+    3-epoch trials can all end on one actor while another never gets a trial; so this asserts no count there. One
+    trial at a time, the one worker runs them all, reused."""
     with ray_with(runtime_env):
-        plan = small_sweep(tmp_path, "warm")
-        warm_up(plan.resources)  # the sweep asks for them too; asked here, the test can wait until they are up
+        plan = small_sweep(tmp_path, "warm", max_concurrent_trials=at_once)
+        warm_up(plan.resources, plan.most_at_once)  # the sweep asks for them too; asked here, the test can wait
+        warm = at_once or 2  # the 2 CPUs' slots
         deadline = time.monotonic() + 120
-        while idle_workers() < 2:
-            assert time.monotonic() < deadline, f"only {idle_workers()} of 2 warm workers idle after 120 s"
+        while idle_workers() < warm:
+            assert time.monotonic() < deadline, f"only {idle_workers()} of {warm} warm workers idle after 120 s"
             time.sleep(0.2)
-        prestarted = set(workers_started())
+        prestarted = set(workers_started())  # all that were asked for were started at once, with the first
         run = run_sweep(plan, ["test"], progress=False)
     histories = run.results.histories
     assert len(histories) == 4
     assert all(history["warm_start"].iloc[0] == 1 for history in histories.values())
-    assert len(prestarted) == 2
+    assert len(prestarted) == warm
     served = {int(pid) for history in histories.values() for pid in history["pid"]}
     assert served & prestarted, f"no trial ran in a prestarted worker {prestarted}: they ran in {served}"
+    if at_once == 1:
+        assert served == prestarted
 
 
 def test_a_worker_whose_imports_fail_fails_its_trial_with_that_error(tmp_path):
