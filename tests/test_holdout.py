@@ -34,6 +34,7 @@ def holdout(local_ray, tmp_path_factory):
             num_samples=4,
             max_epochs=8,
             scheduler="fifo",
+            max_concurrent_trials=1,
             seed=3,
             split_after="1958-01-01",
             test_after="1959-01-01",

@@ -123,7 +123,15 @@ def faulted_sweep(local_ray, tmp_path_factory):
 
 @pytest.mark.slow
 def test_a_diverging_trial_is_stopped_marked_and_never_chosen(local_ray, tmp_path):
-    plan = plan_for(tmp_path, "diverging", num_samples=6, max_epochs=30, scheduler="asha", pins={"hidden_dim": 8})
+    plan = plan_for(
+        tmp_path,
+        "diverging",
+        num_samples=6,
+        max_epochs=30,
+        scheduler="asha",
+        max_concurrent_trials=1,
+        pins={"hidden_dim": 8},
+    )
     space = {**plan.sweep.space, "lr": Choice(10.0, 0.005)}  # lr=10 sends the loss past any sane model's
     plan = dataclasses.replace(plan, sweep=dataclasses.replace(plan.sweep, space=space))
     results = run_sweep(plan, ["test"], progress=False).results
