@@ -53,6 +53,17 @@ def build_search(
         if fair_share:
             return FairShareLimiter(searcher, fair_share), {}
         return (ConcurrencyLimiter(searcher, max_concurrent) if max_concurrent else searcher), {}
+    domains = tune_param_space(search, space, seed)
     if fair_share:
-        return FairShareVariants(fair_share, random_state=seed), to_tune(space, seed)
-    return BasicVariantGenerator(random_state=seed, max_concurrent=max_concurrent or 0), to_tune(space, seed)
+        return FairShareVariants(fair_share, random_state=seed), domains
+    return BasicVariantGenerator(random_state=seed, max_concurrent=max_concurrent or 0), domains
+
+
+def tune_param_space(search: str, space: Mapping[str, Any], seed: int | None) -> dict[str, Any]:
+    """The Tuner's param_space for the search: the space as Tune's domains for random search, none for Optuna
+    (its searcher holds the space).
+
+    A resumed sweep's Tuner must be given it again: Tune stores the space's functions (the hyperparameters that
+    depend on others) as placeholders, and a trial that the search starts after the resume, as it does when it
+    keeps to --max-concurrent-trials or a fair share, would get the placeholders as its values."""
+    return {} if search == "optuna" else to_tune(space, seed)

@@ -15,7 +15,7 @@ from sweeps.faults import FaultLog, HangWatchdog
 from sweeps.plan import PlanError, SweepPlan
 from sweeps.ray_session import warm_workers_enabled
 from sweeps.schedulers import scheduler_of
-from sweeps.searches import SearchError, build_search
+from sweeps.searches import SearchError, build_search, tune_param_space
 from sweeps.sharing import FairShare
 from sweeps.trial import TrialSettings, train_trial
 from sweeps.warm_pool import WarmPool
@@ -130,7 +130,11 @@ def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False):
         # Restored with its stored RunConfig, whose callbacks (loggers, fault log, watchdog) come back with it.
         # Trials that ended in ERROR spent their retries already: they stay as they ended.
         return tune.Tuner.restore(
-            plan.experiment_path, trainable=trainable, resume_unfinished=True, resume_errored=False
+            plan.experiment_path,
+            trainable=trainable,
+            param_space=tune_param_space(plan.sweep.search, plan.sweep.space, plan.seed),
+            resume_unfinished=True,
+            resume_errored=False,
         )
     sweep, scheduler = plan.sweep, scheduler_of(plan.sweep)
     fair_share = FairShare(plan.experiment_path, plan.resources, plan.max_concurrent_trials) if shared else None
