@@ -30,7 +30,7 @@ def start_sweep(*args, env=None):
     )
 
 
-def finish(process, timeout=400):
+def finish(process, timeout=900):
     output, _ = process.communicate(timeout=timeout)
     assert process.returncode == 0, output[-3000:]
     return output
@@ -52,7 +52,6 @@ def trial_spans(folder):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
 def test_two_smoke_tests_side_by_side_beside_a_ray_started_here_each_run_on_a_ray_of_their_own_and_say_so(tmp_path):
     env = ray_env(RAY_AUTH_MODE="disabled")
     with ray_head(env) as head:  # a dashboard and no CPU at all
@@ -128,7 +127,6 @@ def test_a_sweeps_own_ray_trains_at_normal_priority_unless_the_user_sets_rays_ni
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(600)
 def test_two_sweeps_on_one_cluster_share_it_and_keep_to_their_own_folders(tmp_path):
     from ray.cluster_utils import Cluster
 
