@@ -55,6 +55,8 @@ class RaySession:
     how: str
     """How it was chosen, in words, for the banner."""
     dashboard_url: str
+    dashboard_missing: str = ""
+    """Why a Ray of the sweep's own has no dashboard (its packages are not installed), or empty."""
 
     def describe(self) -> str:
         if self.own:
@@ -82,6 +84,17 @@ def check_dashboard_port(host: str, port: int) -> None:
             ) from None
 
 
+def dashboard_packages_missing() -> str:
+    """What keeps Ray's dashboard from starting here, or empty: Ray's own test (it imports what the dashboard imports,
+    which `ray[tune]` alone, a slim image or Ray installed without its dependencies lack), made before ray.init,
+    which would otherwise refuse to start at all ("Cannot include dashboard with missing packages")."""
+    try:
+        import ray.dashboard.optional_deps  # noqa: F401
+    except ImportError as error:
+        return str(error)
+    return ""
+
+
 def start_ray(address: str | None, dashboard_host: str, dashboard_port: int | None) -> RaySession:
     """Join the cluster asked for, or start a Ray of the sweep's own (see the module's docstring)."""
     import ray
@@ -100,10 +113,11 @@ def start_ray(address: str | None, dashboard_host: str, dashboard_port: int | No
     if dashboard_port is not None:
         check_dashboard_port(dashboard_host, dashboard_port)
     other = ray_started_on_this_machine()
+    missing = dashboard_packages_missing()
     try:
         context = ray.init(
             address="local",
-            include_dashboard=True,
+            include_dashboard=not missing,
             dashboard_host=dashboard_host,
             dashboard_port=dashboard_port,
             logging_level=logging.WARNING,
@@ -113,7 +127,7 @@ def start_ray(address: str | None, dashboard_host: str, dashboard_port: int | No
         ray.shutdown()
         raise RaySessionError(f"--dashboard-port {dashboard_port}: {error}") from None
     note = f"; another Ray runs here at {other} (--address auto runs the sweep on it)" if other else ""
-    return RaySession(True, context.address_info["gcs_address"], note, _dashboard_url(context))
+    return RaySession(True, context.address_info["gcs_address"], note, _dashboard_url(context), missing)
 
 
 def _dashboard_url(context) -> str:
@@ -122,8 +136,13 @@ def _dashboard_url(context) -> str:
 
 
 def dashboard_line(session: RaySession) -> str:
+    if session.dashboard_missing:
+        return (
+            f"off: this Ray's environment lacks the dashboard's packages ({session.dashboard_missing}); "
+            "pip install 'ray[default]' for it"
+        )
     if not session.dashboard_url:
-        return "not running (install ray[default] for the dashboard)"
+        return "not running (pip install 'ray[default]' for the dashboard)"
     if os.environ.get("RAY_AUTH_MODE", "").lower() == "token":
         return (
             f"{session.dashboard_url}  (token authentication is on: when the page asks, paste the token that "

@@ -75,6 +75,36 @@ def ray_env(**extra: str) -> dict[str, str]:
     return env
 
 
+DASHBOARD_PACKAGES = ("aiohttp", "aiohttp_cors", "grpc", "opencensus", "opentelemetry", "prometheus_client")
+"""What `ray[default]` adds to `ray[tune]` and Ray's dashboard imports (ray/dashboard/optional_deps.py)."""
+HIDE_INSTALLED = """import importlib.machinery, os, sys, sysconfig
+SITE, HIDDEN = sysconfig.get_paths()["purelib"], {hidden!r}
+
+class HideInstalled:
+    # The copies pip installed cannot be imported; the aiohttp that Ray vendors for its runtime environment agent,
+    # which every Ray install has, still can.
+    def find_spec(self, name, path=None, target=None):
+        top = name.partition(".")[0]
+        if top in HIDDEN:
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+            where = spec and (spec.origin or next(iter(spec.submodule_search_locations or []), None))
+            if where and os.path.relpath(where, SITE).startswith(top):
+                raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+        return None
+
+sys.meta_path.insert(0, HideInstalled())
+"""
+
+
+def without_dashboard_packages(env: dict[str, str], folder) -> dict[str, str]:
+    """`env` in which no process (the sweep's driver, Ray's daemons, its workers) can import the dashboard's packages,
+    as where only `ray[tune]` is installed: a sitecustomize on PYTHONPATH that every Python process runs first."""
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "sitecustomize.py"), "w") as module:
+        module.write(HIDE_INSTALLED.format(hidden=set(DASHBOARD_PACKAGES)))
+    return {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(folder), env.get("PYTHONPATH")]))}
+
+
 def ray_command(*args: str, env: dict, timeout: float) -> subprocess.CompletedProcess:
     return subprocess.run(
         [os.path.join(BIN, "ray"), *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=timeout

@@ -13,7 +13,7 @@ import pytest
 
 from sweeps.plan import PlanError, make_plan
 from sweeps.run import claim_folder, main
-from tests.helpers import ROOT, cluster_head_args, ray_env, ray_head
+from tests.helpers import ROOT, cluster_head_args, ray_env, ray_head, without_dashboard_packages
 
 # Two processes of a 2-layer GRU of 64 units, about 40 ms an epoch: long enough for trials to overlap.
 SLOW = ["--set", "model=GRU", "--set", "hidden_dim=64", "--set", "n_rnn_layers=2", "--set", "batch_size=8"]
@@ -53,14 +53,20 @@ def trial_spans(folder):
 
 @pytest.mark.slow
 def test_two_smoke_tests_side_by_side_beside_a_ray_started_here_each_run_on_a_ray_of_their_own_and_say_so(tmp_path):
+    """The second runs where the dashboard's packages cannot be imported (`ray[tune]` without `ray[default]`, a slim
+    image): its Ray starts without a dashboard, and the banner says so and how to get one."""
     env = ray_env(RAY_AUTH_MODE="disabled")
+    slim = without_dashboard_packages(env, tmp_path / "slim")
     with ray_head(env) as head:  # a dashboard and no CPU at all
         first = start_sweep("--smoke-test", "--seed", "1", "--name", "a", "--storage-path", str(tmp_path), env=env)
-        second = start_sweep("--smoke-test", "--seed", "2", "--name", "b", "--storage-path", str(tmp_path), env=env)
+        second = start_sweep("--smoke-test", "--seed", "2", "--name", "b", "--storage-path", str(tmp_path), env=slim)
         outputs = [finish(first), finish(second)]
         dashboards = [banner_line(output, "dashboard") for output in outputs]
-        assert all(url.startswith("http://127.0.0.1:") for url in dashboards) and dashboards[0] != dashboards[1]
-        assert head.dashboard not in dashboards
+        assert dashboards[0].startswith("http://127.0.0.1:") and dashboards[0] != head.dashboard
+        assert dashboards[1] == (
+            "off: this Ray's environment lacks the dashboard's packages (No module named 'aiohttp'); "
+            "pip install 'ray[default]' for it"
+        )
         for output in outputs:
             ray_line = banner_line(output, "ray")
             assert "a new local Ray of this sweep's own" in ray_line
