@@ -171,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         f"best_val_{result.metric}": best[f"val_{result.metric}"],
         "best_epoch": best["epoch"],
         "epochs": len(result.history),
+        "trained_on": result.trained_on,
         "fit_wall_seconds": result.fit_seconds,
         "fit_cpu_seconds": result.cpu_seconds,
         "epochs_per_second": result.epochs_per_second,

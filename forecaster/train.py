@@ -46,6 +46,8 @@ class FitResult:
     """What a fit leaves: the trained model, the metrics of every epoch and the final forecast."""
 
     model: RNNForecaster
+    """On the CPU once the fit returns, wherever it trained: Lightning's teardown moves the module back (`trained_on`
+    says where the epochs ran)."""
     history: list[dict[str, float]]
     """One row per epoch: epoch (from 1), train_loss (scaled MSE), and over the validation parts, in original units:
     val_mape (percent; NaN where a series has a zero), val_smape (0-200) and val_mase, each a mean over series."""
@@ -55,6 +57,8 @@ class FitResult:
     """The training and validation parts it was given, and the ranking metric."""
     fit_seconds: float
     cpu_seconds: float
+    devices: list[str]
+    """Where each epoch of `history` trained, as the Trainer's strategy placed the model ('cpu', 'cuda:0', 'xla:0')."""
 
     @property
     def metric(self) -> str:
@@ -64,6 +68,11 @@ class FitResult:
     def dropped(self) -> tuple[str, ...]:
         """Series left out as too short (drop_short)."""
         return self.parts.dropped
+
+    @property
+    def trained_on(self) -> str:
+        """Where the epochs trained: 'cuda:0', or several joined by commas (a fit resumed on other hardware)."""
+        return ", ".join(dict.fromkeys(self.devices))
 
     @property
     def val_mape(self) -> float:
@@ -242,10 +251,11 @@ class PanelDataModule(L.LightningDataModule):
 
 
 class EpochHistory(L.Callback):
-    """Records train_loss and the validation metrics at the end of every epoch."""
+    """Records train_loss and the validation metrics at the end of every epoch, and where it trained."""
 
     def __init__(self) -> None:
         self.rows: list[dict[str, float]] = []
+        self.devices: list[str] = []
 
     def on_train_epoch_end(self, trainer: L.Trainer, module: L.LightningModule) -> None:
         metrics = trainer.callback_metrics
@@ -256,12 +266,14 @@ class EpochHistory(L.Callback):
                 **{f"val_{name}": float(metrics.get(f"val_{name}", math.nan)) for name in METRICS},
             }
         )
+        self.devices.append(str(module.device))
 
     def state_dict(self) -> dict[str, Any]:
-        return {"rows": self.rows}
+        return {"rows": self.rows, "devices": self.devices}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.rows = list(state_dict["rows"])
+        self.devices = list(state_dict.get("devices", ["unknown"] * len(self.rows)))  # older checkpoints: not kept
 
 
 class AcceleratorError(RuntimeError):
@@ -380,6 +392,7 @@ def fit(
         parts=parts,
         fit_seconds=wall,
         cpu_seconds=cpu,
+        devices=history.devices,
     )
 
 

@@ -229,3 +229,31 @@ def test_a_saved_model_forecasts_in_a_process_that_never_imports_lightning(tmp_p
     assert done.returncode == 0, done.stderr
     printed = json.loads(done.stdout)
     assert printed == {"forecast": model.forecast(history, 3).tolist(), "lightning": []}
+
+
+SAVED_ON_A_CARD = """
+import sys, torch
+from forecaster.config import ForecasterConfig
+from forecaster.net import RNNNet
+
+# torch.save tags every storage with its device; a trial on a card saves its tensors tagged cuda:0, as this does.
+torch.serialization.register_package(0, lambda storage: "cuda:0", lambda storage, location: None)
+torch.manual_seed(0)
+model = RNNNet(ForecasterConfig(model="GRU", hidden_dim=4, ema_decay=0.5), scaler_minimum=104.0, scaler_scale=400.0)
+torch.save({"state_dict": model.state_dict(), "hyper_parameters": model.hyperparameters,
+            "pytorch-lightning_version": "2.6.0"}, sys.argv[1])
+print(model.forecast([150.0 + i for i in range(14)], 3).tolist())
+"""
+
+
+def test_a_checkpoint_saved_on_a_gpu_loads_and_forecasts_where_torch_sees_none(tmp_path):
+    """What a sweep's driver, `sweeps.report` or a user's laptop does with a model a trial trained on a card."""
+    path = tmp_path / "best_model.ckpt"
+    saved = subprocess.run(
+        [sys.executable, "-c", SAVED_ON_A_CARD, str(path)], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    if not torch.cuda.is_available():  # what a plain torch.load makes of such a file here
+        with pytest.raises(RuntimeError, match=r"on a CUDA device but torch\.cuda\.is_available"):
+            torch.load(path, weights_only=True)
+    for loaded in (RNNForecaster.load_from_checkpoint(path), RNNNet.load_best_model(path)):
+        assert loaded.forecast([150.0 + i for i in range(14)], 3).tolist() == json.loads(saved.stdout)

@@ -569,11 +569,13 @@ def test_the_cli_refuses_bad_panels_with_exit_code_2(tmp_path, capsys):
 def test_a_panel_trains_on_a_gpu_with_the_cudnn_modules_and_forecasts_in_each_series_units():
     panel = load_panel(monthly_panel_frame(lengths=(60, 70, 64)))
     result = fit(TINY.replace(model="GRU", n_epochs=5), panel, val_size=6, test_size=6, accelerator="gpu")
-    assert result.model.device.type == "cuda" and len(result.history) == 5
+    assert result.trained_on == "cuda:0" and len(result.history) == 5  # the model is back on the CPU (teardown)
     assert all(math.isfinite(row["val_smape"]) for row in result.history)
     forecast = result.forecast
     for series_id, level in (("s0", 10), ("s1", 100), ("s2", 1000)):
         assert forecast.loc[forecast["unique_id"] == series_id, "forecast"].between(0.1 * level, 10 * level).all()
+    on_card = result.model.to("cuda").forecast_part(result.parts.train, result.parts.val)
+    assert on_card == pytest.approx(forecast["forecast"].to_numpy(), rel=1e-4)
 
 
 # --- what the review of the first version found -----------------------------------------------------------------

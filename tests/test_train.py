@@ -3,6 +3,7 @@ resume from checkpoints, and never import Ray."""
 
 import json
 import math
+import os
 import subprocess
 import sys
 
@@ -22,7 +23,7 @@ SHORT = ForecasterConfig(n_epochs=15, hidden_dim=12)
 
 def test_a_short_fit_learns_and_reports_every_epoch():
     result = fit(SHORT.replace(n_epochs=40))
-    assert [row["epoch"] for row in result.history] == list(range(1, 41))
+    assert [row["epoch"] for row in result.history] == list(range(1, 41)) and result.trained_on == "cpu"
     losses = [row["train_loss"] for row in result.history]
     assert losses[-1] < 0.5 * losses[0]
     assert all(math.isfinite(row["val_mape"]) for row in result.history)
@@ -66,7 +67,7 @@ def test_resuming_from_a_checkpoint_continues_exactly(tmp_path):
     saver = L.pytorch.callbacks.ModelCheckpoint(dirpath=tmp_path, save_last=True)
     fit(config.replace(n_epochs=4), callbacks=[saver], threads=1, trainer_options={"enable_checkpointing": True})
     resumed = fit(config, threads=1, ckpt_path=str(tmp_path / "last.ckpt"))
-    assert [row["epoch"] for row in resumed.history] == list(range(1, 11))
+    assert [row["epoch"] for row in resumed.history] == list(range(1, 11)) and resumed.devices == ["cpu"] * 10
     for got, want in zip(resumed.history, uninterrupted.history):
         assert got == pytest.approx(want, rel=1e-5)
 
@@ -155,12 +156,42 @@ def test_gpu_request_without_cuda_says_so():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("model", ["RNN", "LSTM", "GRU"])
-def test_a_fit_on_a_gpu_learns_and_forecasts_in_original_units(model):
-    result = fit(ForecasterConfig(model=model, n_epochs=30, hidden_dim=12), accelerator="gpu")
-    assert result.model.device.type == "cuda"
-    assert len(result.history) == 30 and all(math.isfinite(row["val_mape"]) for row in result.history)
+def test_a_fit_on_a_gpu_trains_there_forecasts_in_original_units_and_its_checkpoint_loads_without_one(model, tmp_path):
+    """Lightning's teardown moves the model back to the CPU when `Trainer.fit` returns: where the epochs trained is in
+    the history. The forecast on the card (cuDNN) is the one on the CPU, and a checkpoint written on the card (its
+    tensors on the GPU) forecasts the same in a process where torch sees no GPU."""
+    saver = L.pytorch.callbacks.ModelCheckpoint(dirpath=tmp_path, save_last=True)
+    result = fit(
+        ForecasterConfig(model=model, n_epochs=30, hidden_dim=12),
+        accelerator="gpu",
+        callbacks=[saver],
+        trainer_options={"enable_checkpointing": True},
+    )
+    assert result.devices == ["cuda:0"] * 30 and result.trained_on == "cuda:0"
+    assert all(math.isfinite(row["val_mape"]) for row in result.history)
     assert result.history[-1]["train_loss"] < result.history[0]["train_loss"]
-    assert result.forecast["forecast"].between(50, 1000).all()  # passengers, not scaled values
+    forecast = result.forecast["forecast"]
+    assert forecast.between(50, 1000).all()  # passengers, not scaled values
+    parts = result.parts
+    on_card = result.model.to("cuda").forecast_part(parts.train, parts.val)
+    assert on_card == pytest.approx(forecast.to_numpy(), rel=1e-4)
+    assert torch.load(tmp_path / "last.ckpt", weights_only=False)["state_dict"]["head.weight"].is_cuda
+    history = parts.train.series(0).tolist()
+    script = (
+        "import json, sys, torch; from forecaster.model import RNNForecaster; from forecaster.net import RNNNet; "
+        "assert not torch.cuda.is_available(); "
+        f"print(json.dumps([m.forecast({history}, 23).tolist() for m in "
+        "(RNNForecaster.load_from_checkpoint(sys.argv[1]), RNNNet.load_best_model(sys.argv[1]))]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "last.ckpt")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    for loaded in json.loads(done.stdout):
+        assert loaded == pytest.approx(forecast.to_numpy(), rel=1e-5)
 
 
 def test_a_user_csv_trains_the_same_way(tmp_path):
@@ -193,7 +224,7 @@ def test_cli_trains_prints_the_result_and_draws_the_plot(tmp_path):
     done = run_cli("--model", "GRU", "--n-epochs", "5", "--hidden-dim", "8", "--plot", str(plot), "--json")
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
-    assert summary["config"]["model"] == "GRU" and summary["epochs"] == 5
+    assert summary["config"]["model"] == "GRU" and summary["epochs"] == 5 and summary["trained_on"] == "cpu"
     assert summary["fit_cpu_seconds"] > 0 and summary["peak_rss_mb"] > 0 and math.isfinite(summary["val_mape"])
     assert plot.stat().st_size > 10_000 and plot.read_bytes()[:4] == b"\x89PNG"
     text = run_cli("--n-epochs", "3")
