@@ -7,7 +7,10 @@ the CPU with one thread and, where torch sees a GPU, on the GPU. An epoch is `wi
 the number of series, so the seconds per epoch should stay flat while the validation (every series, every epoch)
 and the memory grow linearly.
 
-    python bench/panel_fit.py [--sizes 1000 10000 100000] [--epochs 6] [--no-m3]
+    python bench/panel_fit.py [--sizes 1000 10000 100000] [--epochs 6] [--no-m3] [--devices cpu gpu]
+
+Each epoch's validation forecast is timed inside the epoch, on the device that trained it, with the device
+synchronized before every reading of the clock: training seconds per epoch are the epoch's minus its validation's.
 """
 
 from __future__ import annotations
@@ -65,27 +68,48 @@ def generated_panel(series: int, length: int = 120, seed: int = 0):
     return load_panel(frame, season_length=12)
 
 
-def epoch_clock():
-    """A Lightning callback that keeps the wall time of every epoch (in .seconds)."""
+def epoch_clock(device: str):
+    """A Lightning callback that keeps the wall time of every epoch and of the validation forecast inside it, each
+    read once the device has finished the work queued before it (CUDA runs asynchronously): an epoch's training
+    time is the one minus the other, both taken on the device the fit ran on, so it cannot come out negative."""
     import lightning as L
+    import torch
+
+    synchronize = torch.cuda.synchronize if device == "gpu" else (lambda: None)
 
     class EpochClock(L.Callback):
         def __init__(self):
-            self.seconds, self.started = [], 0.0
+            self.epochs, self.validations, self.started = [], [], 0.0
+
+        def on_fit_start(self, trainer, module):
+            predict = module.predict  # what training_step calls to score the epoch on every series
+
+            def timed(*args, **kwargs):
+                synchronize()
+                begun = time.perf_counter()
+                forecast = predict(*args, **kwargs)
+                synchronize()
+                self.validations.append(time.perf_counter() - begun)
+                return forecast
+
+            module.predict = timed
+
+        def on_fit_end(self, trainer, module):
+            del module.predict
 
         def on_train_epoch_start(self, trainer, module):
+            synchronize()
             self.started = time.perf_counter()
 
         def on_train_epoch_end(self, trainer, module):
-            self.seconds.append(time.perf_counter() - self.started)
+            synchronize()
+            self.epochs.append(time.perf_counter() - self.started)
 
     return EpochClock()
 
 
 def one(workload: str, device: str, epochs: int) -> dict:
     """One fit in this process: the figures of one workload on one device."""
-    import torch
-
     from forecaster.config import ForecasterConfig
     from forecaster.data import load_panel
     from forecaster.train import fit, quiet_lightning
@@ -95,37 +119,24 @@ def one(workload: str, device: str, epochs: int) -> dict:
     panel = load_panel("m3_monthly") if workload == "m3_monthly" else generated_panel(int(workload))
     loaded = time.perf_counter() - started
     config = ForecasterConfig(**CONFIG, n_epochs=epochs)
-    clock = epoch_clock()
-    accelerator = "gpu" if device == "gpu" else "cpu"
-    result = fit(
-        config, panel, val_size=HORIZON, test_size=HORIZON, callbacks=[clock], accelerator=accelerator, threads=1
-    )
-    model = result.model
-    module = model.trainer.datamodule
-    validation = module.validation.to(model.device)
-    timings = []
-    for _ in range(3):
-        if device == "gpu":
-            torch.cuda.synchronize()
-        begun = time.perf_counter()
-        model.predict(validation.inputs, HORIZON)
-        if device == "gpu":
-            torch.cuda.synchronize()
-        timings.append(time.perf_counter() - begun)
-    per_epoch = statistics.median(clock.seconds[1:]) if len(clock.seconds) > 1 else clock.seconds[0]
-    validation_seconds = statistics.median(timings)
+    clock = epoch_clock(device)
+    result = fit(config, panel, val_size=HORIZON, test_size=HORIZON, callbacks=[clock], accelerator=device, threads=1)
+    later = slice(1, None) if len(clock.epochs) > 1 else slice(None)  # the first epoch warms up (allocations, kernels)
+    per_epoch = statistics.median(clock.epochs[later])
+    training = statistics.median(e - v for e, v in zip(clock.epochs[later], clock.validations[later]))
     return {
         "data": workload,
         "device": device,
+        "trained_on": result.trained_on,
         "series": len(panel),
         "points": len(panel.values),
-        "training_windows": int(module.windows.total),
+        "training_windows": int(result.model.trainer.datamodule.windows.total),
         "epochs": len(result.history),
         "seconds_per_epoch": per_epoch,
-        "validation_seconds": validation_seconds,
-        "training_seconds_per_epoch": per_epoch - validation_seconds,
-        "windows_per_second": config.windows_per_epoch / (per_epoch - validation_seconds),
-        "first_epoch_seconds": clock.seconds[0],
+        "validation_seconds": statistics.median(clock.validations[later]),
+        "training_seconds_per_epoch": training,
+        "windows_per_second": config.windows_per_epoch / training,
+        "first_epoch_seconds": clock.epochs[0],
         "load_seconds": loaded,
         "fit_seconds": result.fit_seconds,
         "whole_seconds": time.perf_counter() - started,
@@ -139,6 +150,12 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--no-m3", action="store_true", help="leave out m3_monthly (it needs the benchmarks extra)")
+    parser.add_argument(
+        "--devices",
+        nargs="+",
+        choices=["cpu", "gpu"],
+        help="where to fit (default: the CPU, and the GPU where torch sees one)",
+    )
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--device", default="cpu", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -148,7 +165,9 @@ def main() -> None:
 
     import torch
 
-    devices = ["cpu", *(["gpu"] if torch.cuda.is_available() else [])]
+    devices = args.devices or ["cpu", *(["gpu"] if torch.cuda.is_available() else [])]
+    if "gpu" in devices and not torch.cuda.is_available():
+        parser.error("--devices gpu: torch sees no CUDA GPU here")
     workloads = ([] if args.no_m3 else ["m3_monthly"]) + [str(size) for size in args.sizes]
     rows = []
     for device in devices:
