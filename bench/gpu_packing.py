@@ -3,8 +3,9 @@
 For each count N it runs a sweep of N trials of the seed-sized model (FIFO, every trial its full --epochs) with
 `--gpus-per-trial 1/N` on a local Ray that has one GPU and N CPUs, so that all N train at once on the card, and
 reports the aggregate epochs per second (all trials' epochs over Tuner.fit's time), the card's memory each
-trial held at most (torch.cuda.max_memory_reserved, as every report of a trial on a GPU carries it), and the
-same N trials on the CPU (--gpus-per-trial 0, N CPUs) for comparison.
+trial held at most (torch.cuda.max_memory_reserved, as every report of a trial on a GPU carries it), how busy the
+card was while they shared it (bench/gpu_busy.py: the mean share of time a kernel ran, sampled every 0.25 s during
+Tuner.fit), and the same N trials on the CPU (--gpus-per-trial 0, N CPUs) for comparison.
 
     python bench/gpu_packing.py [--trials 1 2 4 8 16] [--epochs 200] [--workload seed|panel]
 
@@ -20,6 +21,7 @@ the CPU, SWEEPS_LOGICAL_ACCELERATORS=1): the placement is real, the speeds are t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -28,6 +30,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.gpu_busy import GpuBusy
 
 SEED_CONFIG = {
     "model": "RNN",
@@ -88,7 +92,8 @@ def run(
             storage_path=storage,
             name=f"{trials}-{gpus_per_trial}",
         )
-        result = run_sweep(plan, ["bench/gpu_packing.py"], progress=False, answer=False)  # training speed only
+        with GpuBusy() if gpus_per_trial and not logical else contextlib.nullcontext() as busy:
+            result = run_sweep(plan, ["bench/gpu_packing.py"], progress=False, answer=False)  # training speed only
     finally:
         ray.shutdown()
     histories = result.results.histories.values()
@@ -106,6 +111,7 @@ def run(
         "nodes": sorted({str(h["node"].iloc[-1]) for h in histories}),
         "gpu_memory_mb_per_trial": statistics.median(memory) if memory else None,
         "trained_on": "cpu (logical GPUs)" if logical else ("cuda" if gpus_per_trial else "cpu"),
+        **(busy.summary() if busy else {}),
     }
 
 

@@ -2,12 +2,15 @@
 chips: Ray places and labels them as on a real cluster, while torch on this machine sees no accelerator."""
 
 import importlib.util
+import json
 
 import pytest
 import torch
 
+from bench.gpu_check import STEPS, WHOLE_BUDGET_S, Step, last_json, main, run_step
 from sweeps.plan import make_plan
 from sweeps.run import run_sweep
+from tests.helpers import wait_until_gone
 
 RAY_INIT = {"num_cpus": 4, "num_gpus": 2, "resources": {"TPU": 4}}
 
@@ -59,6 +62,7 @@ def test_the_gpu_packing_bench_runs_on_logical_gpus(monkeypatch, tmp_path):
     working where no GPU is lent: N trials of 1/N GPU each are placed on the one GPU and all train."""
     import ray
 
+    from bench.gpu_check import packing_figures
     from bench.gpu_packing import main, run
 
     if ray.is_initialized():
@@ -70,8 +74,40 @@ def test_the_gpu_packing_bench_runs_on_logical_gpus(monkeypatch, tmp_path):
         assert [(measured["trials"], measured["epochs"]) for measured in placed] == [(2, 8)]
         assert placed[0]["aggregate_epochs_per_second"] > 0 and len(placed[0]["nodes"]) == 1
     assert [measured["gpus_per_trial"] for measured in report["gpu"]] == [0.5]
+    figures = packing_figures(report)  # what bench/gpu_check.py keeps of it
+    assert figures["gpu"]["trials"] == figures["cpu"]["trials"] == 2 and figures["gpu_over_cpu_epochs_per_second"] > 0
     # The panel workload: two trials of the m3_monthly sweep on one (logical) card; the bench's step for one count
     # and one placement (main runs it for each), without its CPU placement, measured above for the seed workload.
     panel = run(2, 0.5, epochs=1, storage=str(tmp_path), logical=True, workload="panel", windows_per_epoch=1024)
     assert (panel["trials"], panel["epochs"], panel["workload"], panel["gpus_per_trial"]) == (2, 2, "panel", 0.5)
     assert panel["aggregate_windows_per_second"] > 0
+
+
+def test_the_gpu_check_lists_its_steps_within_eight_minutes_and_says_what_it_would_skip(capsys):
+    assert main(["--dry-run"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    steps = report["steps"]
+    assert list(steps) == ["gpu_tests", "panel_fit", "packing_seed", "packing_panel", "sweep_gpu", "sweep_cpu"]
+    assert sum(step["budget_seconds"] for step in steps.values()) <= WHOLE_BUDGET_S <= 8 * 60
+    assert "-m pytest -m gpu" in steps["gpu_tests"]["command"]
+    assert "--devices gpu --sizes 1000 10000 100000" in steps["panel_fit"]["command"]
+    assert "m3_monthly --num-samples 8" in steps["sweep_gpu"]["command"]
+    assert "--gpus-per-trial 0.125" in steps["sweep_gpu"]["command"]
+    assert "--gpus-per-trial 0 --cpus-per-trial 1" in steps["sweep_cpu"]["command"]
+    if not torch.cuda.is_available():
+        assert not any(step["would_run"] for step in steps.values())
+        assert all("sees no CUDA GPU" in why for why in report["skipped"].values())
+        assert len(report["skipped"]) == len(STEPS) and report["device"]["gpu"] is None
+
+
+def test_a_gpu_check_step_that_overruns_its_budget_is_stopped_with_every_process_it_started(tmp_path):
+    """A sweep's step starts a Ray of its own (its daemons are the step's children): none may outlive the step."""
+    started_a_child = (
+        "import subprocess, sys, time; "
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']); "
+        "print('log line', child.pid, flush=True); time.sleep(300)"
+    )
+    record, out = run_step(Step("sleeper", 3, (), lambda folder: ["-c", started_a_child]), 3, str(tmp_path))
+    assert record["status"] == "timed out" and record["budget_seconds"] == 3 and "log line" in record["output_tail"]
+    wait_until_gone({int(out.split()[-1])}, 30, "the step's child")
+    assert last_json('a log line {not json}\n{\n "bench": "x",\n "rows": [1]\n}\n') == {"bench": "x", "rows": [1]}
