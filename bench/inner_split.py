@@ -105,7 +105,7 @@ def main() -> None:
     import numpy as np
 
     from forecaster.config import ForecasterConfig
-    from forecaster.data import fit_parts
+    from forecaster.parts import fit_parts
     from sweeps.plan import parse_pins
 
     overrides = parse_pins(args.pins)

@@ -21,9 +21,9 @@ from torch import Tensor, nn
 
 from forecaster import recurrence
 from forecaster.config import ForecasterConfig
-from forecaster.data import MinMaxScaler, as_panel
+from forecaster.data import as_panel
 from forecaster.panel import Panel
-from forecaster.transforms import CALENDAR_FEATURES, ForecastInputs, TargetTransform, forecast_inputs
+from forecaster.transforms import CALENDAR_FEATURES, ForecastInputs, MinMaxScaler, TargetTransform, forecast_inputs
 
 _CELLS = {"RNN": nn.RNN, "LSTM": nn.LSTM, "GRU": nn.GRU}
 CPU_FORECAST_COLUMNS = 2048

@@ -32,10 +32,11 @@ import torch
 from torch import Tensor
 
 from forecaster.config import ForecasterConfig
-from forecaster.data import DEFAULT_SPLIT_AFTER, FitParts, as_panel, fit_parts, load_panel, naming
+from forecaster.data import DEFAULT_SPLIT_AFTER, as_panel, load_panel, naming
 from forecaster.metrics import METRICS, mase_scales
 from forecaster.model import EpochBatch, RNNForecaster
 from forecaster.panel import Panel
+from forecaster.parts import FitParts, fit_parts
 from forecaster.transforms import ForecastInputs, TargetTransform, TrainingWindows, forecast_inputs
 
 ACCELERATORS = ("cpu", "gpu", "tpu", "auto")
@@ -325,7 +326,7 @@ def fit(
     """Train one forecaster on `data` (default: Air Passengers): a Panel, a long DataFrame (unique_id, ds, y) or a
     dated Series.
 
-    Each series is cut as forecaster.data.fit_parts says: the last `test_size` points of each never reach the fit;
+    Each series is cut as forecaster.parts.fit_parts says: the last `test_size` points of each never reach the fit;
     it validates on the last `val_size` points of the rest, or on everything after `split_after`. `metric` (mape,
     smape or mase; default MAPE for one series, sMAPE for a panel) ranks the epochs (`best_epoch`). `drop_short`
     leaves out the series too short for the windows, instead of refusing the panel.

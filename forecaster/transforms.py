@@ -44,11 +44,50 @@ import torch
 from torch import Tensor
 
 from forecaster.config import ForecasterConfig
-from forecaster.data import MinMaxScaler
 from forecaster.panel import Panel
 
 CALENDAR_FEATURES = 2
 """sin and cos of the position in the season."""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class MinMaxScaler:
+    """Maps each series' training part onto [0, 1]; fit on the training part only, so validation stays unseen."""
+
+    minimum: np.ndarray
+    """(S,) per series."""
+    scale: np.ndarray
+
+    @classmethod
+    def fit(cls, values, offsets: np.ndarray | None = None) -> MinMaxScaler:
+        """One scaler per segment values[offsets[i]:offsets[i + 1]] (every one non-empty); one for all without."""
+        values = np.asarray(values, dtype=np.float64)
+        starts = np.array([0]) if offsets is None else np.asarray(offsets[:-1])
+        low, high = np.minimum.reduceat(values, starts), np.maximum.reduceat(values, starts)
+        scale = high - low
+        return cls(minimum=low, scale=np.where(scale == 0, 1.0, scale))  # a constant series maps to 0, as in sklearn
+
+    @classmethod
+    def identity(cls, series: int) -> MinMaxScaler:
+        return cls(np.zeros(series), np.ones(series))
+
+    def transform(self, values, series: np.ndarray | None = None):
+        """values scaled by the scaler of their series (`series`: the index of each; none: the first scaler)."""
+        series = 0 if series is None else series
+        return (values - self.minimum[series]) / self.scale[series]
+
+    def inverse_transform(self, values, series: np.ndarray | None = None):
+        series = 0 if series is None else series
+        return values * self.scale[series] + self.minimum[series]
+
+    def __eq__(self, other) -> bool:
+        return (
+            isinstance(other, MinMaxScaler)
+            and np.array_equal(self.minimum, other.minimum)
+            and np.array_equal(self.scale, other.scale)
+        )
+
+    __hash__ = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,9 +21,10 @@ import numpy as np
 import pandas as pd
 
 from forecaster.config import ConfigError, ForecasterConfig, check_known_keys
-from forecaster.data import FIT_PARTS_FIELDS, SeriesError, default_metric, fit_parts, load_panel, naming
+from forecaster.data import SeriesError, load_panel, naming
 from forecaster.metrics import METRICS
 from forecaster.panel import Panel
+from forecaster.parts import FIT_PARTS_FIELDS, default_metric, fit_parts
 from sweeps.registry import SWEEPS, Sweep
 from sweeps.resources import ResourceError, TrialResources
 from sweeps.schedulers import SCHEDULERS, SchedulerError

@@ -5,7 +5,9 @@ import pandas as pd
 import pytest
 
 from forecaster.config import ForecasterConfig
-from forecaster.data import FIT_PARTS_FIELDS, MinMaxScaler, SeriesError, fit_parts, load_panel, load_series
+from forecaster.data import SeriesError, load_panel, load_series
+from forecaster.parts import FIT_PARTS_FIELDS, fit_parts
+from forecaster.transforms import MinMaxScaler
 
 
 def write_csv(tmp_path, text, name="series.csv"):

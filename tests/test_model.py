@@ -10,11 +10,12 @@ import torch
 
 from forecaster import recurrence
 from forecaster.config import ForecasterConfig
-from forecaster.data import MinMaxScaler, fit_parts, load_panel
+from forecaster.data import load_panel
 from forecaster.model import RNNForecaster
 from forecaster.net import RNNNet
+from forecaster.parts import fit_parts
 from forecaster.train import EpochBatches, PanelDataModule
-from forecaster.transforms import TargetTransform
+from forecaster.transforms import MinMaxScaler, TargetTransform
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

@@ -14,11 +14,12 @@ import pytest
 import torch
 
 from forecaster.config import TARGET_TRANSFORMS, WINDOW_NORMS, ForecasterConfig
-from forecaster.data import SeriesError, fit_parts, load_panel
+from forecaster.data import SeriesError, load_panel
 from forecaster.fit import main as fit_cli
 from forecaster.metrics import mase_scales, panel_scores
 from forecaster.model import RNNForecaster
 from forecaster.panel import Panel
+from forecaster.parts import fit_parts
 from forecaster.train import PanelDataModule, fit
 from forecaster.transforms import TargetTransform, forecast_inputs
 

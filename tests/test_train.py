@@ -128,7 +128,7 @@ def test_mixed_precision_trains_every_cell(model):
 def test_an_lr_scheduler_is_refused_rather_than_never_stepped():
     """Under manual optimization Lightning steps no scheduler: a model that configured one would train at a
     constant learning rate while its author believes otherwise."""
-    from forecaster.data import fit_parts
+    from forecaster.parts import fit_parts
     from forecaster.train import PanelDataModule
     from forecaster.transforms import TargetTransform
 

@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from forecaster.config import TARGET_TRANSFORMS, WINDOW_NORMS, ConfigError, ForecasterConfig
-from forecaster.data import SeriesError, fit_parts, load_panel, load_series
+from forecaster.data import SeriesError, load_panel, load_series
 from forecaster.model import RNNForecaster
+from forecaster.parts import fit_parts
 from forecaster.seasons import season_length, season_phase
 from forecaster.train import PanelDataModule, fit, validation_origins
 from forecaster.transforms import (

@@ -1,0 +1,333 @@
+"""The parts of a fit, every series checked: each series' training part, the validation part after it and the test
+window no fit sees, cut the same way for every series, with every check that a configuration needs of the data (long
+enough for its windows, values its transforms are defined on, a ranking metric defined on every series) made before
+anything trains, each error naming the series and what to change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from forecaster.data import DEFAULT_SPLIT_AFTER, SeriesError
+from forecaster.metrics import METRICS, mase_scales
+from forecaster.panel import Panel
+
+if TYPE_CHECKING:
+    from forecaster.config import ForecasterConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class FitParts:
+    """What a fit trains and validates on: every series' training part and the validation part after it."""
+
+    train: Panel
+    val: Panel
+    seen: Panel
+    """Both together: each series' training part followed by its validation part."""
+    metric: str
+    """The metric that ranks the fit's epochs (and a sweep's trials)."""
+    test: Panel | None = None
+    """Each series' test window (None without one): no fit sees it; a sweep's answer is scored on it."""
+
+    @property
+    def dropped(self) -> tuple[str, ...]:
+        return self.train.dropped
+
+
+def default_metric(panel: Panel) -> str:
+    """MAPE for one series, as always; sMAPE, the M-competitions' metric, for a panel (defined where MAPE is not)."""
+    return "mape" if len(panel) == 1 else "smape"
+
+
+FIT_PARTS_FIELDS = ("training_length", "target_transform", "window_norm", "calendar", "val_origins")
+"""The fields of a configuration that `fit_parts` reads: two configurations equal on these are cut and checked alike
+(a sweep checks every corner of its space once per distinct value of them)."""
+
+
+def fit_parts(
+    config: ForecasterConfig,
+    panel: Panel,
+    *,
+    split_after: str | int | None = DEFAULT_SPLIT_AFTER,
+    val_size: int | None = None,
+    test_size: int = 0,
+    test_after: str | int | None = None,
+    metric: str | None = None,
+    drop_short: bool = False,
+) -> FitParts:
+    """Check every series for a fit of `config` and cut it: each series' test window is cut off first (its last
+    `test_size` points, or its points after `test_after`; no fit ever sees them), then the validation part is the
+    last `val_size` points of what is left, or everything after `split_after` (a date, or a time on a plain index),
+    the same cut for every series.
+
+    Series too short for a training window, the validation part and the test window are refused, naming them, or
+    dropped with `drop_short` (their ids in `.dropped`). Refused too: seasonal options on data without a season, a
+    log (or window division) of values at or below 0, and the ranking metric where a series makes it undefined (on
+    its validation part, and on its test window, which is scored by every metric).
+    """
+    metric = metric or default_metric(panel)
+    if metric not in METRICS:
+        raise SeriesError(f"metric={metric!r} is not one of {', '.join(METRICS)}")
+    for name, size, minimum in (("val_size", val_size, 1), ("test_size", test_size, 0)):
+        if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < minimum):
+            raise SeriesError(f"{name}={size!r} must be a whole number of points, at least {minimum}")
+    seen_lengths = _cut_test_after(panel, test_after) if test_after is not None else panel.lengths - test_size
+    if val_size is not None:
+        train_lengths = seen_lengths - val_size
+    else:
+        train_lengths = np.minimum(panel.points_up_to(_cut_time(panel, split_after)), seen_lengths)
+        _check_cut_inside(panel, split_after, train_lengths, seen_lengths)
+    _check_season(config, panel)
+    if val_size is not None and config.val_origins > val_size:
+        raise SeriesError(
+            f"val_origins={config.val_origins} is more than the {val_size} points of the validation part: each origin "
+            "is a point of it; lower val_origins"
+        )
+    short = _too_short(config, panel, train_lengths, seen_lengths - train_lengths)
+    if test_after is not None:
+        short |= seen_lengths >= panel.lengths  # nothing after test_after: no test window
+    if short.any() and drop_short and len(panel) > 1:
+        panel = _drop(config, panel, short, val_size, test_size, split_after)
+        train_lengths, seen_lengths, short = train_lengths[~short], seen_lengths[~short], short[~short]
+    seen, test = panel.split_at(seen_lengths)
+    _check_values(config, seen.take(~short) if len(panel) > 1 else seen)  # a dropped series' values do not matter
+    if short.any():
+        val_lengths = seen.lengths - train_lengths
+        _refuse_short(config, panel, short, train_lengths, val_lengths, val_size, test_size, split_after)
+    train, val = seen.split_at(train_lengths)
+    _check_metric(metric, train, val)
+    has_test = test_after is not None or test_size > 0
+    if has_test and metric == "mape":
+        _check_test_mape(test, test_after)
+    return FitParts(train, val, seen, metric, test if has_test else None)
+
+
+def _cut_test_after(panel: Panel, test_after) -> np.ndarray:
+    """(S,) how many points of each series lie at or before `test_after`; a single series' window is checked as
+    the sweep's test window always was: inside the series, and at least a season long (two points without one)."""
+    seen_lengths = panel.points_up_to(_cut_time(panel, test_after, "test_after"))
+    if len(panel) > 1:
+        return seen_lengths
+    unit = "date" if panel.dated else "time"
+    if seen_lengths[0] == panel.lengths[0]:
+        last = panel.describe_time(panel.last_times()[0])
+        raise SeriesError(f"test_after={test_after} is at or after the last {unit} ({last}): the test window is empty")
+    if seen_lengths[0] == 0:
+        first = panel.describe_time(panel.first_times()[0])
+        raise SeriesError(f"test_after={test_after} is before the first {unit} ({first}): nothing is left to train on")
+    needed, tested = max(panel.season, 2), int(panel.lengths[0] - seen_lengths[0])
+    if tested < needed:
+        raise SeriesError(
+            f"test_after={test_after} leaves {tested} test point(s) after it; a test window needs at least "
+            f"{needed} (a whole season of this series) to say how the forecast holds: move test_after earlier"
+        )
+    return seen_lengths
+
+
+def _check_test_mape(test: Panel, test_after) -> None:
+    """The answer is scored by MAPE on the test window: no zeros there."""
+    zero = np.flatnonzero(test.values == 0)
+    if not len(zero):
+        return
+    if len(test) == 1:
+        where, move = (f"after {test_after} ", "test_after") if test_after is not None else ("", "the horizon")
+        first = test.describe_time(test.times[zero[0]])
+        raise SeriesError(
+            f"the test window {where}has {len(zero)} zero value(s) (first at {first}), where MAPE is undefined; "
+            f"move {move}, or shift the series away from 0"
+        )
+    series = np.unique(np.searchsorted(test.offsets, zero, side="right") - 1)
+    raise SeriesError(
+        f"{test.label}: MAPE is undefined on {len(series)} series with zeros in their test window: "
+        f"{test.id_list(test.ids[series])}; rank by metric='smape' or 'mase' (--metric), which are defined there"
+    )
+
+
+def _lag(config: ForecasterConfig, season: int) -> int:
+    """Points the target transform's differences take from the start of every series."""
+    transform = config.target_transform
+    return season if transform.endswith("seasonal_diff") else 1 if transform.endswith("diff") else 0
+
+
+def _check_season(config: ForecasterConfig, panel: Panel) -> None:
+    transform = config.target_transform
+    if (transform.endswith("seasonal_diff") or config.calendar) and panel.season == 1:
+        option = f"target_transform={transform!r}" if transform.endswith("seasonal_diff") else "calendar=True"
+        kind = f"a {panel.freq!r} series" if panel.dated else "a plain time index with season length 1"
+        raise SeriesError(
+            f"{option} needs a series with a season, and {kind} has none here; "
+            "use another target_transform, or calendar=False"
+        )
+
+
+def _cut_time(panel: Panel, when, option: str = "split_after"):
+    if panel.dated:
+        return np.datetime64(_timestamp(when, option).tz_localize(None), "ns")
+    try:
+        return int(when)
+    except (TypeError, ValueError):
+        raise SeriesError(
+            f"{option}={when!r} is not a time of this panel's plain integer index; give an integer, or a size in "
+            "points (val_size and test_size, --horizon)"
+        ) from None
+
+
+def _check_cut_inside(panel: Panel, split_after, train_lengths: np.ndarray, seen_lengths: np.ndarray) -> None:
+    """split_after before every series' start, or after every series' end: the message of a single series' split."""
+    if not (train_lengths == 0).all() and not (train_lengths == seen_lengths).all():
+        return
+    unit = "date" if panel.dated else "time"
+    if (train_lengths == 0).all():
+        first = panel.describe_time(panel.first_times().min())
+        raise SeriesError(f"split_after={split_after} is before the first {unit} ({first}): the training part is empty")
+    ends = panel.times[panel.offsets[:-1] + seen_lengths - 1]
+    last = panel.describe_time(ends.max())
+    raise SeriesError(
+        f"split_after={split_after} is at or after the last {unit} ({last}): nothing is left to validate on"
+    )
+
+
+def _too_short(config: ForecasterConfig, panel: Panel, train_lengths: np.ndarray, val_lengths: np.ndarray):
+    """(S,) bool: the series with too few points for one training window before their validation part, or with
+    fewer validation points than origins."""
+    window = config.training_length + 1 + _lag(config, panel.season)
+    return (train_lengths < window) | (val_lengths < max(1, config.val_origins))
+
+
+def _drop(config: ForecasterConfig, panel: Panel, short: np.ndarray, val_size, test_size: int, split_after) -> Panel:
+    if short.all():
+        needed = _length_needed(config, _lag(config, panel.season), val_size, test_size, split_after)
+        raise SeriesError(f"{panel.label}: every one of its {len(panel)} series is too short for this fit; {needed}")
+    kept = panel.take(~short)
+    return dataclasses.replace(kept, dropped=(*panel.dropped, *map(str, panel.ids[short])))
+
+
+def _refuse_short(
+    config: ForecasterConfig,
+    panel: Panel,
+    short: np.ndarray,
+    train_lengths: np.ndarray,
+    val_lengths: np.ndarray,
+    val_size: int | None,
+    test_size: int,
+    split_after,
+) -> None:
+    lag = _lag(config, panel.season)
+    needed = _length_needed(config, lag, val_size, test_size, split_after)
+    if len(panel) == 1 and val_size is not None:
+        raise SeriesError(
+            f"the series has {panel.lengths[0]} points, too few for this fit: it {needed.removeprefix('each ')}; "
+            "lower training_length or the horizon"
+        )
+    if len(panel) == 1:  # the messages of a single series cut at a date: what to change in its split or windows
+        if train_lengths[0] < config.training_length + 1 + lag:
+            usable = int(train_lengths[0]) - lag
+            differenced = f" ({train_lengths[0]} less the {lag} that {config.target_transform} takes)" if lag else ""
+            raise SeriesError(
+                f"the training part has {usable} points{differenced}, too few for training_length="
+                f"{config.training_length}: one training window takes training_length + 1 = "
+                f"{config.training_length + 1} points; lower training_length or move split_after later"
+            )
+        raise SeriesError(
+            f"val_origins={config.val_origins} is more than the {val_lengths[0]} points of the validation part: each "
+            "origin is a point of it; lower val_origins"
+        )
+    lengths = ", ".join(str(n) for n in panel.lengths[short][:5])
+    raise SeriesError(
+        f"{panel.label}: {short.sum()} of {len(panel)} series are too short for this fit: "
+        f"{panel.id_list(panel.ids[short])} (with {lengths}{' ...' if short.sum() > 5 else ''} points); "
+        f"{needed}; drop them with --drop-short-series (drop_short=True), or lower training_length"
+    )
+
+
+def _length_needed(config: ForecasterConfig, lag: int, val_size: int | None, test_size: int, split_after) -> str:
+    window = config.training_length + 1 + lag
+    differenced = f" + the {lag} that {config.target_transform} takes" if lag else ""
+    one_window = f"training_length + 1{differenced} = {window} for one training window"
+    validation = max(1, config.val_origins)
+    tested = f", then the {test_size} of its test window" if test_size else ""
+    if val_size is not None:
+        return (
+            f"each needs at least {window + val_size + test_size} points ({one_window}, {val_size} to validate on"
+            f"{tested})"
+        )
+    return f"each needs {one_window} up to split_after={split_after}, and {validation} after it to validate on{tested}"
+
+
+def _floor_options(config: ForecasterConfig) -> tuple[float, str] | None:
+    """The value every point must exceed for the log and the division by a window's level, and the options that
+    ask for it; None where nothing is asked."""
+    transform = config.target_transform
+    if not (transform.startswith("log") or config.window_norm == "divide"):
+        return None
+    # The log needs values above 0; a window's level after the log is above 0 only for values above 1.
+    floor = 1.0 if transform.startswith("log") and config.window_norm == "divide" else 0.0
+    options = " with ".join(
+        option
+        for option, used in (
+            (f"target_transform={transform!r}", transform.startswith("log")),
+            ("window_norm='divide'", config.window_norm == "divide"),
+        )
+        if used
+    )
+    return floor, options
+
+
+def _check_values(config: ForecasterConfig, seen: Panel) -> None:
+    """The log, and the division by a window's level, need every value the fit sees above a floor."""
+    asked = _floor_options(config)
+    if asked is None:
+        return
+    floor, options = asked
+    low = np.flatnonzero(seen.values <= floor)
+    if not len(low):
+        return
+    row = int(low[np.argmin(seen.lines[low])] if seen.lines is not None else low[0])  # the first in the file
+    series = np.unique(np.searchsorted(seen.offsets, low, side="right") - 1)
+    more = f" (and {len(series) - 1} more series)" if len(series) > 1 else ""
+    where = f"{seen.where(row)}{more}: " if seen.where(row) else ""
+    raise SeriesError(
+        f"{where}{options} needs values above {floor:g}, and the value at {seen.describe_time(seen.times[row])} is "
+        f"{seen.values[row]:g}; use target_transform='none' (or a difference) and window_norm='subtract' or 'none', "
+        "or shift the series"
+    )
+
+
+def _check_metric(metric: str, train: Panel, val: Panel) -> None:
+    if metric == "mape":
+        zero = np.flatnonzero(val.values == 0)
+        if not len(zero):
+            return
+        if len(val) == 1:
+            shown = ", ".join(val.describe_time(t) for t in val.times[zero[:5]]) + (" ..." if len(zero) > 5 else "")
+            raise SeriesError(
+                f"the validation part has {len(zero)} zero value(s) (at {shown}), where MAPE is undefined; "
+                "move split_after so the validation months have no zeros, or shift the series away from 0"
+            )
+        series = np.unique(np.searchsorted(val.offsets, zero, side="right") - 1)
+        first = f" (the first on {val.line_kind} {val.lines[zero].min()})" if val.lines is not None else ""
+        raise SeriesError(
+            f"{val.label}: MAPE is undefined on {len(series)} series with zeros in their validation part: "
+            f"{val.id_list(val.ids[series])}{first}; rank by metric='smape' or 'mase' (--metric), which are defined "
+            "there"
+        )
+    if metric == "mase":
+        scales = mase_scales(train)
+        undefined = np.flatnonzero(~(scales > 0))
+        if len(undefined):
+            raise SeriesError(
+                f"{train.label}: MASE is undefined on {len(undefined)} series: {train.id_list(train.ids[undefined])}; "
+                f"their training part is a season long or less, or repeats itself exactly every {train.season} points "
+                "(a seasonal naive error of 0, by which MASE divides); rank by metric='smape' (--metric)"
+            )
+
+
+def _timestamp(when, option: str) -> pd.Timestamp:
+    try:
+        return pd.Timestamp(when)
+    except (ValueError, TypeError):
+        raise SeriesError(f"{option}={when!r} is not a date; use a date such as 1959-01-01") from None
