@@ -1,4 +1,5 @@
-"""The forecaster's hyperparameters: one typed dataclass, with the options and meaning of Darts' RNNModel.
+"""The forecaster's hyperparameters: one typed dataclass, with the options and meaning of Darts' RNNModel and
+BlockRNNModel.
 
 Kept free of torch so that a sweep can check every configuration on the driver in milliseconds,
 before any trial is scheduled.
@@ -14,9 +15,13 @@ from collections.abc import Mapping
 from typing import Any
 
 MODELS = ("RNN", "LSTM", "GRU")
+SHAPES = ("recurrent", "direct")
 TARGET_TRANSFORMS = ("none", "log", "diff", "log_diff", "seasonal_diff", "log_seasonal_diff")
 WINDOW_NORMS = ("none", "subtract", "divide")
-LOSSES = ("mse", "l1")
+LOSSES = ("mse", "l1", "smape", "mase")
+ORIGINAL_UNIT_LOSSES = ("smape", "mase")
+"""Losses computed on the forecasts in original units (the metrics the field scores with), over a whole block."""
+ACTIVATIONS = ("ReLU", "Tanh", "Sigmoid", "none")
 MAX_RANDOM_STATE = 2**32 - 1
 
 
@@ -42,19 +47,48 @@ class ForecasterConfig:
     lr: float = _field(1e-3, "Adam learning rate")
     loss: str = _field(
         "mse",
-        "training loss of the next-step predictions, in the net's units: mse (Darts' default) or l1, whose forecasts "
-        "aim at the median, as sMAPE and MASE reward",
+        "training loss: mse (Darts' default) or l1 (whose forecasts aim at the median, as sMAPE and MASE reward), in "
+        "the net's units; with shape=direct also smape or mase, over each window's whole output block in original "
+        "units (MASE: each series' errors divided by its in-sample seasonal naive error), as the metrics are scored",
     )
     loss_after_context: bool = _field(
         False,
-        "score the next-step loss only where the net has read input_chunk_length points of its window, as a forecast "
-        "has (Darts scores every position, from the first point on)",
+        "recurrent shape: score the next-step loss only where the net has read input_chunk_length points of its "
+        "window, as a forecast has (Darts scores every position, from the first point on)",
     )
     training_length: int = _field(
-        20, "length of the training windows; the model learns to predict the next point at every position"
+        20,
+        "recurrent shape: length of the training windows; the model learns to predict the next point at every position",
     )
     input_chunk_length: int = _field(
-        14, "points of history the model reads before it forecasts; must be below training_length"
+        14,
+        "points of history the model reads before it forecasts; recurrent shape: below training_length; direct "
+        "shape: any length, series with fewer points padded and masked",
+    )
+    shape: str = _field(
+        "recurrent",
+        "recurrent: Darts' RNNModel, which predicts the next point at every position of its windows and forecasts "
+        "by feeding each prediction back; direct: Darts' BlockRNNModel, whose RNN reads input_chunk_length points "
+        "and whose fully connected layers emit output_chunk_length points at once (longer forecasts roll forward "
+        "block by block), with shorter histories padded and masked",
+    )
+    output_chunk_length: int = _field(
+        0,
+        "direct shape: points forecast at once, from one read of the input chunk; 0: the validation part's length "
+        "(the horizon)",
+    )
+    hidden_fc_sizes: tuple[int, ...] = _field(
+        (),
+        "direct shape: sizes of the fully connected layers between the RNN's last state and the output block, as "
+        "Darts' hidden_fc_sizes (none: one linear layer)",
+    )
+    activation: str = _field(
+        "ReLU", "direct shape: activation between those fully connected layers: ReLU, Tanh, Sigmoid or none"
+    )
+    windows_from_last: int = _field(
+        0,
+        "draw training windows only where the first point they forecast (after their input chunk) is among the last "
+        "N points of each series' training part (N-BEATS' L_H horizons); 0: over the whole training part",
     )
     windows_per_epoch: int = _field(
         4096,
@@ -103,10 +137,28 @@ class ForecasterConfig:
         if model not in MODELS:
             raise ConfigError(f"model={self.model!r} is not one of {', '.join(MODELS)}")
         object.__setattr__(self, "model", model)
-        for name, choices in (("target_transform", TARGET_TRANSFORMS), ("window_norm", WINDOW_NORMS), ("loss", LOSSES)):
+        for name, choices in (
+            ("shape", SHAPES),
+            ("target_transform", TARGET_TRANSFORMS),
+            ("window_norm", WINDOW_NORMS),
+            ("loss", LOSSES),
+            ("activation", ACTIVATIONS),
+        ):
             value = getattr(self, name)
             if value not in choices:
                 raise ConfigError(f"{name}={value!r} is not one of {', '.join(choices)}")
+        if self.loss in ORIGINAL_UNIT_LOSSES and self.shape != "direct":
+            raise ConfigError(
+                f"loss={self.loss!r} scores a whole forecast block in original units: it needs shape='direct' (the "
+                "recurrent shape trains on next-step predictions; use mse or l1 there)"
+            )
+        if self.loss in ORIGINAL_UNIT_LOSSES and self.target_transform.endswith("diff"):
+            raise ConfigError(
+                f"loss={self.loss!r} with target_transform={self.target_transform!r}: a window of differences does not "
+                "hold its values in original units (they depend on every point before it); use target_transform "
+                "'none' or 'log', or loss mse or l1"
+            )
+        object.__setattr__(self, "hidden_fc_sizes", _sizes(self.hidden_fc_sizes))
         if self.window_norm == "divide" and self.target_transform.endswith("diff"):
             raise ConfigError(
                 f"window_norm='divide' with target_transform={self.target_transform!r}: differences cross zero, "
@@ -127,6 +179,8 @@ class ForecasterConfig:
             ("random_state", 0),
             ("val_origins", 1),
             ("windows_per_epoch", 1),
+            ("output_chunk_length", 0),
+            ("windows_from_last", 0),
         ):
             object.__setattr__(self, name, _whole_number(name, getattr(self, name), minimum))
         if self.random_state > MAX_RANDOM_STATE:
@@ -148,7 +202,7 @@ class ForecasterConfig:
         object.__setattr__(self, "dropout", dropout)
         object.__setattr__(self, "lr", lr)
         object.__setattr__(self, "ema_decay", ema_decay)
-        if self.training_length <= self.input_chunk_length:
+        if self.shape == "recurrent" and self.training_length <= self.input_chunk_length:
             raise ConfigError(
                 f"training_length={self.training_length} must exceed input_chunk_length="
                 f"{self.input_chunk_length}: the model trains on windows of training_length points and "
@@ -184,6 +238,15 @@ def check_known_keys(keys: Mapping[str, Any] | list[str] | tuple[str, ...]) -> N
         close = difflib.get_close_matches(key, valid, n=1)
         hints.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
     raise ConfigError(f"unknown hyperparameter {', '.join(hints)}; valid ones are: {', '.join(valid)}")
+
+
+def _sizes(value: Any) -> tuple[int, ...]:
+    """hidden_fc_sizes as a tuple of layer sizes: from a tuple or a list (JSON, a Tune search), or one number."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        value = (value,)
+    if not isinstance(value, (tuple, list)):
+        raise ConfigError(f"hidden_fc_sizes={value!r} must be a list of layer sizes, e.g. [64] or [] for none")
+    return tuple(_whole_number("hidden_fc_sizes", size, 1) for size in value)
 
 
 def _whole_number(name: str, value: Any, minimum: int) -> int:

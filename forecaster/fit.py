@@ -33,11 +33,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     model = parser.add_argument_group("model (defaults: the seed config)")
     for field in dataclasses.fields(ForecasterConfig):
+        sizes = field.type == "tuple[int, ...]"  # --hidden-fc-sizes 64 32, or nothing for none
         model.add_argument(
             "--" + field.name.replace("_", "-"),
-            type={"int": int, "float": float, "str": str, "bool": _boolean}[field.type],
+            type={"int": int, "float": float, "str": str, "bool": _boolean, "tuple[int, ...]": int}[field.type],
+            nargs="*" if sizes else None,
             default=field.default,
-            help=f"{field.metadata['help']} (default: {field.default})",
+            help=f"{field.metadata['help']} (default: {list(field.default) if sizes else field.default})",
         )
     data = parser.add_argument_group("data")
     data.add_argument(

@@ -1,9 +1,13 @@
-"""Darts' RNNModel as a LightningModule: a recurrent net that predicts the next point at every position.
+"""Darts' RNNModel and BlockRNNModel as a LightningModule: a recurrent net that predicts the next point at every
+position (the recurrent shape), or a whole block of points from one read of its input (the direct shape).
 
-Training (teacher forcing): each window of training_length + 1 scaled points gives the inputs x_0..x_{L-1}
-and the targets x_1..x_L; the loss is the MSE of the next-step predictions at all L positions.
+Recurrent training (teacher forcing): each window of training_length + 1 scaled points gives the inputs
+x_0..x_{L-1} and the targets x_1..x_L; the loss is the MSE of the next-step predictions at all L positions.
 Forecasting: read the last input_chunk_length points, then feed each prediction back as the next input,
 carrying the hidden state, for as many steps as asked.
+Direct training: each window of input_chunk_length + output_chunk_length points gives the input chunk and the
+block after it; the loss scores the block's real points (mse, l1, or sMAPE or MASE in original units). Forecasting:
+one block, rolled forward block by block beyond output_chunk_length.
 
 Batches are time-major, (time, batch, 1): each time step is then a contiguous slice, which is what the
 recurrent loops index.
@@ -60,6 +64,9 @@ class EpochBatch:
     """(B,): the in-sample seasonal naive error of each column's series, by which MASE divides."""
     mape_defined: bool
     """False where a series has a zero in its validation part: MAPE is then reported as NaN."""
+    originals: list[tuple[ForecastInputs, Tensor]] | None = None
+    """For a loss in original units (the direct shape's smape and mase), per mini-batch: what takes its blocks back
+    to original units, and each window's MASE scale."""
 
 
 class RNNForecaster(RNNNet, L.LightningModule):
@@ -78,12 +85,35 @@ class RNNForecaster(RNNNet, L.LightningModule):
         """The first position of a window whose next-step prediction the loss scores."""
         self.automatic_optimization = False  # training_step steps each mini-batch of the epoch
 
+    def block_loss(self, batch: Tensor, originals: tuple[ForecastInputs, Tensor] | None) -> Tensor:
+        """The direct shape's loss of each window's output block, over its real points (the mask, last input, is 0
+        on the padding past a series' end): mse or l1 in the net's units, smape or mase in original units."""
+        chunk = self.config.input_chunk_length
+        targets, real = batch[chunk:, :, 0], batch[chunk:, :, -1]  # (output_chunk_length, B)
+        predictions = self(batch[:chunk])
+        if originals is None:
+            errors = (predictions - targets).abs() if self.config.loss == "l1" else (predictions - targets) ** 2
+        else:
+            inputs, error_scale = originals
+            forecast = self.transform.from_model(predictions, inputs)
+            actual = self.transform.from_model(targets, inputs)
+            error = (actual - forecast).abs()
+            if self.config.loss == "mase":
+                errors = error / error_scale
+            else:
+                total = actual.abs() + forecast.abs()
+                errors = torch.where(total > 0, 200.0 * error / total.clamp(min=1e-12), 0.0)
+        return (errors * real).sum() / real.sum()
+
     def training_step(self, epoch: EpochBatch, batch_index: int) -> None:
         optimizer = self.optimizers()
         loss_sum, windows = torch.zeros((), device=self.device), 0
-        for batch in epoch.windows:
-            inputs, targets = batch[:-1], batch[1:, :, :1]  # (L, B, 1 + C) and (L, B, 1), shifted by one step
-            loss = self.loss(self(inputs)[self.scored_from :], targets[self.scored_from :])
+        for index, batch in enumerate(epoch.windows):
+            if self.direct:
+                loss = self.block_loss(batch, epoch.originals[index] if epoch.originals else None)
+            else:
+                inputs, targets = batch[:-1], batch[1:, :, :1]  # (L, B, 1 + C) and (L, B, 1), shifted by one step
+                loss = self.loss(self(inputs)[self.scored_from :], targets[self.scored_from :])
             optimizer.zero_grad()
             self.manual_backward(loss)
             optimizer.step()

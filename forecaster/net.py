@@ -75,9 +75,10 @@ class RNNNet(nn.Module):
             config, int(season), self.scaler, None if seasonal_indices is None else np.array(seasonal_indices)
         )
         between_layers = config.dropout if config.n_rnn_layers > 1 else 0.0  # PyTorch warns on dropout with 1 layer
-        inputs = 1 + (CALENDAR_FEATURES if config.calendar else 0)
+        self.direct = config.shape == "direct"
+        inputs = 1 + (CALENDAR_FEATURES if config.calendar else 0) + (1 if self.direct else 0)  # the mask, last
         self.rnn = _CELLS[config.model](inputs, config.hidden_dim, config.n_rnn_layers, dropout=between_layers)
-        self.head = nn.Linear(config.hidden_dim, 1)
+        self.head = _block_head(config) if self.direct else nn.Linear(config.hidden_dim, 1)
         if config.ema_decay:
             # Buffers, so that checkpoints and the best model keep the average with the weights.
             for index, parameter in enumerate(self.parameters()):
@@ -95,8 +96,12 @@ class RNNNet(nn.Module):
         return model
 
     def forward(self, inputs: Tensor) -> Tensor:
-        """Next-step predictions at every position: (T, B, 1 + C) -> (T, B, 1)."""
-        return self.head(recurrence.hidden_states(self.rnn, inputs))  # (T, B, hidden_dim) -> (T, B, 1)
+        """Recurrent shape: next-step predictions at every position, (T, B, 1 + C) -> (T, B, 1). Direct shape: the
+        block after each input chunk, (input_chunk_length, B, 1 + C + 1) -> (output_chunk_length, B)."""
+        states = recurrence.hidden_states(self.rnn, inputs)  # (T, B, hidden_dim)
+        if self.direct:
+            return self.head(states[-1]).T  # the top layer's last state, as Darts' BlockRNNModel reads it
+        return self.head(states)
 
     def _averages(self) -> list[Tensor]:
         return [getattr(self, f"average_{index}") for index in range(len(list(self.parameters())))]
@@ -124,8 +129,9 @@ class RNNNet(nn.Module):
 
     @torch.no_grad()
     def forecast_scaled(self, context: Tensor, steps: int, future: Tensor | None = None) -> Tensor:
-        """Forecast `steps` points after `context` (T, B, 1 + C) in the net's units, feeding predictions back (with
-        the calendar of the point after each, `future`, (steps - 1, B, C)): returns (steps, B).
+        """Forecast `steps` points after `context` (T, B, 1 + C, and the direct shape's mask) in the net's units,
+        feeding predictions back (with the calendar of the point after each, `future`, (steps - 1, B, C)): returns
+        (steps, B). The recurrent shape feeds back each point, the direct shape each block (`_roll_blocks`).
 
         In the weights' own precision: mixed precision would round the fed-back predictions at every step. On the
         CPU, in blocks of CPU_FORECAST_COLUMNS forecasts, whose states stay in the cache.
@@ -144,6 +150,9 @@ class RNNNet(nn.Module):
                 ],
                 dim=1,
             )
+        if self.direct:
+            with torch.autocast(context.device.type, enabled=False):
+                return self._roll_blocks(context, steps, future)
         with torch.autocast(context.device.type, enabled=False):
             state = recurrence.zero_state(self.rnn, context.shape[1], context)
             for point in context:
@@ -155,6 +164,33 @@ class RNNNet(nn.Module):
                 fed_back = predictions[t - 1] if future is None else torch.cat([predictions[t - 1], future[t - 1]], -1)
                 torch.addmm(bias, recurrence.step(self.rnn, fed_back, state), weight, out=predictions[t])
         return predictions[..., 0]
+
+    def _roll_blocks(self, context: Tensor, steps: int, future: Tensor | None) -> Tensor:
+        """Darts' BlockRNNModel beyond output_chunk_length: each block's outputs join the input chunk (as real
+        points, with their calendar), whose last input_chunk_length points the next block reads, normalised by their
+        own level as every training window was. Everything stays in the units of `context`'s own level."""
+        length, size = len(context), self.config.output_chunk_length
+        rows, blocks = context, [self(context)]
+        for start in range(size, steps, size):
+            appended = [blocks[-1][..., None]]
+            if future is not None:  # the calendar of the point after each new one
+                appended.append(future[start - size : start])
+            appended.append(torch.ones_like(appended[0]))
+            rows = torch.cat([rows, torch.cat(appended, -1)])[-length:]
+            values, real = rows[:, :, 0], rows[:, :, -1]
+            shift = (values * real).sum(0) / real.sum(0)  # the chunk's level, in the first chunk's units
+            if self.transform.window_norm == "subtract":
+                block = self(torch.cat([((values - shift) * real)[..., None], rows[:, :, 1:]], -1)) + shift
+            elif (
+                self.transform.window_norm == "divide"
+            ):  # x = s / L - 1, so s / chunk's level - 1 = (x + 1) / (m + 1) - 1
+                ratio = shift + 1.0
+                block = self(torch.cat([(((values + 1.0) / ratio - 1.0) * real)[..., None], rows[:, :, 1:]], -1)) + 1.0
+                block = block * ratio - 1.0
+            else:
+                block = self(rows)
+            blocks.append(block)
+        return torch.cat(blocks)[:steps]
 
     def predict(self, inputs: ForecastInputs, steps: int) -> Tensor:
         """Forecasts of `steps` points from each origin of `inputs`, in original units: (steps, B)."""
@@ -192,7 +228,7 @@ class RNNNet(nn.Module):
         rows = self._scaler_rows(panel)
         if self.time_origins is not None and not panel.dated:  # the season count of training, whatever the start
             panel = dataclasses.replace(panel, origins=self.time_origins[rows])
-        needed = self.config.input_chunk_length + self.transform.lag
+        needed = (1 if self.direct else self.config.input_chunk_length) + self.transform.lag  # direct: pads the rest
         if panel.lengths.min() < needed:
             short = panel.ids[panel.lengths < needed]
             raise ValueError(
@@ -208,12 +244,13 @@ class RNNNet(nn.Module):
             steps,
             self.config.calendar,
             rows,
+            padded=self.direct,
         )
         was_training = self.training
         self.eval()
         try:
             with self.averaged_weights():
-                device = self.head.weight.device
+                device = self.rnn.weight_hh_l0.device
                 scaled = self.forecast_scaled(inputs.context.to(device), steps, _to(inputs.future, device))
             return self.transform.from_model(scaled.double().cpu(), inputs).numpy()
         finally:
@@ -232,6 +269,26 @@ class RNNNet(nn.Module):
                 "their training parts)"
             )
         return np.array([known[series_id] for series_id in panel.ids], dtype=np.int64)
+
+
+_ACTIVATIONS = {"ReLU": nn.ReLU, "Tanh": nn.Tanh, "Sigmoid": nn.Sigmoid}
+
+
+def _block_head(config: ForecasterConfig) -> nn.Sequential:
+    """Darts' BlockRNNModel's decoder: fully connected layers of hidden_fc_sizes, the activation between them (not
+    after the last), from the RNN's last state to output_chunk_length points."""
+    if config.output_chunk_length < 1:
+        raise ValueError(
+            "a direct model needs output_chunk_length of at least 1 (forecaster.train.fit sets 0 to the horizon)"
+        )
+    layers, width = [], config.hidden_dim
+    for size in config.hidden_fc_sizes:
+        layers.append(nn.Linear(width, size))
+        if config.activation != "none":
+            layers.append(_ACTIVATIONS[config.activation]())
+        width = size
+    layers.append(nn.Linear(width, config.output_chunk_length))
+    return nn.Sequential(*layers)
 
 
 def _as_history(history, calendar: bool, season: int) -> Panel:

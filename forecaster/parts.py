@@ -43,7 +43,7 @@ def default_metric(panel: Panel) -> str:
     return "mape" if len(panel) == 1 else "smape"
 
 
-FIT_PARTS_FIELDS = ("training_length", "target_transform", "window_norm", "calendar", "val_origins")
+FIT_PARTS_FIELDS = ("shape", "training_length", "target_transform", "window_norm", "calendar", "val_origins")
 """The fields of a configuration that `fit_parts` reads: two configurations equal on these are cut and checked alike
 (a sweep checks every corner of its space once per distinct value of them)."""
 
@@ -194,8 +194,19 @@ def _check_cut_inside(panel: Panel, split_after, train_lengths: np.ndarray, seen
 def _too_short(config: ForecasterConfig, panel: Panel, train_lengths: np.ndarray, val_lengths: np.ndarray):
     """(S,) bool: the series with too few points for one training window before their validation part, or with
     fewer validation points than origins."""
-    window = config.training_length + 1 + _lag(config, panel.season)
+    window = _window_points(config) + _lag(config, panel.season)
     return (train_lengths < window) | (val_lengths < max(1, config.val_origins))
+
+
+def _window_points(config: ForecasterConfig) -> int:
+    """The fewest points of a series (after the differences) that give one training window: the recurrent shape's
+    training_length + 1; the direct shape's one to read and one to forecast, the rest of its window padded."""
+    return 2 if config.shape == "direct" else config.training_length + 1
+
+
+def _shorter(config: ForecasterConfig) -> str:
+    """What to lower for shorter series."""
+    return "training_length" if config.shape == "recurrent" else "the horizon"
 
 
 def _drop(config: ForecasterConfig, panel: Panel, short: np.ndarray, val_size, test_size: int, split_after) -> Panel:
@@ -221,10 +232,15 @@ def _refuse_short(
     if len(panel) == 1 and val_size is not None:
         raise SeriesError(
             f"the series has {panel.lengths[0]} points, too few for this fit: it {needed.removeprefix('each ')}; "
-            "lower training_length or the horizon"
+            + ("lower training_length or the horizon" if config.shape == "recurrent" else "lower the horizon")
         )
     if len(panel) == 1:  # the messages of a single series cut at a date: what to change in its split or windows
-        if train_lengths[0] < config.training_length + 1 + lag:
+        if train_lengths[0] < _window_points(config) + lag and config.shape == "direct":
+            raise SeriesError(
+                f"the training part has {train_lengths[0]} points, too few for one training window: "
+                f"{needed.removeprefix('each needs ')}; move split_after later"
+            )
+        if train_lengths[0] < _window_points(config) + lag:
             usable = int(train_lengths[0]) - lag
             differenced = f" ({train_lengths[0]} less the {lag} that {config.target_transform} takes)" if lag else ""
             raise SeriesError(
@@ -240,14 +256,17 @@ def _refuse_short(
     raise SeriesError(
         f"{panel.label}: {short.sum()} of {len(panel)} series are too short for this fit: "
         f"{panel.id_list(panel.ids[short])} (with {lengths}{' ...' if short.sum() > 5 else ''} points); "
-        f"{needed}; drop them with --drop-short-series (drop_short=True), or lower training_length"
+        f"{needed}; drop them with --drop-short-series (drop_short=True), or lower {_shorter(config)}"
     )
 
 
 def _length_needed(config: ForecasterConfig, lag: int, val_size: int | None, test_size: int, split_after) -> str:
-    window = config.training_length + 1 + lag
+    window = _window_points(config) + lag
     differenced = f" + the {lag} that {config.target_transform} takes" if lag else ""
-    one_window = f"training_length + 1{differenced} = {window} for one training window"
+    if config.shape == "direct":
+        one_window = f"2{differenced} = {window} for one training window (a point to read, one to forecast)"
+    else:
+        one_window = f"training_length + 1{differenced} = {window} for one training window"
     validation = max(1, config.val_origins)
     tested = f", then the {test_size} of its test window" if test_size else ""
     if val_size is not None:

@@ -162,7 +162,16 @@ class EpochBatches:
     def __iter__(self) -> Iterator[EpochBatch]:
         series, positions = self.draw()
         device = self.windows.values.device
-        windows = self.windows.cut(series.to(device), positions.to(device))
+        series, positions = series.to(device), positions.to(device)
+        windows = self.windows.cut(series, positions)
+        originals = None
+        if self.windows.originals is not None:  # a loss in original units
+            inputs, error_scale = self.windows.in_original_units(series, positions, windows)
+            size = self.batch_size
+            originals = [
+                (inputs.columns(slice(start, start + size)), error_scale[start : start + size])
+                for start in range(0, windows.shape[1], size)
+            ]
         validation = self.validation
         yield EpochBatch(
             list(windows.split(self.batch_size, dim=1)),
@@ -172,6 +181,7 @@ class EpochBatches:
             validation.series,
             validation.mase_scale,
             validation.mape_defined,
+            originals,
         )
 
 
@@ -220,7 +230,9 @@ class PanelDataModule(L.LightningDataModule):
         series = np.repeat(np.arange(len(train)), config.val_origins)
         ends = seen.offsets[series] + train.lengths[series] - 1 + columns
         steps = int(val.lengths.max())
-        inputs = forecast_inputs(transform, seen, ends, config.input_chunk_length, steps, config.calendar)
+        inputs = forecast_inputs(
+            transform, seen, ends, config.input_chunk_length, steps, config.calendar, padded=config.shape == "direct"
+        )
         left = val.lengths[series] - columns  # validation points after each origin
         ahead = np.arange(steps)[:, None]
         scored = ahead < left[None, :]
@@ -353,6 +365,8 @@ def fit(
     check_accelerator(accelerator)
     if threads is not None:
         torch.set_num_threads(threads)
+    if config.shape == "direct" and not config.output_chunk_length:  # one block for the whole validation part
+        config = config.replace(output_chunk_length=int(parts.val.lengths.max()))
 
     train = parts.train
     transform = TargetTransform.fit(config, train)

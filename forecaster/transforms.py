@@ -43,7 +43,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from forecaster.config import ForecasterConfig
+from forecaster.config import ORIGINAL_UNIT_LOSSES, ForecasterConfig
+from forecaster.metrics import mase_scales
 from forecaster.panel import Panel
 
 CALENDAR_FEATURES = 2
@@ -150,14 +151,21 @@ class TargetTransform:
         differenced, offsets = self.differenced(panel, rows)
         return self.scaler.transform(differenced, np.repeat(rows, np.diff(offsets))), offsets
 
-    def normalise(self, windows, input_chunk_length: int):
-        """Windows (time first, any further axes) in the net's units, and the level of each."""
-        level = windows[:input_chunk_length].mean(0)
+    def normalise(self, windows, input_chunk_length: int, real=None):
+        """Windows (time first, any further axes) in the net's units, and the level of each. `real` (the windows'
+        shape, 1 or 0, NumPy or torch as the windows): where a window holds a point of its series, and 0 where it is
+        padding; the level is then the mean of its real input points, and the padding stays 0."""
+        if real is None:
+            level = windows[:input_chunk_length].mean(0)
+        else:
+            level = (windows[:input_chunk_length] * real[:input_chunk_length]).sum(0) / real[:input_chunk_length].sum(0)
         if self.window_norm == "subtract":
-            return windows - level, level
-        if self.window_norm == "divide":
-            return windows / level - 1.0, level
-        return windows, level * 0.0
+            normalised = windows - level
+        elif self.window_norm == "divide":
+            normalised = windows / level - 1.0
+        else:
+            return windows, level * 0.0
+        return (normalised if real is None else normalised * real), level
 
     def from_model(self, predictions: Tensor, inputs: ForecastInputs) -> Tensor:
         """Forecasts in the net's units (steps, B) -> original units, each column continuing its series with the
@@ -235,6 +243,18 @@ class ForecastInputs:
     seasonal: Tensor | None = None
     """(steps, B): the seasonal index of each forecast point (float64), or None without deseasonalise."""
 
+    def columns(self, chosen: slice) -> ForecastInputs:
+        """The inputs of some of the forecasts (a slice of the B columns)."""
+        return ForecastInputs(
+            context=self.context[:, chosen],
+            level=self.level[chosen],
+            history=self.history[:, chosen],
+            minimum=self.minimum[chosen],
+            scale=self.scale[chosen],
+            future=None if self.future is None else self.future[:, chosen],
+            seasonal=None if self.seasonal is None else self.seasonal[:, chosen],
+        )
+
     def to(self, device, dtype: torch.dtype = torch.float32) -> ForecastInputs:
         """On `device`, the float64 parts (level, history, scaler) in `dtype`."""
         return ForecastInputs(
@@ -256,16 +276,26 @@ def forecast_inputs(
     steps: int,
     calendar: bool,
     rows: np.ndarray | None = None,
+    padded: bool = False,
 ) -> ForecastInputs:
     """The inputs of forecasts of `steps` points after each row in `ends` (the last known point of each forecast,
-    a row of `panel`; several may lie in one series). `rows`: the scaler row of each of the panel's series."""
+    a row of `panel`; several may lie in one series). `rows`: the scaler row of each of the panel's series.
+    `padded` (the direct shape): a context reaching before its series' start is padded with zeros, and a last input
+    says which points are real (1) and which padding (0); otherwise every context lies inside its series."""
     ends = np.asarray(ends, dtype=np.int64)
     series = np.searchsorted(panel.offsets, ends, side="right") - 1
     scaled, _ = transform.to_model(panel, rows)
     lag, length = transform.lag, input_chunk_length
     points = ends[None, :] + np.arange(1 - length, 1)[:, None]  # (length, B): rows of the context
+    real = None
+    if padded:  # s begins lag points into each series
+        first = (panel.offsets[series] + lag)[None, :]
+        real = (points >= first).astype(np.float64)
+        points = np.maximum(points, first)
     contexts = scaled[points - lag * (series[None, :] + 1)]  # s's element for a point: lag fewer per series so far
-    normalised, level = transform.normalise(contexts, length)
+    if padded:
+        contexts = contexts * real
+    normalised, level = transform.normalise(contexts, length, real)
     scaler_rows = (np.arange(len(panel)) if rows is None else np.asarray(rows))[series]
     z = transform.level_space(panel, rows)
     history = z[ends[None, :] + np.arange(1 - lag, 1)[:, None]] if lag else np.zeros((0, len(ends)))
@@ -278,6 +308,8 @@ def forecast_inputs(
         )
         after = phase + np.arange(2, steps + 1)[:, None]
         future = torch.as_tensor(calendar_features(after, transform.season), dtype=torch.float32)
+    if padded:
+        context = np.concatenate([context, real[..., None]], axis=-1)
     seasonal = None
     if transform.seasonal is not None:
         places = (panel.phases(ends)[None, :] + np.arange(1, steps + 1)[:, None]) % transform.season
@@ -299,41 +331,71 @@ class TrainingWindows:
     cut when an epoch asks for it: memory grows with the points of the panel, not with its windows (a window of
     every point would take training_length times more).
 
-    A window of series i at position k holds the training_length + 1 points of s from k on (s's element k belongs to
-    the series' point k + lag), normalised, with the calendar of the point after each."""
+    A window of series i at position k holds `span` points of s from k on (s's element k belongs to the series' point
+    k + lag), normalised, with the calendar of the point after each. Its origin, k + input_chunk_length, is the first
+    point it forecasts after reading its input chunk. The recurrent shape's windows are training_length + 1 points,
+    every one inside the series. The direct shape's are input_chunk_length + output_chunk_length points, from every
+    origin with at least one point before it and one at it (N-BEATS' sampling): a window reaching before the series'
+    start or past its end is padded with zeros there, and carries a last input that is 1 on real points and 0 on
+    padding, which the loss reads too. With windows_from_last = N, only origins among each series' last N points."""
 
     values: Tensor
     """(M,) float64: s of every series, back to back (float64, so that the windows round once, to float32)."""
     starts: Tensor
     """(S,) int64: where each series starts in `values`."""
+    lengths: Tensor
+    """(S,) int64: how many points of s each series has."""
+    first: Tensor
+    """(S,) int64: the position k of each series' first window (negative where the direct shape pads it)."""
     counts: Tensor
     """(S,) int64: how many windows each series has."""
-    phases: Tensor | None
-    """(S,) int64: the season position of the point after row 0 of each series' first window; None without calendar."""
+    phases: Tensor
+    """(S,) int64: the season position of the point after row 0 of each series' window at k = 0."""
     calendar: Tensor | None
-    """(season, 2) float32: sin and cos of each season position."""
+    """(season, 2) float32: sin and cos of each season position; None without calendar inputs."""
     transform: TargetTransform
     span: int
     input_chunk_length: int
+    padded: bool
+    """The direct shape's layout: padding where a window leaves its series, and the mask input."""
+    originals: OriginalUnits | None = None
+    """What a loss in original units needs of each series (the direct shape's smape and mase); None otherwise."""
 
     @classmethod
     def of(cls, transform: TargetTransform, train: Panel, config: ForecasterConfig) -> TrainingWindows:
         scaled, offsets = transform.to_model(train)
-        span = config.training_length + 1
-        phases = calendar = None
+        lengths = np.diff(offsets)
+        recent = config.windows_from_last
+        if config.shape == "direct":
+            span = config.input_chunk_length + config.output_chunk_length
+            last = lengths - 1  # the last origin: one point of the window's block is real
+            earliest = np.maximum(1, lengths - recent) if recent else np.ones_like(lengths)
+        else:
+            span = config.training_length + 1
+            last = lengths - span + config.input_chunk_length  # the last window ends at the series' end
+            earliest = config.input_chunk_length
+            if recent:  # at least the last window, however small N
+                earliest = np.minimum(np.maximum(earliest, lengths - recent), np.maximum(last, earliest))
+        earliest = np.broadcast_to(earliest, lengths.shape)
+        calendar = None
         if config.calendar:
-            phases = torch.as_tensor(train.phases() + transform.lag + 1)
-            table = calendar_features(np.arange(transform.season), transform.season)
-            calendar = torch.as_tensor(table, dtype=torch.float32)
+            calendar = torch.as_tensor(calendar_features(np.arange(transform.season), transform.season))
+        originals = None
+        if config.loss in ORIGINAL_UNIT_LOSSES:
+            originals = OriginalUnits.of(transform, train)
         return cls(
             values=torch.as_tensor(scaled, dtype=torch.float64),
             starts=torch.as_tensor(offsets[:-1]),
-            counts=torch.as_tensor(np.diff(offsets) - span + 1),
-            phases=phases,
-            calendar=calendar,
+            lengths=torch.as_tensor(lengths),
+            first=torch.as_tensor(earliest - config.input_chunk_length),
+            counts=torch.as_tensor(np.maximum(last - earliest + 1, 0)),
+            phases=torch.as_tensor(train.phases() + transform.lag + 1),
+            calendar=None if calendar is None else calendar.float(),
             transform=transform,
             span=span,
             input_chunk_length=config.input_chunk_length,
+            padded=config.shape == "direct",
+            originals=originals,
         )
 
     @property
@@ -348,19 +410,107 @@ class TrainingWindows:
             self,
             values=move(values),
             starts=move(self.starts),
+            lengths=move(self.lengths),
+            first=move(self.first),
             counts=move(self.counts),
             phases=move(self.phases),
             calendar=move(self.calendar),
+            originals=None if self.originals is None else self.originals.to(device),
         )
 
-    def cut(self, series: Tensor, positions: Tensor) -> Tensor:
-        """The windows at `positions` of `series` (both (E,), on the device): (span, E, 1 + C) float32, time-major,
-        the calendar of each row being that of the point after it."""
+    def _points(self, series: Tensor, positions: Tensor) -> tuple[Tensor, Tensor | None, Tensor]:
+        """(values (span, E) float64, real (span, E) float64 or None where nothing is padded, positions k (E,))."""
         steps = torch.arange(self.span, device=self.values.device)[:, None]
-        points = (self.starts[series] + positions)[None, :] + steps  # (span, E) indices into values
-        windows, _ = self.transform.normalise(self.values[points], self.input_chunk_length)
+        positions = self.first[series] + positions
+        inside = positions[None, :] + steps  # (span, E): each point's place in its series' s
+        if not self.padded:
+            return self.values[self.starts[series][None, :] + inside], None, positions
+        lengths = self.lengths[series][None, :]
+        real = (inside >= 0) & (inside < lengths)
+        inside = torch.minimum(inside.clamp(min=0), lengths - 1)
+        real = real.to(self.values.dtype)
+        return self.values[self.starts[series][None, :] + inside] * real, real, positions
+
+    def cut(self, series: Tensor, positions: Tensor) -> Tensor:
+        """The windows at `positions` of `series` (both (E,), on the device): (span, E, 1 + C (+ 1)) float32,
+        time-major, the calendar of each row being that of the point after it (and the direct shape's mask last)."""
+        values, real, positions = self._points(series, positions)
+        windows, _ = self.transform.normalise(values, self.input_chunk_length, real)
         windows = windows.float()[..., None]
-        if self.calendar is None:
-            return windows
-        phase = (self.phases[series] + positions)[None, :] + steps
-        return torch.cat([windows, self.calendar[phase % self.transform.season]], -1)
+        parts = [windows]
+        if self.calendar is not None:
+            steps = torch.arange(self.span, device=self.values.device)[:, None]
+            phase = (self.phases[series] + positions)[None, :] + steps
+            parts.append(self.calendar[phase % self.transform.season])
+        if real is not None:
+            parts.append(real.float()[..., None])
+        return parts[0] if len(parts) == 1 else torch.cat(parts, -1)
+
+    def in_original_units(self, series: Tensor, positions: Tensor, windows: Tensor) -> tuple[ForecastInputs, Tensor]:
+        """What takes the output blocks of `windows` (cut at these positions of these series) back to original
+        units (the inputs of `TargetTransform.from_model`, as for a forecast from each window's input chunk), and
+        the MASE scale of each window's series (E,)."""
+        values, real, positions = self._points(series, positions)
+        _, level = self.transform.normalise(values, self.input_chunk_length, real)
+        originals, icl = self.originals, self.input_chunk_length
+        seasonal = None
+        if originals.seasonal is not None:  # the block's point j is y's point k + icl + j + lag of its series
+            place = (self.phases[series] - 1 + positions)[None, :] + torch.arange(icl, self.span, device=level.device)[
+                :, None
+            ]
+            seasonal = originals.seasonal[series[None, :], place % self.transform.season]
+        inputs = ForecastInputs(
+            context=windows[:icl],
+            level=level.float(),
+            history=windows.new_zeros(0, len(level)),
+            minimum=originals.minimum[series],
+            scale=originals.scale[series],
+            future=None,
+            seasonal=seasonal,
+        )
+        return inputs, originals.error_scale[series]
+
+
+@dataclasses.dataclass
+class OriginalUnits:
+    """Per series, what a loss in original units needs beside each window (float32, on the training device): its
+    scaler, its seasonal indices, and the scale of its MASE."""
+
+    minimum: Tensor
+    scale: Tensor
+    seasonal: Tensor | None
+    """(S, season), or None without deseasonalise."""
+    error_scale: Tensor
+    """(S,): each series' in-sample seasonal naive error (its MASE scale), where it is positive; else its naive
+    error at lag 1, else its mean absolute value, else 1 (a constant series of zeros)."""
+
+    @classmethod
+    def of(cls, transform: TargetTransform, train: Panel) -> OriginalUnits:
+        as_tensor = lambda array: torch.as_tensor(array, dtype=torch.float32)  # noqa: E731
+        return cls(
+            minimum=as_tensor(transform.scaler.minimum),
+            scale=as_tensor(transform.scaler.scale),
+            seasonal=None if transform.seasonal is None else as_tensor(transform.seasonal),
+            error_scale=as_tensor(error_scales(train)),
+        )
+
+    def to(self, device) -> OriginalUnits:
+        return OriginalUnits(
+            self.minimum.to(device),
+            self.scale.to(device),
+            None if self.seasonal is None else self.seasonal.to(device),
+            self.error_scale.to(device),
+        )
+
+
+def error_scales(train: Panel) -> np.ndarray:
+    """(S,) what the MASE loss divides each series' errors by: its MASE scale (forecaster.metrics.mase_scales), and
+    where that is not positive (a series a season long, or repeating itself), the first of its naive error at lag 1,
+    its mean absolute value and 1 that is."""
+    scales = mase_scales(train)
+    lag_one = mase_scales(dataclasses.replace(train, season=1))
+    size = np.abs(train.values)
+    means = np.add.reduceat(size, train.offsets[:-1]) / np.maximum(train.lengths, 1) if len(size) else scales
+    for fallback in (lag_one, means, np.ones_like(scales)):
+        scales = np.where(scales > 0, scales, fallback)
+    return scales

@@ -62,6 +62,17 @@ class Sweep:
         return data
 
 
+RECURRENT_SHAPE = {
+    "shape": "recurrent",
+    "windows_from_last": 0,
+    # The direct shape's own settings, which the recurrent shape does not read.
+    "output_chunk_length": 0,
+    "hidden_fc_sizes": (),
+    "activation": "ReLU",
+}
+"""Darts' RNNModel, its windows drawn from the whole training part of every series."""
+
+
 SWEEPS: dict[str, Sweep] = {
     sweep.name: sweep
     for sweep in [
@@ -96,6 +107,7 @@ SWEEPS: dict[str, Sweep] = {
                 "windows_per_epoch": 4096,
                 "loss": "mse",
                 "loss_after_context": False,
+                **RECURRENT_SHAPE,
             },
             # Every configuration forecasts a flat line (about 11 % MAPE) for its first 20-30 epochs and the
             # good ones break below 8 % between epochs 50 and 200: ASHA judges at epochs 60 and 180.
@@ -131,6 +143,7 @@ SWEEPS: dict[str, Sweep] = {
                 "windows_per_epoch": 16384,
                 "loss": "mse",
                 "loss_after_context": True,
+                **RECURRENT_SHAPE,
             },
             max_epochs=40,
             num_samples=24,

@@ -24,6 +24,12 @@ def test_defaults_are_the_seed_config():
         "loss": "mse",
         "training_length": 20,
         "input_chunk_length": 14,
+        # Darts' RNNModel; the direct shape's own settings (Darts' BlockRNNModel), which it never reads.
+        "shape": "recurrent",
+        "output_chunk_length": 0,
+        "hidden_fc_sizes": (),
+        "activation": "ReLU",
+        "windows_from_last": 0,
         # Every window of a single series once per epoch (Air Passengers has about 100); a panel's epoch is capped.
         "windows_per_epoch": 4096,
         "random_state": 42,
@@ -51,6 +57,17 @@ def test_defaults_are_the_seed_config():
         ({"lr": float("nan")}, "lr=nan must be a finite number"),
         ({"training_length": 14, "input_chunk_length": 14}, "training_length=14 must exceed input_chunk_length=14"),
         ({"random_state": 2**32}, r"random_state=4294967296 must be at most 4294967295 \(2\*\*32 - 1\)"),
+        ({"shape": "block"}, "shape='block' is not one of recurrent, direct"),
+        ({"loss": "smape"}, "loss='smape' scores a whole forecast block in original units: it needs shape='direct'"),
+        (
+            {"loss": "mase", "shape": "direct", "target_transform": "log_diff"},
+            "loss='mase' with target_transform='log_diff': a window of differences does not hold its values",
+        ),
+        ({"shape": "direct", "hidden_fc_sizes": [32, 0]}, "hidden_fc_sizes=0 must be at least 1"),
+        ({"shape": "direct", "hidden_fc_sizes": "64"}, "hidden_fc_sizes='64' must be a list of layer sizes"),
+        ({"activation": "Swish"}, "activation='Swish' is not one of ReLU, Tanh, Sigmoid, none"),
+        ({"output_chunk_length": -1}, "output_chunk_length=-1 must be at least 0"),
+        ({"windows_from_last": 1.5}, "windows_from_last=1.5 must be a whole number"),
     ],
 )
 def test_impossible_values_fail_naming_the_value(values, message):
