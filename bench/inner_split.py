@@ -1,16 +1,22 @@
-"""The m3_monthly sweep's choices measured where they may be chosen: on an inner split of M3 monthly, never on its
-official hold-out. Each series' in-sample part only; its last 18 points are the inner test window, the 18 before them
-validate, the rest trains (series too short for the windows dropped: 1,081 of 1,428 remain).
+"""Settings of the forecaster measured where they may be chosen: on the inner split of a competition panel, never on
+its official hold-out. Each series' in-sample part only: its last H points are the inner test window, the H before
+them validate, the rest trains.
 
-For every seed, one fit of the sweep's fixed settings with one configuration (GRU of 64 units, context 18, lr 3e-3
-by default; `--set KEY=VALUE`, as the sweep's own option, changes any field, `--epochs` the epochs) keeps its best
-model over the epochs by validation sMAPE, as a trial does, and forecasts the inner test window from the end of the
-validation part ("own"). The same configuration is then trained again on the validation part too, for that best
-epoch count, and forecasts the same window ("retrained": what retraining the answer's models before the test window
-would give; README says why the sweep does not). Printed as JSON: each seed's inner-test sMAPE and MASE both ways,
-and the mean forecast of all seeds both ways. Theta on the same points: 11.21 (README).
+Every setting is a set of changes to the m3_monthly sweep's fixed settings (GRU of 64 units, lr 3e-3, the log, window
+normalisation, calendar, seasonal indices, weight averaging, batches of 512, 16,384 windows an epoch); a value may be
+given in horizons (`input_chunk_length=4H`). For every setting and seed, one fit keeps its best model over the epochs
+by validation sMAPE, as a trial does, and forecasts the inner test window from the end of the validation part, as
+the sweep's answer does. Each setting trains on every series it can (the recurrent shape drops series too short for
+its windows; the direct shape pads them), and every setting is scored on one fixed set: the series that all settings
+of the run forecast, so that a longer lookback is never judged on fewer series. Beside them, on the same points:
+seasonal naive, AutoETS, Theta and AutoCES (statsforecast), fit on each series' inner training and validation part.
 
-    python bench/inner_split.py [--seeds 0 1 2 3] [--epochs 40] [--processes 2] [--set hidden_dim=96 --set ...]
+Printed as JSON: per setting, each seed's sMAPE and MASE and their median ("single"), and the mean forecast of its
+seeds ("ensemble"); the mean forecast of every direct setting's seeds together; the baselines.
+
+    python bench/inner_split.py [--dataset m3_monthly] [--horizon H] [--seeds 0 1 2] [--epochs 40] [--processes 2]
+        [--setting NAME KEY=VALUE ... (repeatable; default: the shapes and lookbacks below)] [--set KEY=VALUE]
+        [--no-baselines]
 """
 
 from __future__ import annotations
@@ -25,16 +31,25 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-HORIZON = 18
-WAYS = ("own", "retrained")
 CHOSEN = {"model": "GRU", "hidden_dim": 64, "input_chunk_length": 18, "lr": 3e-3}
+"""The m3_monthly sweep's searched values, at the ones its trials chose most."""
+DEFAULT_SETTINGS = {
+    "recurrent": [],
+    "direct-2H": ["shape=direct", "input_chunk_length=2H"],
+    "direct-4H": ["shape=direct", "input_chunk_length=4H"],
+    "direct-7H": ["shape=direct", "input_chunk_length=7H"],
+}
+RELATIVE = ("input_chunk_length", "output_chunk_length", "windows_from_last")
+"""The settings that may be given in horizons."""
 
 
-def inner_panel():
+def inner_panel(dataset: str, horizon: int | None):
+    """Each series' in-sample part (the official hold-out never enters) and the inner horizon."""
     from forecaster.data import load_panel
 
-    seen, _ = load_panel("m3_monthly").split_last(HORIZON)  # the official hold-out never enters
-    return seen
+    panel = load_panel(dataset)
+    seen, _ = panel.split_last(panel.horizon) if panel.horizon else (panel, None)
+    return seen, horizon or panel.horizon
 
 
 def fixed_settings() -> dict:
@@ -42,11 +57,26 @@ def fixed_settings() -> dict:
     from sweeps.space import is_searched
 
     space = SWEEPS["m3_monthly"].space
-    return {key: value for key, value in space.items() if not is_searched(value)}
+    return {key: value for key, value in space.items() if not is_searched(value)} | CHOSEN
 
 
-def one_seed(seed: int, overrides: dict, epochs: int) -> dict:
-    """Inner-test forecasts (flat, in the test part's order) of the seed's own best model and of its retrain."""
+def setting_values(changes: list[str], horizon: int) -> dict:
+    """A setting's changes (KEY=VALUE, values in horizons where they end in H) over the fixed settings."""
+    from sweeps.plan import parse_pins
+
+    pins = parse_pins([change for change in changes if not change.endswith("H")])
+    for change in changes:
+        if change.endswith("H"):
+            key, _, value = change.partition("=")
+            if key not in RELATIVE:
+                raise SystemExit(f"--setting {change}: only {', '.join(RELATIVE)} may be given in horizons")
+            pins[key] = round(float(value[:-1]) * horizon)
+    return fixed_settings() | pins
+
+
+def one_fit(job: tuple) -> dict:
+    """One setting and seed: its best model's inner-test forecasts (a long table of its kept series)."""
+    name, values, seed, epochs, dataset, horizon = job
     import lightning as L
     import torch
 
@@ -68,69 +98,126 @@ def one_seed(seed: int, overrides: dict, epochs: int) -> dict:
 
     quiet_lightning()
     torch.set_num_threads(1)
-    values = {**fixed_settings(), **CHOSEN, **overrides, "random_state": seed, "n_epochs": epochs}
     keeper = KeepBest()
-    config = ForecasterConfig.from_dict(values)
-    result = fit(config, inner_panel(), val_size=HORIZON, test_size=HORIZON, drop_short=True, callbacks=[keeper])
+    config = ForecasterConfig.from_dict({**values, "random_state": seed, "n_epochs": epochs})
+    panel, _ = inner_panel(dataset, horizon)
+    result = fit(config, panel, val_size=horizon, test_size=horizon, drop_short=True, callbacks=[keeper])
     parts, model = result.parts, result.model
     model.load_state_dict(keeper.state)
-    own = model.forecast_part(parts.seen, parts.test)
-    retrain = fit(
-        ForecasterConfig.from_dict({**values, "n_epochs": keeper.epoch, "val_origins": 1}), parts.seen, val_size=1
-    )
-    retrained = retrain.model.forecast_part(parts.seen, parts.test)
-    return {"seed": seed, "best_epoch": keeper.epoch, "own": own.tolist(), "retrained": retrained.tolist()}
+    return {
+        "setting": name,
+        "seed": seed,
+        "best_epoch": keeper.epoch,
+        "best_val_smape": keeper.best,
+        "fit_seconds": result.fit_seconds,
+        "ids": [str(i) for i in parts.test.ids],
+        "forecast": model.forecast_part(parts.seen, parts.test).tolist(),
+    }
 
 
-def scores(test, seen, forecast) -> dict:
+def scores(test, seen, forecasts: dict, ids: list[str]) -> dict:
+    """sMAPE and MASE over the series `ids` of the mean of `forecasts` ({series id: H values})."""
     import numpy as np
 
     from forecaster.metrics import mase_scales, panel_scores
 
-    h, series = HORIZON, len(test)
-    actual = test.values.reshape(series, h).T
-    predicted = np.asarray(forecast).reshape(series, h).T
-    result = panel_scores(actual, predicted, np.ones_like(actual), np.arange(series), series, mase_scales(seen))
+    rows = {series_id: index for index, series_id in enumerate(test.ids)}
+    chosen = np.array([rows[i] for i in ids])
+    h = int(test.lengths[0])
+    actual = test.values.reshape(len(test), h)[chosen].T
+    predicted = np.array([forecasts[i] for i in ids]).T
+    scales = mase_scales(seen)[chosen]
+    result = panel_scores(actual, predicted, np.ones_like(actual), np.arange(len(ids)), len(ids), scales)
     return {name: round(float(result[name]), 3) for name in ("smape", "mase")}
+
+
+def by_series(run: dict, horizon: int) -> dict:
+    values = run["forecast"]
+    return {series_id: values[i * horizon : (i + 1) * horizon] for i, series_id in enumerate(run["ids"])}
+
+
+def mean_of(runs: list[dict], horizon: int, ids: list[str]) -> dict:
+    import numpy as np
+
+    tables = [by_series(run, horizon) for run in runs]
+    return {i: np.mean([table[i] for table in tables], axis=0).tolist() for i in ids}
+
+
+def baselines(seen_inner, horizon: int, ids: list[str]) -> dict:
+    """Seasonal naive, AutoETS, Theta and AutoCES on each series' inner training and validation part."""
+    from forecaster.baselines import BASELINES, BaselineUnavailable, forecast
+
+    history, test = seen_inner.split_last(horizon)
+    rows = {series_id: index for index, series_id in enumerate(test.ids)}
+    found = {}
+    for name in BASELINES:
+        try:
+            predicted = forecast(name, history, horizon).values  # (horizon, S)
+        except BaselineUnavailable as error:  # statsforecast not installed
+            found[name] = {"unavailable": str(error)}
+            continue
+        table = {i: predicted[:, rows[i]].tolist() for i in ids}
+        found[name] = scores(test, history, table, ids)
+    return found
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3])
+    parser.add_argument("--dataset", default="m3_monthly", help="a competition panel of forecaster.data")
+    parser.add_argument("--horizon", type=int, help="the inner split's horizon (default: the panel's official one)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--epochs", type=int, default=40)
     parser.add_argument("--processes", type=int, default=2)
-    parser.add_argument("--set", dest="pins", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--setting", nargs="+", action="append", metavar=("NAME", "KEY=VALUE"))
+    parser.add_argument(
+        "--set", dest="common", action="append", default=[], metavar="KEY=VALUE", help="a change for every setting"
+    )
+    parser.add_argument("--no-baselines", action="store_true")
     args = parser.parse_args()
 
-    import numpy as np
-
-    from forecaster.config import ForecasterConfig
-    from forecaster.parts import fit_parts
-    from sweeps.plan import parse_pins
-
-    overrides = parse_pins(args.pins)
-
-    values = {**fixed_settings(), **CHOSEN, **overrides}
-    parts = fit_parts(
-        ForecasterConfig.from_dict(values), inner_panel(), val_size=HORIZON, test_size=HORIZON, drop_short=True
-    )
+    seen_inner, horizon = inner_panel(args.dataset, args.horizon)
+    settings = {name: changes for name, *changes in args.setting} if args.setting else DEFAULT_SETTINGS
+    settings = {name: [*args.common, *changes] for name, changes in settings.items()}
+    values = {name: setting_values(changes, horizon) for name, changes in settings.items()}
+    jobs = [(name, values[name], seed, args.epochs, args.dataset, horizon) for name in values for seed in args.seeds]
     with ProcessPoolExecutor(args.processes) as pool:
-        runs = list(pool.map(one_seed, args.seeds, [overrides] * len(args.seeds), [args.epochs] * len(args.seeds)))
-    rows = [
-        {"seed": run["seed"], "best_epoch": run["best_epoch"]}
-        | {way: scores(parts.test, parts.seen, run[way]) for way in WAYS}
-        for run in runs
-    ]
-    mean = {way: scores(parts.test, parts.seen, np.mean([run[way] for run in runs], axis=0)) for way in WAYS}
+        runs = list(pool.map(one_fit, jobs))
+    common = set(runs[0]["ids"]).intersection(*(run["ids"] for run in runs))
+    ids = [str(i) for i in seen_inner.ids if str(i) in common]  # the panel's order
+    history, test = seen_inner.split_last(horizon)
+    report = {}
+    for name in values:
+        own = [run for run in runs if run["setting"] == name]
+        singles = [scores(test, history, by_series(run, horizon), ids) for run in own]
+        report[name] = {
+            "changes": settings[name],
+            "series_trained": len(own[0]["ids"]),
+            "seeds": [
+                {"seed": run["seed"], "best_epoch": run["best_epoch"], "fit_seconds": round(run["fit_seconds"], 1)}
+                | single
+                for run, single in zip(own, singles)
+            ],
+            "single_median": {metric: statistics.median(s[metric] for s in singles) for metric in ("smape", "mase")},
+            "ensemble": scores(test, history, mean_of(own, horizon, ids), ids),
+        }
+    direct = [run for run in runs if values[run["setting"]].get("shape") == "direct"]
+    ensembles = {}
+    if len({run["setting"] for run in direct}) > 1:
+        ensembles["every direct setting"] = scores(test, history, mean_of(direct, horizon, ids), ids)
     print(
         json.dumps(
             {
                 "bench": "inner_split",
-                "series": len(parts.test),
-                "config": {**CHOSEN, **overrides, "epochs": args.epochs},
-                "seeds": rows,
-                "median_single_smape": {way: statistics.median(row[way]["smape"] for row in rows) for way in WAYS},
-                "mean_of_seeds": mean,
+                "dataset": args.dataset,
+                "horizon": horizon,
+                "series": len(seen_inner),
+                "series_scored": len(ids),
+                "epochs": args.epochs,
+                "seeds": args.seeds,
+                "fixed": fixed_settings(),
+                "settings": report,
+                "ensembles": ensembles,
+                "baselines": {} if args.no_baselines else baselines(seen_inner, horizon, ids),
             },
             indent=1,
         )

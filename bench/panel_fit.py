@@ -1,4 +1,5 @@
-"""One global fit on a panel, as the panel grows: seconds per epoch, windows per second, validation time, peak RSS.
+"""One global fit on a panel, as the panel grows, for both model shapes: seconds per epoch, windows per second,
+validation time, peak RSS.
 
 Workloads: m3_monthly (1,428 series, the benchmarks extra) and generated panels of 1k, 10k and 100k monthly series of
 120 points each (seasonal, trended, noisy, every series on its own scale), each with the last 18 points of every
@@ -8,6 +9,10 @@ the number of series, so the seconds per epoch should stay flat while the valida
 and the memory grow linearly.
 
     python bench/panel_fit.py [--sizes 1000 10000 100000] [--epochs 6] [--no-m3] [--devices cpu gpu]
+        [--shapes recurrent direct]
+
+The recurrent shape (windows of 25 points, 18 read before forecasting, a forecast fed back step by step) and the
+direct shape (an input chunk of 72 points, 4 horizons, and a block of 18 from one pass).
 
 Each epoch's validation forecast is timed inside the epoch, on the device that trained it, with the device
 synchronized before every reading of the clock: training seconds per epoch are the epoch's minus its validation's.
@@ -28,7 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 HORIZON = 18
-CONFIG = {
+RECURRENT = {
     "model": "GRU",
     "hidden_dim": 32,
     "batch_size": 256,
@@ -40,6 +45,9 @@ CONFIG = {
     "calendar": True,
     "windows_per_epoch": 4096,
 }
+DIRECT = {**RECURRENT, "shape": "direct", "input_chunk_length": 4 * HORIZON, "output_chunk_length": HORIZON}
+"""The direct shape at a lookback of 4 horizons (72 points: longer than many M3 series, which it pads)."""
+SHAPES = {"recurrent": RECURRENT, "direct": DIRECT}
 
 
 def generated_panel(series: int, length: int = 120, seed: int = 0):
@@ -108,7 +116,7 @@ def epoch_clock(device: str):
     return EpochClock()
 
 
-def one(workload: str, device: str, epochs: int) -> dict:
+def one(workload: str, device: str, epochs: int, shape: str) -> dict:
     """One fit in this process: the figures of one workload on one device."""
     from forecaster.config import ForecasterConfig
     from forecaster.data import load_panel
@@ -118,7 +126,7 @@ def one(workload: str, device: str, epochs: int) -> dict:
     started = time.perf_counter()
     panel = load_panel("m3_monthly") if workload == "m3_monthly" else generated_panel(int(workload))
     loaded = time.perf_counter() - started
-    config = ForecasterConfig(**CONFIG, n_epochs=epochs)
+    config = ForecasterConfig(**SHAPES[shape], n_epochs=epochs)
     clock = epoch_clock(device)
     result = fit(config, panel, val_size=HORIZON, test_size=HORIZON, callbacks=[clock], accelerator=device, threads=1)
     later = slice(1, None) if len(clock.epochs) > 1 else slice(None)  # the first epoch warms up (allocations, kernels)
@@ -126,6 +134,7 @@ def one(workload: str, device: str, epochs: int) -> dict:
     training = statistics.median(e - v for e, v in zip(clock.epochs[later], clock.validations[later]))
     return {
         "data": workload,
+        "shape": shape,
         "device": device,
         "trained_on": result.trained_on,
         "series": len(panel),
@@ -156,11 +165,12 @@ def main() -> None:
         choices=["cpu", "gpu"],
         help="where to fit (default: the CPU, and the GPU where torch sees one)",
     )
+    parser.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=list(SHAPES), help="the model shapes")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--device", default="cpu", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(one(args.one, args.device, args.epochs)))
+        print(json.dumps(one(args.one, args.device, args.epochs, args.shapes[0])))
         return
 
     import torch
@@ -172,19 +182,24 @@ def main() -> None:
     rows = []
     for device in devices:
         for workload in workloads:
-            command = [sys.executable, __file__, "--one", workload, "--device", device, "--epochs", str(args.epochs)]
-            done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=dict(os.environ))
-            if done.returncode != 0:
-                raise SystemExit(f"{workload} on {device} failed:\n{done.stderr[-3000:]}")
-            rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
-            print(json.dumps(rows[-1]), file=sys.stderr)
+            for shape in args.shapes:
+                command = [sys.executable, __file__, "--one", workload, "--device", device, "--shapes", shape]
+                command += ["--epochs", str(args.epochs)]
+                done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=dict(os.environ))
+                if done.returncode != 0:
+                    raise SystemExit(f"{workload} on {device} ({shape}) failed:\n{done.stderr[-3000:]}")
+                rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+                print(json.dumps(rows[-1]), file=sys.stderr)
     scaling = {}
     for device in devices:
-        generated = [row for row in rows if row["device"] == device and row["data"] != "m3_monthly"]
-        if len(generated) > 1:
+        for shape in args.shapes:
+            generated = [row for row in rows if (row["device"], row["shape"]) == (device, shape)]
+            generated = [row for row in generated if row["data"] != "m3_monthly"]
+            if len(generated) < 2:
+                continue
             small, large = generated[0], generated[-1]
             factor = large["series"] / small["series"]
-            scaling[device] = {
+            scaling[f"{shape} on {device}"] = {
                 "series_ratio": factor,
                 "seconds_per_epoch_ratio": large["seconds_per_epoch"] / small["seconds_per_epoch"],
                 "training_seconds_per_epoch_ratio": large["training_seconds_per_epoch"]
@@ -197,7 +212,7 @@ def main() -> None:
             {
                 "bench": "panel_fit",
                 "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "torch": torch.__version__},
-                "config": CONFIG,
+                "configs": SHAPES,
                 "horizon": HORIZON,
                 "workloads": rows,
                 "scaling": scaling,

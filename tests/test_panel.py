@@ -567,9 +567,18 @@ def test_the_cli_refuses_bad_panels_with_exit_code_2(tmp_path, capsys):
 
 
 @pytest.mark.gpu
-def test_a_panel_trains_on_a_gpu_with_the_cudnn_modules_and_forecasts_in_each_series_units():
+@pytest.mark.parametrize(
+    "config",
+    [
+        TINY.replace(model="GRU", n_epochs=5),
+        # The direct shape, its lookback longer than every series (padded and masked), its loss in original units.
+        TINY.replace(model="LSTM", n_epochs=5, shape="direct", input_chunk_length=80, loss="smape"),
+    ],
+    ids=["recurrent", "direct"],
+)
+def test_a_panel_trains_on_a_gpu_with_the_cudnn_modules_and_forecasts_in_each_series_units(config):
     panel = load_panel(monthly_panel_frame(lengths=(60, 70, 64)))
-    result = fit(TINY.replace(model="GRU", n_epochs=5), panel, val_size=6, test_size=6, accelerator="gpu")
+    result = fit(config, panel, val_size=6, test_size=6, accelerator="gpu")
     assert result.trained_on == "cuda:0" and len(result.history) == 5  # the model is back on the CPU (teardown)
     assert all(math.isfinite(row["val_smape"]) for row in result.history)
     forecast = result.forecast

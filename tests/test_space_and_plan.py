@@ -132,6 +132,25 @@ def test_a_space_that_can_produce_an_impossible_config_is_refused(tmp_path):
         make_plan("air_rnn", split_after="1952-12-01", storage_path=str(tmp_path))
 
 
+def test_a_sweep_takes_every_option_of_the_direct_shape(tmp_path):
+    pins = parse_pins(
+        [
+            *("shape=direct", "input_chunk_length=60", "output_chunk_length=6", "hidden_fc_sizes=[32, 16]"),
+            *("activation=Tanh", "loss=smape", "windows_from_last=48"),
+        ]
+    )
+    with pytest.raises(PlanError, match="loss='smape' with target_transform='log_diff'"):  # the space searches it
+        make_plan("air_rnn", pins=pins, storage_path=str(tmp_path))
+    plan = make_plan("air_rnn", pins={**pins, "target_transform": "log"}, storage_path=str(tmp_path), name="d")
+    corner = ForecasterConfig.from_dict({**extremes(plan.sweep.space)[0], "n_epochs": 1})
+    assert (corner.shape, corner.hidden_fc_sizes, corner.loss, corner.windows_from_last) == (
+        "direct",
+        (32, 16),
+        "smape",
+        48,
+    )
+
+
 def test_unknown_sweep_lists_the_known_ones():
     with pytest.raises(PlanError, match="unknown sweep 'air_lstm'; the sweeps are: air_rnn"):
         make_plan("air_lstm")

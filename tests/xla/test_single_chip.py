@@ -140,7 +140,32 @@ def test_the_same_seed_draws_the_same_dropout_masks_in_one_process():
     assert first == second
 
 
-def test_a_panel_trains_on_the_xla_device_as_on_the_cpu():
+PANEL_CONFIG = ForecasterConfig(
+    n_epochs=6,
+    model="GRU",
+    hidden_dim=16,
+    batch_size=16,
+    training_length=16,
+    input_chunk_length=12,
+    target_transform="log",
+    window_norm="subtract",
+    calendar=True,
+    windows_per_epoch=64,
+    ema_decay=0.9,
+)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        PANEL_CONFIG,
+        # The direct shape: a lookback longer than the shortest series' training part (padded, with its mask),
+        # blocks of 3 (the validation part of 6 in two), the sMAPE of each block in original units as the loss.
+        PANEL_CONFIG.replace(shape="direct", input_chunk_length=40, output_chunk_length=3, loss="smape"),
+    ],
+    ids=["recurrent", "direct"],
+)
+def test_a_panel_trains_on_the_xla_device_as_on_the_cpu(config):
     """One global model on three monthly series of different lengths and scales (an epoch drawn series by series),
     on the XLA device: the same validation sMAPE as on the CPU, and no graph compiled after the third epoch."""
     import numpy as np
@@ -156,19 +181,6 @@ def test_a_panel_trains_on_the_xla_device_as_on_the_cpu():
         dates = pd.date_range("2001-01", periods=length, freq="MS")
         frames.append(pd.DataFrame({"unique_id": f"s{number}", "ds": dates, "y": values}))
     panel = load_panel(pd.concat(frames, ignore_index=True))
-    config = ForecasterConfig(
-        n_epochs=6,
-        model="GRU",
-        hidden_dim=16,
-        batch_size=16,
-        training_length=16,
-        input_chunk_length=12,
-        target_transform="log",
-        window_norm="subtract",
-        calendar=True,
-        windows_per_epoch=64,
-        ema_decay=0.9,
-    )
     before, probe = compile_count(), XlaProbe()
     on_xla = fit(config, panel, val_size=6, test_size=6, accelerator="tpu", devices=1, callbacks=[probe])
     on_cpu = fit(config, panel, val_size=6, test_size=6, accelerator="cpu", threads=1)
