@@ -11,12 +11,15 @@ its windows; the direct shape pads them), and every setting is scored on one fix
 of the run forecast, so that a longer lookback is never judged on fewer series. Beside them, on the same points:
 seasonal naive, AutoETS, Theta and AutoCES (statsforecast), fit on each series' inner training and validation part.
 
+`--official` runs the same on the official hold-out (the in-sample part's last H points validate): for the few
+settings chosen on the inner split, once, to report.
+
 Printed as JSON: per setting, each seed's sMAPE and MASE and their median ("single"), and the mean forecast of its
 seeds ("ensemble"); the mean forecast of every direct setting's seeds together; the baselines.
 
     python bench/inner_split.py [--dataset m3_monthly] [--horizon H] [--seeds 0 1 2] [--epochs 40] [--processes 2]
         [--setting NAME KEY=VALUE ... (repeatable; default: the shapes and lookbacks below)] [--set KEY=VALUE]
-        [--no-baselines]
+        [--no-baselines] [--official]
 """
 
 from __future__ import annotations
@@ -43,11 +46,14 @@ RELATIVE = ("input_chunk_length", "output_chunk_length", "windows_from_last")
 """The settings that may be given in horizons."""
 
 
-def inner_panel(dataset: str, horizon: int | None):
-    """Each series' in-sample part (the official hold-out never enters) and the inner horizon."""
+def inner_panel(dataset: str, horizon: int | None, official: bool = False):
+    """Each series' in-sample part (the official hold-out never enters) and the inner horizon; with `official`, the
+    whole panel, whose last H points are then the official hold-out."""
     from forecaster.data import load_panel
 
     panel = load_panel(dataset)
+    if official:
+        return panel, panel.horizon
     seen, _ = panel.split_last(panel.horizon) if panel.horizon else (panel, None)
     return seen, horizon or panel.horizon
 
@@ -76,7 +82,7 @@ def setting_values(changes: list[str], horizon: int) -> dict:
 
 def one_fit(job: tuple) -> dict:
     """One setting and seed: its best model's inner-test forecasts (a long table of its kept series)."""
-    name, values, seed, epochs, dataset, horizon = job
+    name, values, seed, epochs, dataset, horizon, official = job
     import lightning as L
     import torch
 
@@ -100,7 +106,7 @@ def one_fit(job: tuple) -> dict:
     torch.set_num_threads(1)
     keeper = KeepBest()
     config = ForecasterConfig.from_dict({**values, "random_state": seed, "n_epochs": epochs})
-    panel, _ = inner_panel(dataset, horizon)
+    panel, _ = inner_panel(dataset, horizon, official)
     result = fit(config, panel, val_size=horizon, test_size=horizon, drop_short=True, callbacks=[keeper])
     parts, model = result.parts, result.model
     model.load_state_dict(keeper.state)
@@ -173,13 +179,24 @@ def main() -> None:
         "--set", dest="common", action="append", default=[], metavar="KEY=VALUE", help="a change for every setting"
     )
     parser.add_argument("--no-baselines", action="store_true")
+    parser.add_argument(
+        "--official",
+        action="store_true",
+        help="score on the official hold-out instead: only for the few settings already chosen on the inner split",
+    )
     args = parser.parse_args()
+    if args.official and args.horizon:
+        parser.error("--official scores on the panel's own hold-out: leave --horizon out")
 
-    seen_inner, horizon = inner_panel(args.dataset, args.horizon)
+    seen_inner, horizon = inner_panel(args.dataset, args.horizon, args.official)
     settings = {name: changes for name, *changes in args.setting} if args.setting else DEFAULT_SETTINGS
     settings = {name: [*args.common, *changes] for name, changes in settings.items()}
     values = {name: setting_values(changes, horizon) for name, changes in settings.items()}
-    jobs = [(name, values[name], seed, args.epochs, args.dataset, horizon) for name in values for seed in args.seeds]
+    jobs = [
+        (name, values[name], seed, args.epochs, args.dataset, horizon, args.official)
+        for name in values
+        for seed in args.seeds
+    ]
     with ProcessPoolExecutor(args.processes) as pool:
         runs = list(pool.map(one_fit, jobs))
     common = set(runs[0]["ids"]).intersection(*(run["ids"] for run in runs))
@@ -209,6 +226,7 @@ def main() -> None:
             {
                 "bench": "inner_split",
                 "dataset": args.dataset,
+                "scored_on": "the official hold-out" if args.official else "the inner split",
                 "horizon": horizon,
                 "series": len(seen_inner),
                 "series_scored": len(ids),
