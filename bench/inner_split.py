@@ -180,6 +180,14 @@ def main() -> None:
     )
     parser.add_argument("--no-baselines", action="store_true")
     parser.add_argument(
+        "--ensemble",
+        action="append",
+        default=[],
+        metavar="NAME=SETTING+SETTING",
+        help="also score the mean forecast of these settings' seeds together (repeatable)",
+    )
+    parser.add_argument("--keep", metavar="FILE.json", help="write every fit's forecasts there, for later ensembles")
+    parser.add_argument(
         "--official",
         action="store_true",
         help="score on the official hold-out instead: only for the few settings already chosen on the inner split",
@@ -221,6 +229,12 @@ def main() -> None:
     ensembles = {}
     if len({run["setting"] for run in direct}) > 1:
         ensembles["every direct setting"] = scores(test, history, mean_of(direct, horizon, ids), ids)
+    for given in args.ensemble:
+        name, _, members = given.partition("=")
+        chosen = [run for run in runs if run["setting"] in members.split("+")]
+        ensembles[name] = scores(test, history, mean_of(chosen, horizon, ids), ids)
+    if args.keep:
+        Path(args.keep).write_text(json.dumps({"horizon": horizon, "ids_scored": ids, "runs": runs}))
     print(
         json.dumps(
             {
