@@ -16,7 +16,7 @@ from typing import Any
 
 MODELS = ("RNN", "LSTM", "GRU")
 SHAPES = ("recurrent", "direct")
-TARGET_TRANSFORMS = ("none", "log", "diff", "log_diff", "seasonal_diff", "log_seasonal_diff")
+TARGET_TRANSFORMS = ("none", "log", "diff", "log_diff", "seasonal_diff", "log_seasonal_diff", "log_if_positive")
 WINDOW_NORMS = ("none", "subtract", "divide")
 LOSSES = ("mse", "l1", "smape", "mase")
 ORIGINAL_UNIT_LOSSES = ("smape", "mase")
@@ -103,7 +103,9 @@ class ForecasterConfig:
     target_transform: str = _field(
         "none",
         "transform before scaling: none, log, diff (first differences), seasonal_diff (differences a season "
-        "apart), log_diff or log_seasonal_diff (the log first); forecasts come back in original units",
+        "apart), log_diff or log_seasonal_diff (the log first), or log_if_positive (the log of every series whose "
+        "values are all above 0, the others as they are: a panel with zeros or negative values); forecasts come "
+        "back in original units",
     )
     window_norm: str = _field(
         "none",
@@ -159,6 +161,11 @@ class ForecasterConfig:
                 "'none' or 'log', or loss mse or l1"
             )
         object.__setattr__(self, "hidden_fc_sizes", _sizes(self.hidden_fc_sizes))
+        if self.window_norm == "divide" and self.target_transform == "log_if_positive":
+            raise ConfigError(
+                "window_norm='divide' with target_transform='log_if_positive': a window of a series kept as it is "
+                "may be 0 or below; use window_norm='subtract'"
+            )
         if self.window_norm == "divide" and self.target_transform.endswith("diff"):
             raise ConfigError(
                 f"window_norm='divide' with target_transform={self.target_transform!r}: differences cross zero, "

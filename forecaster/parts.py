@@ -281,6 +281,8 @@ def _floor_options(config: ForecasterConfig) -> tuple[float, str] | None:
     """The value every point must exceed for the log and the division by a window's level, and the options that
     ask for it; None where nothing is asked."""
     transform = config.target_transform
+    if transform == "log_if_positive":  # logs only the series it can; window division is refused with it
+        return None
     if not (transform.startswith("log") or config.window_norm == "divide"):
         return None
     # The log needs values above 0; a window's level after the log is above 0 only for values above 1.

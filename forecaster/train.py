@@ -369,7 +369,7 @@ def fit(
         config = config.replace(output_chunk_length=int(parts.val.lengths.max()))
 
     train = parts.train
-    transform = TargetTransform.fit(config, train)
+    transform = TargetTransform.fit(config, train, parts.seen)
     torch.manual_seed(config.random_state)  # the initial weights and dropout masks
     model = RNNForecaster(
         config,
@@ -379,6 +379,7 @@ def fit(
         series_ids=train.ids,
         time_origins=train.origins,
         seasonal_indices=transform.seasonal,
+        logged_series=transform.logged,
     )
     module = PanelDataModule(config, parts, transform)
     history = EpochHistory()

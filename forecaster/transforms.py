@@ -103,23 +103,36 @@ class TargetTransform:
     """Points per season (12 for monthly data, 1 where there is none): lag, calendar, baselines."""
     seasonal: np.ndarray | None = None
     """(S, season): each series' seasonal index at each place in the season (deseasonalise), else None."""
+    logged: np.ndarray | None = None
+    """(S,) bool, log_if_positive: the series whose log is taken; None where `log` says it for every series."""
 
     @classmethod
     def of(
-        cls, config: ForecasterConfig, season: int, scaler: MinMaxScaler, seasonal: np.ndarray | None = None
+        cls,
+        config: ForecasterConfig,
+        season: int,
+        scaler: MinMaxScaler,
+        seasonal: np.ndarray | None = None,
+        logged: np.ndarray | None = None,
     ) -> TargetTransform:
-        """The transform of `config` with fitted scalers and seasonal indices (a checkpoint stores them and the
-        season)."""
+        """The transform of `config` with fitted scalers, seasonal indices and the series it logs (a checkpoint
+        stores them and the season)."""
         kind = config.target_transform
         lag = season if kind.endswith("seasonal_diff") else 1 if kind.endswith("diff") else 0
-        return cls(kind.startswith("log"), lag, config.window_norm, scaler, season, seasonal)
+        every = kind.startswith("log") and kind != "log_if_positive"
+        return cls(every, lag, config.window_norm, scaler, season, seasonal, logged)
 
     @classmethod
-    def fit(cls, config: ForecasterConfig, train: Panel) -> TargetTransform:
+    def fit(cls, config: ForecasterConfig, train: Panel, seen: Panel | None = None) -> TargetTransform:
         """Fit each series' seasonal indices and scaler on its training part only, so that nothing after it leaks
-        into the inputs."""
+        into the inputs. log_if_positive logs the series whose every value the model reads is above 0: those of
+        `seen` (each series' training part and the points after it that forecasts read; default: `train`)."""
         seasonal = seasonal_indices(train) if config.deseasonalise and train.season > 1 else None
-        unscaled = cls.of(config, train.season, MinMaxScaler.identity(len(train)), seasonal)
+        logged = None
+        if config.target_transform == "log_if_positive":
+            read = seen if seen is not None else train
+            logged = np.minimum.reduceat(read.values, read.offsets[:-1]) > 0 if len(read.values) else None
+        unscaled = cls.of(config, train.season, MinMaxScaler.identity(len(train)), seasonal, logged)
         if config.window_norm == "divide":  # each window is scaled by its own level instead
             return unscaled
         differenced, offsets = unscaled.differenced(train)
@@ -129,9 +142,12 @@ class TargetTransform:
         """y -> z for every point of `panel`: divided by its seasonal index, then the log (`rows`: each series'
         row of the indices; default: the panel they were fit on)."""
         values = np.asarray(panel.values, dtype=np.float64)
+        rows = np.arange(len(panel)) if rows is None else np.asarray(rows)
         if self.seasonal is not None:
-            rows = np.arange(len(panel)) if rows is None else np.asarray(rows)
             values = values / self.seasonal[np.repeat(rows, panel.lengths), panel.phases(np.arange(len(values)))]
+        if self.logged is not None:
+            logged = np.repeat(self.logged[rows], panel.lengths)
+            return np.where(logged, np.log(np.where(logged, values, 1.0)), values)
         return np.log(values) if self.log else values
 
     def differenced(self, panel: Panel, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -184,7 +200,10 @@ class TargetTransform:
                 previous = z[start : start + self.lag] + previous[: len(z[start : start + self.lag])]
                 blocks.append(previous)
             z = torch.cat(blocks)
-        adjusted = torch.exp(z) if self.log else z
+        if inputs.logged is not None:  # exp of 0 where unused: an overflow there would give NaN gradients
+            adjusted = torch.where(inputs.logged, torch.exp(torch.where(inputs.logged, z, 0.0)), z)
+        else:
+            adjusted = torch.exp(z) if self.log else z
         return adjusted if inputs.seasonal is None else adjusted * inputs.seasonal[: len(adjusted)]
 
 
@@ -242,6 +261,8 @@ class ForecastInputs:
     """(steps - 1, B, C): the calendar of the point after each forecast one, or None without calendar inputs."""
     seasonal: Tensor | None = None
     """(steps, B): the seasonal index of each forecast point (float64), or None without deseasonalise."""
+    logged: Tensor | None = None
+    """(B,) bool: whether each column's series is logged (log_if_positive), or None."""
 
     def columns(self, chosen: slice) -> ForecastInputs:
         """The inputs of some of the forecasts (a slice of the B columns)."""
@@ -253,6 +274,7 @@ class ForecastInputs:
             scale=self.scale[chosen],
             future=None if self.future is None else self.future[:, chosen],
             seasonal=None if self.seasonal is None else self.seasonal[:, chosen],
+            logged=None if self.logged is None else self.logged[chosen],
         )
 
     def to(self, device, dtype: torch.dtype = torch.float32) -> ForecastInputs:
@@ -265,6 +287,7 @@ class ForecastInputs:
             scale=self.scale.to(device, dtype),
             future=None if self.future is None else self.future.to(device),
             seasonal=None if self.seasonal is None else self.seasonal.to(device, dtype),
+            logged=None if self.logged is None else self.logged.to(device),
         )
 
 
@@ -322,6 +345,7 @@ def forecast_inputs(
         scale=torch.as_tensor(transform.scaler.scale[scaler_rows], dtype=torch.float64),
         future=future,
         seasonal=seasonal,
+        logged=None if transform.logged is None else torch.as_tensor(transform.logged[scaler_rows]),
     )
 
 
@@ -467,6 +491,7 @@ class TrainingWindows:
             scale=originals.scale[series],
             future=None,
             seasonal=seasonal,
+            logged=None if originals.logged is None else originals.logged[series],
         )
         return inputs, originals.error_scale[series]
 
@@ -483,6 +508,8 @@ class OriginalUnits:
     error_scale: Tensor
     """(S,): each series' in-sample seasonal naive error (its MASE scale), where it is positive; else its naive
     error at lag 1, else its mean absolute value, else 1 (a constant series of zeros)."""
+    logged: Tensor | None = None
+    """(S,) bool: the series log_if_positive logs, or None."""
 
     @classmethod
     def of(cls, transform: TargetTransform, train: Panel) -> OriginalUnits:
@@ -492,14 +519,17 @@ class OriginalUnits:
             scale=as_tensor(transform.scaler.scale),
             seasonal=None if transform.seasonal is None else as_tensor(transform.seasonal),
             error_scale=as_tensor(error_scales(train)),
+            logged=None if transform.logged is None else torch.as_tensor(transform.logged),
         )
 
     def to(self, device) -> OriginalUnits:
+        move = lambda tensor: None if tensor is None else tensor.to(device)  # noqa: E731
         return OriginalUnits(
             self.minimum.to(device),
             self.scale.to(device),
-            None if self.seasonal is None else self.seasonal.to(device),
+            move(self.seasonal),
             self.error_scale.to(device),
+            move(self.logged),
         )
 
 

@@ -247,3 +247,16 @@ def test_a_series_too_short_for_the_direct_shape_says_what_it_needs():
     ):
         fit_parts(DIRECT.replace(target_transform="log_diff", window_norm="none"), panel, val_size=6, test_size=7)
     assert fit_parts(DIRECT, panel, val_size=6, test_size=6).train.lengths.tolist() == [28, 2]
+
+
+def test_a_panel_with_zeros_logs_only_its_positive_series_and_its_checkpoint_keeps_which(tmp_path):
+    frame = monthly_panel_frame(lengths=(48, 60, 54))
+    frame.loc[(frame["unique_id"] == "s1") & (frame.index % 7 == 0), "y"] = 0.0  # sales that stop some months
+    config = DIRECT.replace(target_transform="log_if_positive", loss="smape", n_epochs=3)
+    result = fit(config, load_panel(frame), val_size=6, test_size=6, threads=1)
+    assert result.model.transform.logged.tolist() == [True, False, True]
+    assert np.isfinite(result.forecast["forecast"]).all() and math.isfinite(result.history[-1]["val_smape"])
+    restored = RNNNet.load_best_model(checkpoint_of(result.model, tmp_path / "model.ckpt"))
+    assert restored.transform.logged.tolist() == [True, False, True]
+    again = restored.forecast(result.parts.train, 6)["forecast"].to_numpy()
+    assert again == pytest.approx(result.forecast["forecast"].to_numpy(), rel=1e-6)

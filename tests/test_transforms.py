@@ -41,7 +41,7 @@ def all_windows(target, config, train=TRAIN_PART):
 VALID = [
     (transform, norm)
     for transform, norm in itertools.product(TARGET_TRANSFORMS, WINDOW_NORMS)
-    if not (norm == "divide" and transform.endswith("diff"))
+    if not (norm == "divide" and (transform.endswith("diff") or transform == "log_if_positive"))
 ]
 
 
