@@ -12,6 +12,7 @@ import dataclasses
 import datetime
 import os
 import platform
+import re
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -29,7 +30,7 @@ from sweeps.registry import SWEEPS, Sweep
 from sweeps.resources import ResourceError, TrialResources
 from sweeps.schedulers import SCHEDULERS, SchedulerError
 from sweeps.searches import SEARCHES
-from sweeps.space import SpaceError, check_structure, extremes, is_searched
+from sweeps.space import Horizons, SpaceError, check_structure, extremes, is_searched, resolve
 from sweeps.storage import DEFAULT_STORAGE, SweepFolder, experiment_path, located
 
 SMOKE_TEST = {"num_samples": 4, "max_epochs": 6, "scheduler_options": {"grace_period": 2, "reduction_factor": 2}}
@@ -158,8 +159,12 @@ def parse_key_values(pairs: Sequence[str], option: str, example: str) -> dict[st
 
 
 def parse_pins(pairs: Sequence[str]) -> dict[str, Any]:
-    """--set KEY=VALUE pairs: the hyperparameters pinned instead of searched."""
+    """--set KEY=VALUE pairs: the hyperparameters pinned instead of searched; a length may be given in horizons
+    (`--set input_chunk_length=3H`)."""
     pins = parse_key_values(pairs, "--set", "--set model=LSTM or --set lr=0.005")
+    for key, value in pins.items():
+        if isinstance(value, str) and re.fullmatch(r"\d+(\.\d+)?H", value):
+            pins[key] = Horizons(float(value[:-1]))
     if "n_epochs" in pins:
         raise PlanError("--set n_epochs: a sweep's epoch budget is --max-epochs")
     try:
@@ -283,6 +288,7 @@ def make_plan(
     sweep = _with_data(sweep, panel, own_data=data is None, horizon=horizon, metric=metric, split_after=split_after)
     sweep = _validation_before_test(sweep, panel, split_after)
     _check_data(sweep, data_label, panel)
+    sweep = dataclasses.replace(sweep, space=resolve(sweep.space, _horizon_of(sweep, panel), panel.season))
     panel = _check_space(sweep, data_label, panel, drop_short)
 
     storage = located(storage_path or DEFAULT_STORAGE)
@@ -359,6 +365,15 @@ def _validation_before_test(sweep: Sweep, panel: Panel, split_after: str | None)
             "lies between them"
         )
     return sweep
+
+
+def _horizon_of(sweep: Sweep, panel: Panel) -> int:
+    """What a length in horizons is measured in: the sweep's horizon, or without one its validation part (that of
+    the longest series)."""
+    if sweep.horizon:
+        return sweep.horizon
+    _, val = panel.cut_after(sweep.split_after)
+    return max(1, int(val.lengths.max()))
 
 
 def _cut(sweep: Sweep) -> dict[str, Any]:

@@ -106,6 +106,61 @@ _DEPENDENT = (OnlyWhen, Offset, ByValue)
 _DISTRIBUTIONS = (Choice, Uniform, LogUniform, IntRange, OnlyWhen, Offset, ByValue)
 
 
+@dataclasses.dataclass(frozen=True)
+class Horizons:
+    """A length given in horizons: `multiple` times the sweep's horizon, rounded (at least 1 point), so that a
+    lookback or a window source means the same on any panel. A sweep's plan resolves it once the data is known."""
+
+    multiple: float
+
+    def __repr__(self) -> str:
+        return f"{self.multiple:g}H"
+
+    def resolve(self, horizon: int, season: int) -> int:
+        return max(1, round(self.multiple * horizon))
+
+
+@dataclasses.dataclass(frozen=True)
+class IfSeasonal:
+    """`then` where the data has a season (more than one point per season), else `otherwise`: inputs and
+    transforms that only mean something with a season (the calendar, seasonal indices)."""
+
+    then: Any
+    otherwise: Any
+
+    def __repr__(self) -> str:
+        return f"{self.then!r} if the data has a season, else {self.otherwise!r}"
+
+    def resolve(self, horizon: int, season: int) -> Any:
+        return self.then if season > 1 else self.otherwise
+
+
+RELATIVE = (Horizons, IfSeasonal)
+"""Values stated relative to the data, which `resolve` turns into the values for one panel."""
+
+
+def resolve(space: Space, horizon: int, season: int) -> dict[str, Any]:
+    """The space for data of this horizon and season: every relative value (in a constant, a choice, a dependent
+    distribution) turned into its value; a choice whose values meet (2H and 3H of a horizon of 1) keeps each once."""
+
+    def value(v: Any) -> Any:
+        if isinstance(v, RELATIVE):
+            return value(v.resolve(horizon, season))
+        if isinstance(v, Choice):
+            values = []
+            for resolved in map(value, v.values):
+                if resolved not in values:
+                    values.append(resolved)
+            return Choice(*values)
+        if isinstance(v, ByValue):
+            return ByValue(v.key, {key: value(inner) for key, inner in v.values.items()})
+        if isinstance(v, OnlyWhen):
+            return OnlyWhen(v.key, v.above, value(v.then), value(v.otherwise))
+        return v
+
+    return {name: value(v) for name, v in space.items()}
+
+
 class SpaceError(ValueError):
     """The search space is malformed; the message names the hyperparameter."""
 
@@ -142,8 +197,11 @@ def check_structure(space: Space) -> None:
 
 
 def describe(space: Space) -> dict[str, Any]:
-    """JSON-ready: constants as they are, distributions in words."""
-    return {name: value.describe() if is_searched(value) else value for name, value in space.items()}
+    """JSON-ready: constants as they are, distributions and values relative to the data in words."""
+    return {
+        name: value.describe() if is_searched(value) else repr(value) if isinstance(value, RELATIVE) else value
+        for name, value in space.items()
+    }
 
 
 def to_tune(space: Space, seed: int | None = None) -> dict[str, Any]:

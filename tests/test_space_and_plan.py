@@ -9,6 +9,8 @@ from sweeps.resources import ResourceError, TrialResources
 from sweeps.space import (
     ByValue,
     Choice,
+    Horizons,
+    IfSeasonal,
     IntRange,
     LogUniform,
     Offset,
@@ -16,7 +18,9 @@ from sweeps.space import (
     SpaceError,
     Uniform,
     check_structure,
+    describe,
     extremes,
+    resolve,
     to_optuna,
     to_tune,
 )
@@ -149,6 +153,28 @@ def test_a_sweep_takes_every_option_of_the_direct_shape(tmp_path):
         "smape",
         48,
     )
+
+
+def test_lengths_in_horizons_and_seasonal_values_resolve_for_each_panel():
+    space = {
+        "shape": Choice("recurrent", "direct"),
+        "input_chunk_length": ByValue(
+            "shape", {"recurrent": Horizons(1), "direct": Choice(Horizons(1.5), Horizons(2))}
+        ),
+        "calendar": IfSeasonal(True, False),
+        "windows_from_last": Horizons(3),
+    }
+    assert resolve(space, horizon=18, season=12) == {
+        "shape": Choice("recurrent", "direct"),
+        "input_chunk_length": ByValue("shape", {"recurrent": 18, "direct": Choice(27, 36)}),
+        "calendar": True,
+        "windows_from_last": 54,
+    }
+    yearly = resolve(space, horizon=1, season=1)  # 1.5 and 2 horizons of 1 point are both 2: one choice of it
+    assert yearly["input_chunk_length"] == ByValue("shape", {"recurrent": 1, "direct": Choice(2)})
+    assert (yearly["calendar"], yearly["windows_from_last"]) == (False, 3)
+    assert describe(space)["windows_from_last"] == "3H" and "one of [1.5H, 2H]" in describe(space)["input_chunk_length"]
+    assert parse_pins(["input_chunk_length=2.5H"]) == {"input_chunk_length": Horizons(2.5)}
 
 
 def test_unknown_sweep_lists_the_known_ones():
