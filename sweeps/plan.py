@@ -25,12 +25,12 @@ from forecaster.config import ConfigError, ForecasterConfig, check_known_keys
 from forecaster.data import SeriesError, load_panel, naming
 from forecaster.metrics import METRICS
 from forecaster.panel import Panel
-from forecaster.parts import FIT_PARTS_FIELDS, default_metric, fit_parts
+from forecaster.parts import FIT_PARTS_FIELDS, FitParts, default_metric, fit_parts
 from sweeps.registry import SWEEPS, Sweep
 from sweeps.resources import ResourceError, TrialResources
 from sweeps.schedulers import SCHEDULERS, SchedulerError
 from sweeps.searches import SEARCHES
-from sweeps.space import Horizons, SpaceError, check_structure, extremes, is_searched, resolve
+from sweeps.space import DataShape, Horizons, SpaceError, check_structure, extremes, is_searched, resolve
 from sweeps.storage import DEFAULT_STORAGE, SweepFolder, experiment_path, located
 
 SMOKE_TEST = {"num_samples": 4, "max_epochs": 6, "scheduler_options": {"grace_period": 2, "reduction_factor": 2}}
@@ -287,8 +287,8 @@ def make_plan(
         raise PlanError(str(error)) from None
     sweep = _with_data(sweep, panel, own_data=data is None, horizon=horizon, metric=metric, split_after=split_after)
     sweep = _validation_before_test(sweep, panel, split_after)
-    _check_data(sweep, data_label, panel)
-    sweep = dataclasses.replace(sweep, space=resolve(sweep.space, _horizon_of(sweep, panel), panel.season))
+    least = _check_data(sweep, data_label, panel)
+    sweep = dataclasses.replace(sweep, space=resolve(sweep.space, _data_shape(sweep, panel, least)))
     panel = _check_space(sweep, data_label, panel, drop_short)
 
     storage = located(storage_path or DEFAULT_STORAGE)
@@ -367,13 +367,12 @@ def _validation_before_test(sweep: Sweep, panel: Panel, split_after: str | None)
     return sweep
 
 
-def _horizon_of(sweep: Sweep, panel: Panel) -> int:
-    """What a length in horizons is measured in: the sweep's horizon, or without one its validation part (that of
-    the longest series)."""
-    if sweep.horizon:
-        return sweep.horizon
-    _, val = panel.cut_after(sweep.split_after)
-    return max(1, int(val.lengths.max()))
+def _data_shape(sweep: Sweep, panel: Panel, parts: FitParts) -> DataShape:
+    """What the space's relative values are resolved on: the horizon (without one, the validation part of the longest
+    series), the season, and the shortest training part of the series the sweep can keep at all (`parts`: those that
+    fill their validation and test windows)."""
+    horizon = sweep.horizon or max(1, int(parts.val.lengths.max()))
+    return DataShape(horizon=horizon, season=panel.season, shortest=int(parts.train.lengths.min()))
 
 
 def _cut(sweep: Sweep) -> dict[str, Any]:
@@ -383,13 +382,14 @@ def _cut(sweep: Sweep) -> dict[str, Any]:
     return {"split_after": sweep.split_after, "test_after": sweep.test_after}
 
 
-def _check_data(sweep: Sweep, data_label: str, panel: Panel) -> None:
+def _check_data(sweep: Sweep, data_label: str, panel: Panel) -> FitParts:
     """The faults of the data whatever the configuration (a cut outside the series, a test window too short, zeros
-    where the metric divides by them), said before the space's: checked with the least demanding forecaster."""
+    where the metric divides by them), said before the space's: checked with the least demanding forecaster, whose
+    parts (of every series that fills its validation and test windows) it returns."""
     least = ForecasterConfig(training_length=2, input_chunk_length=1)
     try:
         with naming(data_label):
-            fit_parts(least, panel, **_cut(sweep), metric=sweep.metric, drop_short=len(panel) > 1)
+            return fit_parts(least, panel, **_cut(sweep), metric=sweep.metric, drop_short=len(panel) > 1)
     except SeriesError as error:
         raise PlanError(str(error)) from None
 

@@ -107,6 +107,18 @@ _DISTRIBUTIONS = (Choice, Uniform, LogUniform, IntRange, OnlyWhen, Offset, ByVal
 
 
 @dataclasses.dataclass(frozen=True)
+class DataShape:
+    """What a space stated relative to the data needs to know of it."""
+
+    horizon: int
+    """Points forecast: the validation and test windows of every series."""
+    season: int
+    """Points per season (1: none)."""
+    shortest: int
+    """The fewest points a series has to train on (its training part, before its validation and test windows)."""
+
+
+@dataclasses.dataclass(frozen=True)
 class Horizons:
     """A length given in horizons: `multiple` times the sweep's horizon, rounded (at least 1 point), so that a
     lookback or a window source means the same on any panel. A sweep's plan resolves it once the data is known."""
@@ -116,8 +128,8 @@ class Horizons:
     def __repr__(self) -> str:
         return f"{self.multiple:g}H"
 
-    def resolve(self, horizon: int, season: int) -> int:
-        return max(1, round(self.multiple * horizon))
+    def resolve(self, data: DataShape) -> int:
+        return max(1, round(self.multiple * data.horizon))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,21 +143,41 @@ class IfSeasonal:
     def __repr__(self) -> str:
         return f"{self.then!r} if the data has a season, else {self.otherwise!r}"
 
-    def resolve(self, horizon: int, season: int) -> Any:
-        return self.then if season > 1 else self.otherwise
+    def resolve(self, data: DataShape) -> Any:
+        return self.then if data.season > 1 else self.otherwise
 
 
-RELATIVE = (Horizons, IfSeasonal)
+@dataclasses.dataclass(frozen=True)
+class Fitting:
+    """A length (possibly in horizons) cut down to what every series allows: at most `share` of the shortest
+    training part, less `less` points. A window every series must hold (the recurrent shape's) then never drops
+    one."""
+
+    length: Any
+    share: float = 1.0
+    less: int = 0
+
+    def __repr__(self) -> str:
+        share = "" if self.share == 1 else f"{self.share:g} of "
+        less = f" less {self.less}" if self.less else ""
+        return f"{self.length!r}, at most {share}the shortest training part{less}"
+
+    def resolve(self, data: DataShape) -> int:
+        length = self.length.resolve(data) if isinstance(self.length, RELATIVE) else self.length
+        return max(1, min(length, math.floor(self.share * data.shortest) - self.less))
+
+
+RELATIVE = (Horizons, IfSeasonal, Fitting)
 """Values stated relative to the data, which `resolve` turns into the values for one panel."""
 
 
-def resolve(space: Space, horizon: int, season: int) -> dict[str, Any]:
-    """The space for data of this horizon and season: every relative value (in a constant, a choice, a dependent
-    distribution) turned into its value; a choice whose values meet (2H and 3H of a horizon of 1) keeps each once."""
+def resolve(space: Space, data: DataShape) -> dict[str, Any]:
+    """The space for this data: every relative value (in a constant, a choice, a dependent distribution) turned
+    into its value; a choice whose values meet (2H and 3H of a horizon of 1) keeps each once."""
 
     def value(v: Any) -> Any:
         if isinstance(v, RELATIVE):
-            return value(v.resolve(horizon, season))
+            return value(v.resolve(data))
         if isinstance(v, Choice):
             values = []
             for resolved in map(value, v.values):

@@ -9,6 +9,8 @@ from sweeps.resources import ResourceError, TrialResources
 from sweeps.space import (
     ByValue,
     Choice,
+    DataShape,
+    Fitting,
     Horizons,
     IfSeasonal,
     IntRange,
@@ -164,17 +166,20 @@ def test_lengths_in_horizons_and_seasonal_values_resolve_for_each_panel():
         "calendar": IfSeasonal(True, False),
         "windows_from_last": Horizons(3),
     }
-    assert resolve(space, horizon=18, season=12) == {
+    assert resolve(space, DataShape(horizon=18, season=12, shortest=30)) == {
         "shape": Choice("recurrent", "direct"),
         "input_chunk_length": ByValue("shape", {"recurrent": 18, "direct": Choice(27, 36)}),
         "calendar": True,
         "windows_from_last": 54,
     }
-    yearly = resolve(space, horizon=1, season=1)  # 1.5 and 2 horizons of 1 point are both 2: one choice of it
+    yearly = resolve(space, DataShape(horizon=1, season=1, shortest=20))  # 1.5H and 2H of 1 point: 2, once
     assert yearly["input_chunk_length"] == ByValue("shape", {"recurrent": 1, "direct": Choice(2)})
     assert (yearly["calendar"], yearly["windows_from_last"]) == (False, 3)
     assert describe(space)["windows_from_last"] == "3H" and "one of [1.5H, 2H]" in describe(space)["input_chunk_length"]
     assert parse_pins(["input_chunk_length=2.5H"]) == {"input_chunk_length": Horizons(2.5)}
+    window = Fitting(Horizons(1.6), less=1)  # at most the shortest training part less one: one window each
+    assert [window.resolve(DataShape(h, 12, shortest)) for h, shortest in ((18, 30), (24, 67), (8, 8))] == [29, 38, 7]
+    assert Fitting(Horizons(1), share=0.6).resolve(DataShape(8, 4, 8)) == 4
 
 
 def test_unknown_sweep_lists_the_known_ones():
