@@ -264,7 +264,8 @@ def _length_needed(config: ForecasterConfig, lag: int, val_size: int | None, tes
     window = _window_points(config) + lag
     differenced = f" + the {lag} that {config.target_transform} takes" if lag else ""
     if config.shape == "direct":
-        one_window = f"2{differenced} = {window} for one training window (a point to read, one to forecast)"
+        counted = f"2{differenced} = {window}" if lag else "2"
+        one_window = f"{counted} for one training window (a point to read, one to forecast)"
     else:
         one_window = f"training_length + 1{differenced} = {window} for one training window"
     validation = max(1, config.val_origins)

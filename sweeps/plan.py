@@ -280,6 +280,11 @@ def make_plan(
         raise PlanError(f"--trial-timeout {trial_timeout_s} must be a positive number of seconds")
 
     data_label = data or sweep.dataset
+    if data_label is None:
+        raise PlanError(
+            f"the {sweep.name} sweep runs on your data: give --data FILE (a CSV or Parquet long table, unique_id, ds, "
+            "y) and --horizon H (the points to forecast), or a built-in panel such as --data m3_monthly"
+        )
     try:
         with naming(data_label):
             panel = load_panel(data_label, id_column, date_column, value_column, freq, season_length)
@@ -386,7 +391,7 @@ def _check_data(sweep: Sweep, data_label: str, panel: Panel) -> FitParts:
     """The faults of the data whatever the configuration (a cut outside the series, a test window too short, zeros
     where the metric divides by them), said before the space's: checked with the least demanding forecaster, whose
     parts (of every series that fills its validation and test windows) it returns."""
-    least = ForecasterConfig(training_length=2, input_chunk_length=1)
+    least = ForecasterConfig(shape="direct", input_chunk_length=1, output_chunk_length=1)  # 2 points a window
     try:
         with naming(data_label):
             return fit_parts(least, panel, **_cut(sweep), metric=sweep.metric, drop_short=len(panel) > 1)

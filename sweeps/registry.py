@@ -11,7 +11,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from forecaster.data import DEFAULT_SPLIT_AFTER
-from sweeps.space import ByValue, Choice, IntRange, LogUniform, Offset, OnlyWhen, Uniform, describe
+from sweeps.space import (
+    ByValue,
+    Choice,
+    Fitting,
+    Horizons,
+    IfSeasonal,
+    IntRange,
+    LogUniform,
+    Offset,
+    OnlyWhen,
+    Uniform,
+    describe,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,8 +41,9 @@ class Sweep:
     scheduler_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     search: str = "random"
     """A name in sweeps.searches.SEARCHES."""
-    dataset: str = "air_passengers"
-    """A built-in series or panel (forecaster.data), or a file, that `--data` replaces."""
+    dataset: str | None = "air_passengers"
+    """A built-in series or panel (forecaster.data), or a file, that `--data` replaces; None: a sweep for the user's
+    data, which needs --data."""
     split_after: str = DEFAULT_SPLIT_AFTER
     test_after: str | None = None
     """The points after this date are held out: no trial, scheduler or ranking sees them; the answer is scored on
@@ -149,6 +162,51 @@ SWEEPS: dict[str, Sweep] = {
             num_samples=24,
             scheduler_options={"grace_period": 20, "reduction_factor": 2},
             dataset="m3_monthly",
+            metric="smape",
+            answer_top_k=10,
+        ),
+        Sweep(
+            name="panel",
+            purpose=(
+                "One global RNN for any panel (--data FILE --horizon H, or a built-in panel): both shapes of model "
+                "with lookbacks in horizons, ranked by validation sMAPE on the H points before each series' test "
+                "window; the answer (the mean forecast of the top trials) is scored on the test window beside "
+                "seasonal naive, AutoETS, Theta and AutoCES."
+            ),
+            space={
+                "shape": Choice("recurrent", "direct"),
+                "model": Choice("GRU", "LSTM"),
+                "hidden_dim": Choice(64, 96),
+                "n_rnn_layers": 1,
+                "dropout": 0.0,
+                "batch_size": 512,
+                "lr": LogUniform(1.5e-3, 4e-3),
+                # The recurrent shape reads a horizon and trains on windows of 1.6 horizons, each at most what the
+                # shortest series holds; the direct shape reads 1 or 1.5 horizons, padding shorter series.
+                "input_chunk_length": ByValue(
+                    "shape",
+                    {"recurrent": Fitting(Horizons(1), share=0.6), "direct": Choice(Horizons(1), Horizons(1.5))},
+                ),
+                "training_length": Fitting(Horizons(1.6), less=1),
+                "output_chunk_length": 0,
+                "loss": ByValue("shape", {"recurrent": "mse", "direct": Choice("mse", "smape")}),
+                "loss_after_context": True,
+                "random_state": IntRange(0, 9999),
+                "target_transform": "log_if_positive",
+                "window_norm": "subtract",
+                "calendar": IfSeasonal(True, False),
+                "deseasonalise": IfSeasonal(True, False),
+                "ema_decay": 0.9,
+                "val_origins": 1,
+                "windows_per_epoch": 16384,
+                "windows_from_last": 0,
+                "hidden_fc_sizes": (),
+                "activation": "ReLU",
+            },
+            max_epochs=40,
+            num_samples=24,
+            scheduler_options={"grace_period": 20, "reduction_factor": 2},
+            dataset=None,
             metric="smape",
             answer_top_k=10,
         ),

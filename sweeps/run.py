@@ -196,7 +196,8 @@ def list_sweeps() -> str:
         lines.append(
             f"{sweep.name}: {sweep.num_samples} trials of up to {sweep.max_epochs} epochs, "
             f"{sweep.scheduler} scheduler ({options}), {sweep.search} search, ranking on {sweep.ranked} "
-            f"({sweep.mode}), data {sweep.dataset}"
+            f"({sweep.mode}), "
+            + (f"data {sweep.dataset}" if sweep.dataset else "on your data (--data, --horizon)")
             + (f" split after {sweep.split_after}" if sweep.dataset in BUILTIN_DATASETS else "")
             + ", "
             f"{TrialResources(sweep.cpus_per_trial, sweep.gpus_per_trial, sweep.tpu_chips_per_trial).describe()} "
@@ -288,7 +289,7 @@ def banner(plan: SweepPlan, at_once: int, cluster: str, session: RaySession) -> 
     searched = ", ".join(plan.searched)
     pinned = ", ".join(f"{k}={v}" for k, v in plan.pinned.items())
     purpose = sweep.purpose
-    if plan.data_label != sweep.dataset:  # its purpose names its own data
+    if sweep.dataset and plan.data_label != sweep.dataset:  # its purpose names its own data
         purpose = f"its space and budget on {plan.data_label} (its own data is {sweep.dataset})"
     lines = [
         f"Sweep {sweep.name}{' (smoke test)' if plan.smoke_test else ''}{' - resuming' if plan.resume else ''}: "

@@ -94,7 +94,7 @@ class ByValue:
 
     def describe(self) -> str:
         return "; ".join(
-            f"{v.describe() if is_searched(v) else v!r} where {self.key} = {k!r}" for k, v in self.values.items()
+            f"{v.describe() if is_searched(v) else repr(v)} where {self.key} = {k!r}" for k, v in self.values.items()
         )
 
     def pick(self, chosen: Any) -> Any:

@@ -1,5 +1,7 @@
 """Search spaces and sweep plans: what a sweep will try, checked before Ray starts."""
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from forecaster.config import ForecasterConfig
@@ -112,10 +114,47 @@ def test_a_value_that_goes_with_another_must_cover_every_choice_of_it():
         check_structure({**BY_VALUE, "target_transform": Choice("log", "log_diff", "none")})
 
 
-def test_every_corner_of_the_registered_sweeps_is_a_valid_config():
+DATA_SHAPES = [
+    DataShape(horizon=18, season=12, shortest=30),  # M3 monthly
+    DataShape(horizon=8, season=4, shortest=8),  # M3 quarterly: its shortest series trains on 8 points
+    DataShape(horizon=24, season=12, shortest=67),  # Tourism monthly
+    DataShape(horizon=6, season=1, shortest=9),  # yearly data
+    DataShape(horizon=1, season=7, shortest=3),  # the least a sweep keeps: three points to train on
+]
+
+
+@pytest.mark.parametrize("data", DATA_SHAPES, ids=lambda d: f"h{d.horizon}-s{d.season}-n{d.shortest}")
+def test_every_corner_of_the_registered_sweeps_is_a_valid_config(data):
+    """Spaces stated relative to the data are resolved for it first, on panels of different horizons, seasons and
+    lengths."""
     for sweep in SWEEPS.values():
-        for corner in extremes(sweep.space):
-            ForecasterConfig.from_dict({**corner, "n_epochs": sweep.max_epochs})
+        for corner in extremes(resolve(sweep.space, data)):
+            config = ForecasterConfig.from_dict({**corner, "n_epochs": sweep.max_epochs})
+            if config.shape == "recurrent" and sweep.name == "panel":  # its window fits the shortest series
+                assert config.training_length + 1 <= max(data.shortest, 3)
+
+
+def test_the_panel_sweep_resolves_on_each_panel_and_says_what_it_needs(tmp_path):
+    from tests.test_panel import monthly_panel_frame
+
+    monthly = tmp_path / "monthly.csv"
+    monthly_panel_frame(lengths=(40, 52, 46)).to_csv(monthly, index=False)
+    plan = make_plan("panel", data=str(monthly), horizon=6, storage_path=str(tmp_path))
+    space = plan.sweep.space  # the shortest series trains on 40 - 12 = 28 points
+    assert space["input_chunk_length"] == ByValue("shape", {"recurrent": 6, "direct": Choice(6, 9)})
+    assert (space["training_length"], space["calendar"], space["deseasonalise"]) == (10, True, True)
+    assert len(plan.panel) == 3 and plan.panel.dropped == ()
+    yearly = tmp_path / "yearly.csv"
+    frame = pd.DataFrame({"ds": pd.date_range("1990", periods=14, freq="YS"), "y": np.arange(14.0) + 5})
+    frame.to_csv(yearly, index=False)
+    plan = make_plan("panel", data=str(yearly), horizon=3, storage_path=str(tmp_path))
+    space = plan.sweep.space  # 8 points to train on: windows of 1.6 horizons (6 points) read 3
+    assert (space["training_length"], space["calendar"], space["deseasonalise"]) == (5, False, False)
+    assert space["input_chunk_length"] == ByValue("shape", {"recurrent": 3, "direct": Choice(3, 4)})
+    with pytest.raises(PlanError, match="the panel sweep runs on your data: give --data FILE"):
+        make_plan("panel", storage_path=str(tmp_path))
+    with pytest.raises(PlanError, match=r"the series has 14 points, too few for this fit: it needs at least 16 points"):
+        make_plan("panel", data=str(yearly), horizon=7, storage_path=str(tmp_path))
 
 
 def test_pins_parse_numbers_and_refuse_unknown_keys():
