@@ -50,7 +50,7 @@ from sweeps.resources import TrialResources
 from sweeps.results import SweepResults, collect
 from sweeps.schedulers import SCHEDULERS, scheduler_of
 from sweeps.searches import SEARCHES
-from sweeps.space import describe
+from sweeps.space import describe, is_relative
 from sweeps.storage import DEFAULT_STORAGE, SweepFolder, experiment_path, latest_run, located
 from sweeps.summary import interrupted, report_command, resume_command, summary, write_results
 
@@ -299,12 +299,22 @@ def banner(plan: SweepPlan, at_once: int, cluster: str, session: RaySession) -> 
         f"{f' (seed {plan.seed})' if plan.seed is not None else ''}; {sweep.scheduler} scheduler"
         f"{f' ({options})' if options else ''}, ranking on {scheduler.metric(sweep)}",
         f"  searching  {searched}" + (f"; pinned {pinned}" if pinned else ""),
+        *resolved_lines(plan),
         f"  ray        {session.describe()}",
         f"  per trial  {plan.resources.describe()}: {at_once} trial(s) at once on {cluster}",
         f"  dashboard  {dashboard_line(session)}",
         f"  results    {plan.experiment_path}",
     ]
     return "\n".join(lines)
+
+
+def resolved_lines(plan: SweepPlan) -> list[str]:
+    """The banner's line of the values the sweep's space states relative to the data, as this data resolves them."""
+    registered = SWEEPS[plan.sweep.name].space
+    resolved = describe({key: plan.sweep.space[key] for key, value in registered.items() if is_relative(value)})
+    if not resolved:
+        return []
+    return [f"  resolved   {'; '.join(f'{key} {value}' for key, value in resolved.items())} (for this data)"]
 
 
 def describe_data(plan: SweepPlan) -> list[str]:

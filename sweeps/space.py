@@ -171,6 +171,19 @@ RELATIVE = (Horizons, IfSeasonal, Fitting)
 """Values stated relative to the data, which `resolve` turns into the values for one panel."""
 
 
+def is_relative(value: Any) -> bool:
+    """Whether a value of a space (a constant, or inside a distribution) is stated relative to the data."""
+    if isinstance(value, RELATIVE):
+        return True
+    if isinstance(value, Choice):
+        return any(map(is_relative, value.values))
+    if isinstance(value, ByValue):
+        return any(map(is_relative, value.values.values()))
+    if isinstance(value, OnlyWhen):
+        return is_relative(value.then) or is_relative(value.otherwise)
+    return False
+
+
 def resolve(space: Space, data: DataShape) -> dict[str, Any]:
     """The space for this data: every relative value (in a constant, a choice, a dependent distribution) turned
     into its value; a choice whose values meet (2H and 3H of a horizon of 1) keeps each once."""
