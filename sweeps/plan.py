@@ -293,6 +293,8 @@ def make_plan(
     sweep = _with_data(sweep, panel, own_data=data is None, horizon=horizon, metric=metric, split_after=split_after)
     sweep = _validation_before_test(sweep, panel, split_after)
     least = _check_data(sweep, data_label, panel)
+    if sweep.drops_unusable_series and least.dropped:  # they cannot fill their own validation and test windows
+        panel = _without(panel, set(least.dropped))
     sweep = dataclasses.replace(sweep, space=resolve(sweep.space, _data_shape(sweep, panel, least)))
     panel = _check_space(sweep, data_label, panel, drop_short)
 
@@ -477,10 +479,13 @@ def _check_space(sweep: Sweep, data_label: str, panel: Panel, drop_short: bool) 
                 f"It arises at {searched}; narrow the space, or pin values with --set KEY=VALUE"
             ) from None
         dropped.update(parts.dropped)
-    if not dropped:
-        return panel
+    return _without(panel, dropped) if dropped else panel
+
+
+def _without(panel: Panel, dropped: set[str]) -> Panel:
+    """The panel without these series, their ids kept in `dropped` (after any dropped before)."""
     kept = panel.take(~np.isin(panel.ids, list(dropped)))
-    return dataclasses.replace(kept, dropped=tuple(str(i) for i in panel.ids if i in dropped))
+    return dataclasses.replace(kept, dropped=(*panel.dropped, *(str(i) for i in panel.ids if i in dropped)))
 
 
 def _git_commit() -> str | None:

@@ -58,6 +58,9 @@ class Sweep:
     """What schedulers and searches rank trials on (forecaster.metrics.METRICS): each trial's lowest validation
     value of it so far, best_val_<metric>."""
     mode: str = "min"
+    drops_unusable_series: bool = False
+    """Leave out, and count, the series too short to fill their own validation and test windows with a point to
+    train on before them (which no model can use), instead of refusing the data: a sweep for any panel."""
     cpus_per_trial: float = 1.0
     gpus_per_trial: float = 0.0
     tpu_chips_per_trial: int = 0
@@ -207,6 +210,7 @@ SWEEPS: dict[str, Sweep] = {
             num_samples=24,
             scheduler_options={"grace_period": 20, "reduction_factor": 2},
             dataset=None,
+            drops_unusable_series=True,
             metric="smape",
             answer_top_k=10,
         ),
