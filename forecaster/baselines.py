@@ -16,6 +16,8 @@ Forecasts are (steps, S): one column per series of the history, `steps` points a
 from __future__ import annotations
 
 import dataclasses
+import statistics
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -35,6 +37,8 @@ class BaselineForecast:
     """(steps, S) in original units."""
     fell_back: list[str] = dataclasses.field(default_factory=list)
     """Ids of the series the model could not fit, forecast by seasonal naive instead (a panel of several only)."""
+    bounds: dict[float, tuple[np.ndarray, np.ndarray]] = dataclasses.field(default_factory=dict)
+    """{level: (lower, upper)}, each (steps, S): the model's own prediction intervals at the levels asked for."""
 
 
 def seasonal_naive(history: Panel, steps: int) -> np.ndarray:
@@ -47,9 +51,35 @@ def seasonal_naive(history: Panel, steps: int) -> np.ndarray:
     return history.values[ends[None, :] - period[None, :] + ahead % period[None, :]]
 
 
-def statistical(method: str, history: Panel, steps: int, n_jobs: int = -1) -> BaselineForecast:
+def seasonal_naive_bounds(
+    history: Panel, steps: int, levels: Sequence[float]
+) -> dict[float, tuple[np.ndarray, np.ndarray]]:
+    """Seasonal naive's prediction intervals from its residuals (Hyndman and Athanasopoulos, Forecasting: Principles
+    and Practice, 5.5): the forecast plus and minus z times the standard deviation of each series' in-sample
+    seasonal differences, times the square root of the seasons ahead, k + 1 for step h = k m + 1 ... (k + 1) m."""
+    season = history.season
+    period = np.where(history.lengths >= season, season, 1)
+    rows = np.repeat(np.arange(len(history)), history.lengths)
+    positions = history.positions
+    later = np.flatnonzero(positions >= period[rows])
+    residuals = history.values[later] - history.values[later - period[rows[later]]]
+    sums = np.bincount(rows[later], weights=residuals**2, minlength=len(history))
+    counts = np.bincount(rows[later], minlength=len(history))
+    sigma = np.sqrt(sums / np.maximum(counts, 1))
+    ahead = np.sqrt(np.arange(steps)[:, None] // period[None, :] + 1)
+    forecast = seasonal_naive(history, steps)
+    found = {}
+    for level in levels:
+        width = statistics.NormalDist().inv_cdf(0.5 + level / 200) * sigma[None, :] * ahead
+        found[level] = (forecast - width, forecast + width)
+    return found
+
+
+def statistical(
+    method: str, history: Panel, steps: int, n_jobs: int = -1, levels: Sequence[float] = ()
+) -> BaselineForecast:
     """statsforecast's `method` (AutoETS, Theta or AutoCES) with the data's season, fit on each series' whole
-    history, every series in parallel."""
+    history, every series in parallel; with `levels`, its own prediction intervals at them."""
     try:
         import statsforecast
         from statsforecast import models
@@ -58,13 +88,19 @@ def statistical(method: str, history: Panel, steps: int, n_jobs: int = -1) -> Ba
     model = getattr(models, method)(season_length=history.season)
     frame = history.to_frame()
     engine = statsforecast.StatsForecast(models=[model], freq=history.freq or 1, n_jobs=n_jobs)
+    named = {level: int(level) if float(level).is_integer() else level for level in levels}  # statsforecast's names
     try:
-        predicted = engine.forecast(df=frame, h=steps)
+        predicted = engine.forecast(df=frame, h=steps, level=list(named.values()) or None)
     except Exception as error:  # statsforecast raises bare Exceptions on series it cannot fit (a noiseless one)
         if len(history) == 1:
             raise BaselineUnavailable(f"{method} could not fit this series ({error})") from None
-        return _series_by_series(method, history, steps)
-    return BaselineForecast(_columns(predicted, history, getattr(model, "alias", method), steps))
+        return _series_by_series(method, history, steps, levels)
+    column = getattr(model, "alias", method)
+    bounds = {
+        level: tuple(_columns(predicted, history, f"{column}-{side}-{name}", steps) for side in ("lo", "hi"))
+        for level, name in named.items()
+    }
+    return BaselineForecast(_columns(predicted, history, column, steps), bounds=bounds)
 
 
 def _columns(predicted, history: Panel, column: str, steps: int) -> np.ndarray:
@@ -78,25 +114,36 @@ def _columns(predicted, history: Panel, column: str, steps: int) -> np.ndarray:
     return values
 
 
-def _series_by_series(method: str, history: Panel, steps: int) -> BaselineForecast:
-    """The slow path where the parallel fit failed: each series on its own, seasonal naive for those that fail."""
+def _series_by_series(method: str, history: Panel, steps: int, levels: Sequence[float] = ()) -> BaselineForecast:
+    """The slow path where the parallel fit failed: each series on its own, seasonal naive (and its intervals) for
+    those that fail."""
     from statsforecast import models
 
     values = seasonal_naive(history, steps)
+    bounds = {
+        level: tuple(side.copy() for side in pair)
+        for level, pair in seasonal_naive_bounds(history, steps, levels).items()
+    }
     fell_back = []
     for index, series_id in enumerate(history.ids):
         model = getattr(models, method)(season_length=history.season)
         try:
-            values[:, index] = model.forecast(y=history.series(index).to_numpy(np.float64), h=steps)["mean"]
+            found = model.forecast(y=history.series(index).to_numpy(np.float64), h=steps, level=list(levels) or None)
         except Exception:  # the series keeps seasonal naive's forecast, and is counted
             fell_back.append(str(series_id))
-    return BaselineForecast(values, fell_back)
+            continue
+        values[:, index] = found["mean"]
+        for level in levels:
+            name = f"{int(level) if float(level).is_integer() else level}"
+            bounds[level][0][:, index], bounds[level][1][:, index] = found[f"lo-{name}"], found[f"hi-{name}"]
+    return BaselineForecast(values, fell_back, bounds)
 
 
-def forecast(name: str, history: Panel, steps: int, n_jobs: int = -1) -> BaselineForecast:
-    """The forecast of baseline `name` (one of BASELINES): `steps` points after every series of `history`."""
+def forecast(name: str, history: Panel, steps: int, n_jobs: int = -1, levels: Sequence[float] = ()) -> BaselineForecast:
+    """The forecast of baseline `name` (one of BASELINES): `steps` points after every series of `history`, with its
+    prediction intervals at `levels` (percent)."""
     if name == "seasonal naive":
-        return BaselineForecast(seasonal_naive(history, steps))
+        return BaselineForecast(seasonal_naive(history, steps), bounds=seasonal_naive_bounds(history, steps, levels))
     if name in STATISTICAL:
-        return statistical(name, history, steps, n_jobs)
+        return statistical(name, history, steps, n_jobs, levels)
     raise ValueError(f"unknown baseline {name!r}; the baselines are: {', '.join(BASELINES)}")

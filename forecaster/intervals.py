@@ -1,0 +1,154 @@
+"""Prediction intervals: how far the truth may fall from a point forecast, and how good any interval is.
+
+Bounds come from conformal calibration: the errors of forecasts made as the answer makes them (from a model that
+never trained on the points it forecasts, across the same gap between the end of its training and the forecast's
+origin) on points that ranked no trial, each divided by its series' scale so that the errors of every series pool
+into one distribution per step ahead. A level's half-width at step h is the conformal quantile of those scaled
+errors (the ceil((n + 1) level)-th smallest of n), times each series' own scale: intervals as wide as the errors
+were, relative to each series' size, symmetric around the forecast. Where too few calibration errors share a step
+(fewer than `POOLED_BELOW` series: one series alone), every step's errors pool into one quantile.
+
+Judged as the M4 competition judges intervals: coverage (the share of points inside, per level), the mean width
+relative to each series' scale, and the mean scaled interval score (MSIS: the width plus 2 / (1 - level) times each
+miss, divided by the series' MASE scale, the mean over steps, then over series).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from forecaster.config import ForecasterConfig
+from forecaster.panel import Panel
+
+POOLED_BELOW = 20
+"""Calibration series under which every step's errors pool: a 95 % conformal quantile needs 19 errors to be finite."""
+
+
+def check_levels(levels: Iterable[float]) -> tuple[float, ...]:
+    """Levels in percent, strictly between 0 and 100, sorted and once each; ValueError naming a bad one."""
+    checked = []
+    for level in levels:
+        if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 100:
+            raise ValueError(f"level {level!r} must be a percentage strictly between 0 and 100, e.g. 80 or 95")
+        checked.append(float(level))
+    return tuple(sorted(set(checked)))
+
+
+def level_name(level: float) -> str:
+    """80 -> '80', 97.5 -> '97.5': the suffix of Nixtla's columns (answer-lo-80, answer-hi-80)."""
+    return f"{level:g}"
+
+
+def conformal_quantiles(scores: np.ndarray, levels: Sequence[float]) -> dict[float, np.ndarray]:
+    """{level: (steps,) half-width in scale units}: per step, the conformal quantile of the scaled errors `scores`
+    (steps, n) (NaN: no error there), or of every step's together where fewer than POOLED_BELOW series calibrate."""
+    scores = np.asarray(scores, dtype=np.float64)
+    steps = scores.shape[0]
+    pooled = scores.shape[1] < POOLED_BELOW
+    found = {}
+    for level in levels:
+        if pooled:
+            found[level] = np.full(steps, _conformal(scores.reshape(-1), level))
+        else:
+            found[level] = np.array([_conformal(row, level) for row in scores])
+    return found
+
+
+def _conformal(errors: np.ndarray, level: float) -> float:
+    errors = np.sort(errors[np.isfinite(errors)])
+    n = len(errors)
+    rank = math.ceil((n + 1) * level / 100)
+    return float(errors[rank - 1]) if 0 < rank <= n else math.inf
+
+
+def bands(
+    forecast: np.ndarray, scale: np.ndarray, quantiles: dict[float, np.ndarray], floor: np.ndarray | None = None
+) -> dict[float, tuple[np.ndarray, np.ndarray]]:
+    """{level: (lower, upper)}, each (steps, S): the forecast (steps, S) plus and minus each step's half-width times
+    each series' scale (S,); `floor` (S,), where given, the lowest a series' lower bound goes (0 for a series that
+    has never been below 0, as sales or visitors)."""
+    found = {}
+    for level, half in quantiles.items():
+        width = half[: len(forecast), None] * scale[None, :]
+        lower = forecast - width
+        if floor is not None:
+            lower = np.maximum(lower, floor[None, :])
+        found[level] = (lower, forecast + width)
+    return found
+
+
+def interval_scores(
+    actual: np.ndarray, lower: np.ndarray, upper: np.ndarray, scale: np.ndarray, level: float
+) -> dict[str, np.ndarray]:
+    """Per series (columns of the (steps, S) arrays; NaN in `actual` where a series has no point): the share of its
+    points inside [lower, upper], the mean width divided by its scale (S,), and its scaled interval score (MSIS
+    at this level)."""
+    alpha = 1 - level / 100
+    present = np.isfinite(actual)
+    count = present.sum(0)
+    truth = np.where(present, actual, 0.0)
+    inside = (truth >= lower) & (truth <= upper) & present
+    width = np.where(present, upper - lower, 0.0)
+    below = np.where(present & (truth < lower), lower - truth, 0.0)
+    above = np.where(present & (truth > upper), truth - upper, 0.0)
+    score = (width + 2 / alpha * (below + above)).sum(0) / count
+    return {
+        "coverage": inside.sum(0) / count,
+        "width": width.sum(0) / count / scale,
+        "msis": score / scale,
+    }
+
+
+@dataclasses.dataclass
+class Calibration:
+    """One model's forecasts of calibration points, as the answer forecasts its test windows: trained on each series'
+    training part less its last two horizons, reading the horizon after them as context (as the answer reads the
+    validation part it never trained on), forecasting the last horizon of the training part, which ranked no trial."""
+
+    ids: np.ndarray
+    """(n,) the series it forecast (those long enough to train on before the two horizons)."""
+    forecast: np.ndarray
+    """(horizon, n)."""
+    actual: np.ndarray
+    """(horizon, n)."""
+    scale: np.ndarray
+    """(n,) each series' scale, from what the forecast read (forecaster.transforms.error_scales)."""
+
+
+def calibration_forecast(
+    config: ForecasterConfig, epochs: int, train: Panel, horizon: int, **fit_options: Any
+) -> Calibration:
+    """Train `config` again for `epochs` on every series of `train` (a sweep's training parts) cut back by two
+    horizons, and forecast its last horizon (see Calibration). Series too short for that are left out."""
+    from forecaster.train import fit
+    from forecaster.transforms import error_scales
+
+    result = fit(
+        config.replace(n_epochs=epochs), train, val_size=horizon, test_size=horizon, drop_short=True, **fit_options
+    )
+    parts = result.parts
+    columns = len(parts.test)
+    return Calibration(
+        ids=np.asarray(parts.test.ids),
+        forecast=result.model.forecast_part(parts.seen, parts.test).reshape(columns, horizon).T,
+        actual=parts.test.values.reshape(columns, horizon).T,
+        scale=error_scales(parts.seen),
+    )
+
+
+def scaled_errors(calibrations: Sequence[Calibration]) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, n) the absolute errors of the mean forecast of several calibrations (on the series they all forecast)
+    divided by each series' scale, and those series' ids."""
+    shared = set(calibrations[0].ids).intersection(*(c.ids for c in calibrations[1:]))
+    ids = np.array([i for i in calibrations[0].ids if i in shared], dtype=object)
+    columns = [{series: index for index, series in enumerate(c.ids)} for c in calibrations]
+    forecasts = [c.forecast[:, [where[i] for i in ids]] for c, where in zip(calibrations, columns)]
+    first = columns[0]
+    chosen = [first[i] for i in ids]
+    actual, scale = calibrations[0].actual[:, chosen], calibrations[0].scale[chosen]
+    return np.abs(actual - np.mean(forecasts, axis=0)) / scale[None, :], ids

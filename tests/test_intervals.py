@@ -1,0 +1,124 @@
+"""Prediction intervals: levels checked, conformal quantiles and bounds as a hand computation gives them, coverage,
+width and MSIS as written out here and as utilsforecast computes them, the baselines' own intervals, and a
+calibration that reads no point after each series' training part."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from forecaster.baselines import forecast as baseline_forecast
+from forecaster.baselines import seasonal_naive
+from forecaster.config import ForecasterConfig
+from forecaster.data import load_panel
+from forecaster.intervals import (
+    bands,
+    calibration_forecast,
+    check_levels,
+    conformal_quantiles,
+    interval_scores,
+    scaled_errors,
+)
+from forecaster.panel import Panel
+from forecaster.parts import fit_parts
+from tests.test_panel import monthly_panel_frame
+
+
+@pytest.mark.parametrize("level", [0, 100, -5, 120, "95", True])
+def test_a_level_outside_0_to_100_is_refused(level):
+    with pytest.raises(ValueError, match="must be a percentage strictly between 0 and 100"):
+        check_levels([80, level])
+
+
+def test_levels_are_sorted_once_each():
+    assert check_levels([95, 80, 95.0, 50]) == (50.0, 80.0, 95.0)
+
+
+def test_conformal_quantiles_per_step_and_pooled_where_few_series_calibrate():
+    scores = np.vstack([np.arange(1.0, 21.0), np.arange(1.0, 21.0) * 2])  # 2 steps, 20 series
+    found = conformal_quantiles(scores, [80, 95])
+    # ceil(21 * 0.8) = 17th and ceil(21 * 0.95) = 20th smallest of 20
+    assert found[80].tolist() == [17.0, 34.0] and found[95].tolist() == [20.0, 40.0]
+    few = conformal_quantiles(scores[:, :10], [80])  # 10 series: every step's 20 errors pool
+    assert few[80].tolist() == [14.0, 14.0]  # 1..10 with 2, 4, ..., 20: the 17th smallest of the 20 is 14
+    assert math.isinf(conformal_quantiles(np.ones((1, 3)), [95])[95][0])  # 3 errors cannot bound 95 %
+
+
+def test_bands_scale_with_each_series_and_keep_a_floor():
+    forecast = np.array([[10.0, 100.0], [12.0, 110.0]])
+    found = bands(forecast, np.array([1.0, 10.0]), {80: np.array([2.0, 3.0])}, floor=np.array([9.0, -np.inf]))
+    lower, upper = found[80]
+    assert lower.tolist() == [[9.0, 80.0], [9.0, 80.0]] and upper.tolist() == [[12.0, 120.0], [15.0, 140.0]]
+
+
+def test_coverage_width_and_msis_by_hand_and_as_utilsforecast_computes_them():
+    from utilsforecast.losses import coverage, winkler_score
+
+    actual = np.array([[10.0, 5.0], [14.0, 7.0], [11.0, 9.0]])  # 3 steps, 2 series
+    lower = np.array([[9.0, 4.0], [9.0, 8.0], [9.0, 4.0]])
+    upper = np.array([[12.0, 6.0], [12.0, 10.0], [12.0, 6.0]])
+    scale = np.array([2.0, 0.5])
+    found = interval_scores(actual, lower, upper, scale, 95)
+    # series 0: 14 is 2 above; series 1: 7 is 1 below, 9 is 3 above. Widths 3, 3, 3 and 2, 2, 2.
+    assert found["coverage"].tolist() == pytest.approx([2 / 3, 1 / 3])
+    assert found["width"].tolist() == pytest.approx([3 / 2, 2 / 0.5])
+    assert found["msis"].tolist() == pytest.approx([(9 + 40 * 2) / 3 / 2, (6 + 40 * (1 + 3)) / 3 / 0.5])
+    frame = pd.DataFrame(
+        {
+            "unique_id": np.repeat(["a", "b"], 3),
+            "y": actual.T.reshape(-1),
+            "m-lo-95": lower.T.reshape(-1),
+            "m-hi-95": upper.T.reshape(-1),
+        }
+    )
+    theirs = coverage(frame, ["m"], 95).set_index("unique_id")["m"]
+    assert theirs.tolist() == pytest.approx(found["coverage"].tolist())
+    winkler = winkler_score(frame, ["m"], 95).set_index("unique_id")["m"]
+    assert (winkler / scale).tolist() == pytest.approx(found["msis"].tolist())
+
+
+def test_the_baselines_give_ordered_intervals_around_their_forecasts():
+    panel = load_panel(monthly_panel_frame(lengths=(40, 52, 46)))
+    for name in ("seasonal naive", "AutoETS"):
+        result = baseline_forecast(name, panel, 6, levels=(80, 95))
+        (lo80, hi80), (lo95, hi95) = result.bounds[80], result.bounds[95]
+        assert (lo95 <= lo80).all() and (lo80 <= result.values).all() and (result.values <= hi80).all()
+        assert (hi80 <= hi95).all() and (lo95 < hi95).all()
+
+
+def test_seasonal_naive_intervals_widen_each_season_by_its_residuals():
+    values = np.array([1.0, 2.0, 3.0, 2.0, 3.0, 4.0])  # season 2: differences 2, 0, 0, 2 (rms sqrt(2))
+    history = Panel(
+        ids=np.array(["a"], dtype=object),
+        offsets=np.array([0, 6]),
+        times=np.arange(6),
+        values=values,
+        freq=None,
+        season=2,
+        origins=np.zeros(1, dtype=np.int64),
+    )
+    lower, upper = baseline_forecast("seasonal naive", history, 4, levels=(95,)).bounds[95]
+    z = 1.959963984540054
+    expected = np.sqrt(2.0) * z * np.sqrt([1, 1, 2, 2])
+    np.testing.assert_allclose(upper[:, 0] - seasonal_naive(history, 4)[:, 0], expected)
+    np.testing.assert_allclose(seasonal_naive(history, 4)[:, 0] - lower[:, 0], expected)
+
+
+def test_a_calibration_reads_nothing_after_each_series_training_part():
+    """Every point after the training parts is NaN: a calibration that read one would forecast NaN."""
+    clean = load_panel(monthly_panel_frame(lengths=(48, 60, 40)))
+    config = ForecasterConfig(
+        shape="direct", hidden_dim=8, input_chunk_length=12, target_transform="log", window_norm="subtract"
+    )
+    parts = fit_parts(config, clean, val_size=6, test_size=6)
+    after = np.ones(len(clean.values), dtype=bool)
+    after[np.concatenate([np.arange(s, s + n) for s, n in zip(clean.offsets[:-1], parts.train.lengths)])] = False
+    spoiled = Panel(**{**clean.__dict__, "values": np.where(after, np.nan, clean.values)})
+    train = fit_parts(config, spoiled, val_size=6, test_size=6).train
+    calibration = calibration_forecast(config, 3, train, 6, threads=1)
+    assert calibration.ids.tolist() == ["s0", "s1", "s2"] and np.isfinite(calibration.forecast).all()
+    assert calibration.actual[:, 0].tolist() == train.series(0).to_numpy()[-6:].tolist()  # its last horizon
+    errors, ids = scaled_errors([calibration, calibration])
+    assert ids.tolist() == ["s0", "s1", "s2"]
+    np.testing.assert_allclose(errors, np.abs(calibration.actual - calibration.forecast) / calibration.scale)
