@@ -107,48 +107,71 @@ def interval_scores(
 @dataclasses.dataclass
 class Calibration:
     """One model's forecasts of calibration points, as the answer forecasts its test windows: trained on each series'
-    training part less its last two horizons, reading the horizon after them as context (as the answer reads the
-    validation part it never trained on), forecasting the last horizon of the training part, which ranked no trial."""
+    training part less its last horizon and the gap before it, reading the gap as context (as the answer reads the
+    validation part it never trained on), forecasting the last horizon of the training part, which ranked no trial.
+    With more origins, also from earlier points of the gap: every point after the end of the model's training is
+    one it never saw."""
 
     ids: np.ndarray
-    """(n,) the series it forecast (those long enough to train on before the two horizons)."""
+    """(n,) the series of each forecast (those long enough to train on before the gap and the horizon)."""
+    origins: np.ndarray
+    """(n,) how many points of the gap each forecast read (the gap itself: the answer's own situation)."""
     forecast: np.ndarray
     """(horizon, n)."""
     actual: np.ndarray
     """(horizon, n)."""
     scale: np.ndarray
-    """(n,) each series' scale, from what the forecast read (forecaster.transforms.error_scales)."""
+    """(n,) each forecast's series' scale, from what the model was given (forecaster.transforms.error_scales)."""
 
 
 def calibration_forecast(
-    config: ForecasterConfig, epochs: int, train: Panel, horizon: int, **fit_options: Any
+    config: ForecasterConfig,
+    epochs: int,
+    train: Panel,
+    horizon: int,
+    gap: int | None = None,
+    origins: int = 1,
+    **fit_options: Any,
 ) -> Calibration:
-    """Train `config` again for `epochs` on every series of `train` (a sweep's training parts) cut back by two
-    horizons, and forecast its last horizon (see Calibration). Series too short for that are left out."""
+    """Train `config` again for `epochs` on every series of `train` (a sweep's training parts) less its last
+    `horizon` points and the `gap` before them (default: a horizon; the answer's validation part), and forecast
+    `horizon` points from the end of the gap and, with `origins` > 1, from as many points evenly spread over the gap
+    back to its start (see Calibration). Series too short for that are left out."""
     from forecaster.train import fit
     from forecaster.transforms import error_scales
 
+    gap = horizon if gap is None else gap
     result = fit(
-        config.replace(n_epochs=epochs), train, val_size=horizon, test_size=horizon, drop_short=True, **fit_options
+        config.replace(n_epochs=epochs), train, val_size=gap, test_size=horizon, drop_short=True, **fit_options
     )
-    parts = result.parts
-    columns = len(parts.test)
+    parts, model = result.parts, result.model
+    whole = train.take(np.isin(train.ids, parts.train.ids))  # the fit's series, their every point
+    scale = error_scales(parts.train)
+    ids, read, forecasts, actuals = [], [], [], []
+    for read_points in np.unique(np.round(np.linspace(gap, 0, max(1, min(origins, gap + 1)))).astype(int)):
+        history, after = whole.split_at(parts.train.lengths + read_points)
+        window = after.split_at(np.full(len(after), horizon))[0]
+        forecasts.append(model.forecast_part(history, window).reshape(len(window), horizon).T)
+        actuals.append(window.values.reshape(len(window), horizon).T)
+        ids.append(np.asarray(window.ids))
+        read.append(np.full(len(window), read_points))
     return Calibration(
-        ids=np.asarray(parts.test.ids),
-        forecast=result.model.forecast_part(parts.seen, parts.test).reshape(columns, horizon).T,
-        actual=parts.test.values.reshape(columns, horizon).T,
-        scale=error_scales(parts.seen),
+        ids=np.concatenate(ids),
+        origins=np.concatenate(read),
+        forecast=np.concatenate(forecasts, axis=1),
+        actual=np.concatenate(actuals, axis=1),
+        scale=np.tile(scale, len(ids)),
     )
 
 
 def scaled_errors(calibrations: Sequence[Calibration]) -> tuple[np.ndarray, np.ndarray]:
-    """(steps, n) the absolute errors of the mean forecast of several calibrations (on the series they all forecast)
-    divided by each series' scale, and those series' ids."""
-    shared = set(calibrations[0].ids).intersection(*(c.ids for c in calibrations[1:]))
-    ids = np.array([i for i in calibrations[0].ids if i in shared], dtype=object)
-    columns = [{series: index for index, series in enumerate(c.ids)} for c in calibrations]
-    forecasts = [c.forecast[:, [where[i] for i in ids]] for c, where in zip(calibrations, columns)]
-    first = columns[0]
-    chosen = [first[i] for i in ids]
-    actual, scale = calibrations[0].actual[:, chosen], calibrations[0].scale[chosen]
-    return np.abs(actual - np.mean(forecasts, axis=0)) / scale[None, :], ids
+    """(steps, n) the absolute errors of the mean forecast of several calibrations (on the forecasts they all made:
+    the same series and origins) divided by each series' scale, and those forecasts' series ids."""
+    keys = [[f"{i}\u0000{o}" for i, o in zip(c.ids, c.origins)] for c in calibrations]
+    shared = set(keys[0]).intersection(*keys[1:])
+    chosen = [[index for index, key in enumerate(own) if key in shared] for own in keys]
+    order = [sorted(indices, key=lambda index, own=own: own[index]) for indices, own in zip(chosen, keys)]
+    first = calibrations[0]
+    forecasts = [c.forecast[:, columns] for c, columns in zip(calibrations, order)]
+    actual, scale = first.actual[:, order[0]], first.scale[order[0]]
+    return np.abs(actual - np.mean(forecasts, axis=0)) / scale[None, :], first.ids[order[0]]

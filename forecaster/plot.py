@@ -15,9 +15,10 @@ def plot_forecast(
     title: str = "",
     test: pd.Series | None = None,
     test_forecast: pd.Series | None = None,
+    test_bands: dict[str, tuple[object, object]] | None = None,
 ) -> None:
-    """Draw the training part, the validation part and the forecast of it (and, given them, a held-out test window
-    and its forecast), and save to `path` (PNG)."""
+    """Draw the training part, the validation part and the forecast of it (and, given them, a held-out test window,
+    its forecast and the forecast's intervals, {label: (lower, upper)}, widest first), and save to `path` (PNG)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -35,6 +36,7 @@ def plot_forecast(
         axes.plot(
             test_forecast.index, test_forecast.to_numpy(), color="tab:purple", linestyle="--", label="test forecast"
         )
+        _bands(axes, test_forecast.index, test_bands, "tab:purple")
     axes.set_ylabel(str(val.name or "value"))
     axes.set_title(title)
     axes.legend(loc="upper left")
@@ -65,11 +67,21 @@ def plot_panel(items: list[tuple[pd.Series, pd.Series, pd.Series]], path: str | 
     plt.close(figure)
 
 
+def _bands(axes, index, bands: dict[str, tuple[object, object]] | None, colour: str) -> None:
+    """Prediction intervals as shaded bands, the widest palest."""
+    for number, (label, (lower, upper)) in enumerate((bands or {}).items()):
+        axes.fill_between(index, lower, upper, color=colour, alpha=0.12 + 0.1 * number, linewidth=0, label=label)
+
+
 def plot_series_forecasts(
-    panels: list[tuple[str, pd.Series, pd.Series, dict[str, object]]], path: str | os.PathLike, title: str = ""
+    panels: list[tuple[str, pd.Series, pd.Series, dict[str, object]]],
+    path: str | os.PathLike,
+    title: str = "",
+    bands: list[dict[str, tuple[object, object]]] | None = None,
 ) -> None:
-    """One row per series: (its title, its history, the truth of the forecast window, {method: forecast values}). The
-    history is cut to its last four windows' worth of points, so the window stays readable."""
+    """One row per series: (its title, its history, the truth of the forecast window, {method: forecast values}), and
+    with `bands`, one per row, the first method's intervals ({label: (lower, upper)}, widest first). The history is
+    cut to its last four windows' worth of points, so the window stays readable."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -78,13 +90,15 @@ def plot_series_forecasts(
     figure, grid = plt.subplots(len(panels), 1, figsize=(10, 2.9 * len(panels)), layout="constrained", squeeze=False)
     palette = ["tab:red", "tab:blue", "tab:green", "tab:purple", "tab:orange"]
     styles: dict[str, str] = {}
-    for axes, (name, history, truth, forecasts) in zip(grid[:, 0], panels):
+    for row, (axes, (name, history, truth, forecasts)) in enumerate(zip(grid[:, 0], panels)):
         recent = history.iloc[-4 * len(truth) :]
         axes.plot(recent.index, recent.to_numpy(), color="0.45", linewidth=1, label="history")
         axes.plot(truth.index, truth.to_numpy(), color="black", linewidth=1.3, label="truth")
         for method, values in forecasts.items():
             colour = styles.setdefault(method, palette[len(styles) % len(palette)])
             axes.plot(truth.index, values, color=colour, linestyle="--", linewidth=1.3, label=method)
+        if bands:
+            _bands(axes, truth.index, bands[row], palette[0])
         axes.axvline(recent.index[-1], color="0.7", linewidth=0.8)
         axes.set_title(name, fontsize=9)
         axes.legend(loc="upper left", fontsize=8)

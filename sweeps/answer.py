@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from forecaster.data import SeriesError
 from forecaster.metrics import METRIC_LABELS, METRICS, mase_scales, series_scores
 from forecaster.panel import Panel
 from sweeps.plan import SweepPlan
@@ -63,6 +64,11 @@ class Answer:
     """Per baseline: the series it could not fit (seasonal naive's forecast stands in for them)."""
     selection: dict[str, Any]
     """How the best validation score was found: evaluations, and the best trial's score around its best epoch."""
+    bounds: dict[str, dict[float, tuple[np.ndarray, np.ndarray]]] = dataclasses.field(default_factory=dict)
+    """The prediction intervals on the test windows (--levels): per method (the answer, each baseline that gives
+    them), {level: (lower, upper)}, flat in the test part's row order."""
+    calibration: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """How the answer's intervals were calibrated (`_answer_bounds`), or why they could not be."""
 
     def per_series(self, plan: SweepPlan) -> pd.DataFrame:
         """One row per series, part and method: unique_id, part, method, mape, smape, mase (NaN where undefined)."""
@@ -118,6 +124,8 @@ class Answer:
                 | flat(COMBINATION)
                 | {f"{judged}_beats": {name: shares(combined, name) for name in ["answer", *names]}}
             )
+        if self.bounds:
+            extra["intervals"] = self.interval_scores(plan)
         return {
             "trials": self.trial_ids,
             **flat("answer"),
@@ -133,6 +141,36 @@ class Answer:
             **extra,
         }
 
+    def interval_scores(self, plan: SweepPlan) -> dict[str, Any]:
+        """JSON-ready: for the answer and each baseline, at each level, the coverage of the test points (pooled over
+        series and steps), the mean width relative to each series' scale, and MSIS; and how the answer's were
+        calibrated."""
+        from forecaster.intervals import interval_scores, level_name
+
+        _, _, seen, test = plan.parts()
+        scales = mase_scales(seen)
+        scales = np.where(scales > 0, scales, np.nan)  # MSIS is undefined where MASE is
+        steps, columns = int(test.lengths.max()), np.repeat(np.arange(len(test)), test.lengths)
+
+        def grid(flat: np.ndarray) -> np.ndarray:
+            values = np.full((steps, len(test)), np.nan)
+            values[test.positions, columns] = flat
+            return values
+
+        actual, count = grid(test.values), len(test.values)
+        methods = {}
+        for method, by_level in self.bounds.items():
+            found = {}
+            for level, (lower, upper) in by_level.items():
+                name = level_name(level)
+                scores = interval_scores(actual, grid(lower), grid(upper), scales, level)
+                inside = (test.values >= lower) & (test.values <= upper)
+                found[f"coverage_{name}"] = float(inside.sum() / count)
+                found[f"width_{name}"] = _mean(pd.Series(scores["width"]))
+                found[f"msis_{name}"] = _mean(pd.Series(scores["msis"]))
+            methods[method] = found
+        return {"levels": list(plan.levels), "calibration": self.calibration, **methods}
+
     def long_table(self, plan: SweepPlan) -> pd.DataFrame:
         """Every validation and test point with its truth and every forecast: unique_id, ds, y, part, answer and one
         column per baseline (NaN where it did not forecast that part)."""
@@ -145,33 +183,47 @@ class Answer:
             frame["part"] = part_name
             for method, forecast in self.forecasts[part_name].items():
                 frame[method] = forecast
+            if part_name == "test":  # Nixtla's names: answer-lo-80, answer-hi-80, AutoETS-lo-80, ...
+                from forecaster.intervals import level_name
+
+                for method, by_level in self.bounds.items():
+                    for level, (lower, upper) in by_level.items():
+                        frame[f"{method}-lo-{level_name(level)}"] = lower
+                        frame[f"{method}-hi-{level_name(level)}"] = upper
             frames.append(frame)
         return pd.concat(frames, ignore_index=True)
 
 
 def build_answer(plan: SweepPlan, results: SweepResults) -> Answer | None:
     """The answer of a sweep whose trials reported; None if no trial has a best model to forecast with."""
-    models = _top_models(plan, results)
-    if not models:
+    top = _top_models(plan, results)
+    if not top:
         return None
+    models = [model for _, model in top]
     train, val, seen, test = plan.parts()
     forecasts: dict[str, dict[str, np.ndarray]] = {
         "validation": {"answer": np.mean([model.forecast_part(train, val) for model in models], axis=0)}
     }
+    bounds: dict[str, dict[float, tuple[np.ndarray, np.ndarray]]] = {}
+    calibration: dict[str, Any] = {}
     if test is not None:
         forecasts["test"] = {"answer": np.mean([model.forecast_part(seen, test) for model in models], axis=0)}
-    unavailable, fell_back = _baselines(plan, forecasts)
+        if plan.levels:
+            calibration = _answer_bounds(plan, results, top, forecasts["test"]["answer"], bounds)
+    unavailable, fell_back = _baselines(plan, forecasts, bounds)
     if test is not None and len(test) > 1 and all(name in forecasts["test"] for name in COMBINED):
         statistical = [forecasts["test"][name] for name in COMBINED]
         forecasts["test"][STATISTICAL_COMBINATION] = np.mean(statistical, axis=0)
         fell_back[STATISTICAL_COMBINATION] = sorted({series for name in COMBINED for series in fell_back[name]})
         forecasts["test"][COMBINATION] = np.mean([forecasts["test"]["answer"], *statistical], axis=0)
     return Answer(
-        trial_ids=[trial_id for trial_id, _ in _top_checkpoints(plan, results)][: len(models)],
+        trial_ids=[trial_id for trial_id, _ in top],
         forecasts=forecasts,
         unavailable=unavailable,
         fell_back=fell_back,
         selection=_selection(results),
+        bounds=bounds,
+        calibration=calibration,
     )
 
 
@@ -196,22 +248,96 @@ def _top_checkpoints(plan: SweepPlan, results: SweepResults) -> list[tuple[str, 
     return found
 
 
-def _top_models(plan: SweepPlan, results: SweepResults) -> list:
+def _top_models(plan: SweepPlan, results: SweepResults) -> list[tuple[str, Any]]:
+    """(trial id, its best model) of the top trials, best first."""
     from ray.tune import Checkpoint
 
     from forecaster.net import RNNNet
 
     models = []
-    for _, path in _top_checkpoints(plan, results):
+    for trial_id, path in _top_checkpoints(plan, results):
         with Checkpoint(path).as_directory() as folder:
             if (Path(folder) / BEST_MODEL_FILE).exists():
-                models.append(RNNNet.load_best_model(Path(folder) / BEST_MODEL_FILE))
+                models.append((trial_id, RNNNet.load_best_model(Path(folder) / BEST_MODEL_FILE)))
     return models
 
 
-def _baselines(plan: SweepPlan, forecasts: dict[str, dict[str, np.ndarray]]):
-    """Every baseline's forecasts of the test windows (fit on everything seen) and, for one series or without test
-    windows, of the validation parts (fit on the training parts), added to `forecasts`; every series in parallel."""
+CALIBRATION_REFITS = 3
+"""How many of the answer's top configurations are trained again to calibrate its intervals (each for its trial's
+best epoch count; their mean forecast stands for the answer's mean of models). They run at once where Ray has room."""
+
+
+def _answer_bounds(plan: SweepPlan, results: SweepResults, top: list, forecast: np.ndarray, bounds: dict) -> dict:
+    """The answer's intervals on the test windows, into `bounds["answer"]`, by conformal calibration
+    (forecaster.intervals): the top configurations trained again on each series' training part less its last
+    horizon and the gap the answer forecasts across (its validation part), forecasting that last horizon, which ranked
+    no trial; their errors, scaled by each series' scale, give each step's half-width. With few series, forecasts from
+    every point of the gap too, every step's errors pooled. Returns how it was done."""
+    import time
+
+    from forecaster.intervals import POOLED_BELOW, bands, conformal_quantiles, scaled_errors
+    from forecaster.transforms import error_scales
+
+    started = time.perf_counter()
+    train, val, seen, test = plan.parts()
+    horizon, gap = int(test.lengths.max()), int(val.lengths.max())
+    epochs = results.trials.set_index("trial_id")["best_epoch"]
+    jobs = [(model.config, int(epochs[trial_id])) for trial_id, model in top[:CALIBRATION_REFITS]]
+    few = len(test) < POOLED_BELOW
+    try:
+        calibrations = _calibrations(plan, jobs, train, horizon, gap, origins=gap + 1 if few else 1)
+    except SeriesError as error:  # no series has room for a calibration window
+        return {"unavailable": f"no series is long enough to calibrate intervals: {error}"}
+    errors, ids = scaled_errors(calibrations)
+    quantiles = conformal_quantiles(errors, plan.levels)
+    unbounded = [level for level, half in quantiles.items() if not np.isfinite(half).all()]
+    columns = np.repeat(np.arange(len(test)), test.lengths)
+    grid = np.full((horizon, len(test)), np.nan)
+    grid[test.positions, columns] = forecast
+    lowest = np.minimum.reduceat(seen.values, seen.offsets[:-1])
+    bounded = {level: half for level, half in quantiles.items() if level not in unbounded}
+    found = bands(grid, error_scales(train), bounded, floor=np.where(lowest >= 0, 0.0, -np.inf))
+    where = test.positions, columns
+    bounds["answer"] = {level: (lower[where], upper[where]) for level, (lower, upper) in found.items()}
+    return {
+        "method": "conformal: scaled errors of the top configurations trained again, on points that ranked no trial",
+        "refit_trials": [trial_id for trial_id, _ in top[: len(jobs)]],
+        "calibration_series": len(set(ids)),
+        "calibration_errors": int(errors.size),
+        "steps_pooled": errors.shape[1] < POOLED_BELOW,
+        "unbounded_levels": unbounded,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def _calibrations(plan: SweepPlan, jobs: list, train: Panel, horizon: int, gap: int, origins: int) -> list:
+    """The calibration forecasts of `jobs` ((config, epochs) each): Ray tasks of a trial's resources, all at once,
+    on the sweep's Ray; in this process, one after the other, without one (sweeps.report)."""
+    import os
+
+    import ray
+
+    from forecaster.intervals import calibration_forecast
+    from sweeps.trial import LOGICAL_ACCELERATORS
+
+    resources = plan.resources
+    options: dict[str, Any] = {"threads": max(1, int(resources.cpus)), "accelerator": "cpu"}
+    arguments = (train, horizon, gap, origins)
+    if not ray.is_initialized():
+        return [calibration_forecast(config, epochs, *arguments, **options) for config, epochs in jobs]
+    task: dict[str, Any] = {"num_cpus": resources.cpus}
+    if resources.gpus and os.environ.get(LOGICAL_ACCELERATORS) != "1":  # on a GPU fraction, as a trial
+        task["num_gpus"] = min(resources.gpus, 1.0)
+        options.update(accelerator="gpu", devices=1)
+    remote = ray.remote(**task)(calibration_forecast)
+    shared = (ray.put(train), horizon, gap, origins)
+    return ray.get([remote.remote(config, epochs, *shared, **options) for config, epochs in jobs])
+
+
+def _baselines(plan: SweepPlan, forecasts: dict[str, dict[str, np.ndarray]], bounds: dict):
+    """Every baseline's forecasts of the test windows (fit on everything seen, with its own intervals at the plan's
+    levels, into `bounds`) and, for one series or without test windows, of the validation parts (fit on the training
+    parts), added to `forecasts`; every series in parallel."""
     from forecaster.baselines import BASELINES, BaselineUnavailable, forecast
 
     train, val, seen, test = plan.parts()
@@ -223,10 +349,12 @@ def _baselines(plan: SweepPlan, forecasts: dict[str, dict[str, np.ndarray]]):
     for name in BASELINES:
         try:
             for part_name, history, part in jobs:
-                result = forecast(name, history, int(part.lengths.max()))
-                forecasts[part_name][name] = result.values[
-                    part.positions, np.repeat(np.arange(len(part)), part.lengths)
-                ]
+                levels = plan.levels if part_name == "test" else ()
+                result = forecast(name, history, int(part.lengths.max()), levels=levels)
+                where = part.positions, np.repeat(np.arange(len(part)), part.lengths)
+                forecasts[part_name][name] = result.values[where]
+                if result.bounds:
+                    bounds[name] = {level: (lo[where], hi[where]) for level, (lo, hi) in result.bounds.items()}
                 fell_back[name] = sorted({*fell_back.get(name, []), *result.fell_back})
         except BaselineUnavailable as error:
             unavailable[name] = str(error)
@@ -301,10 +429,51 @@ def _selection(results: SweepResults) -> dict[str, Any]:
 
 def describe(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
     """The answer's lines of the summary: for one series its MAPE and each baseline's margin; for a panel a table of
-    every metric's mean over series, and the share of series on which the answer beats each baseline."""
-    if scores["series"] == 1:
-        return _describe_one(scores, plan)
-    return _describe_panel(scores, plan)
+    every metric's mean over series, and the share of series on which the answer beats each baseline; with
+    intervals, their coverage, width and MSIS."""
+    lines = _describe_one(scores, plan) if scores["series"] == 1 else _describe_panel(scores, plan)
+    return lines + _describe_intervals(scores.get("intervals"))
+
+
+def _describe_intervals(intervals: dict[str, Any] | None) -> list[str]:
+    """A table of every method's intervals on the test windows, and how the answer's were calibrated."""
+    if not intervals:
+        return []
+    from forecaster.intervals import level_name
+
+    names = [level_name(level) for level in intervals["levels"]]
+    columns = [(f"coverage_{n}", f"cover {n} %", "{:.1%}") for n in names]
+    columns += [(f"width_{n}", f"width {n}", "{:.2f}") for n in names]
+    columns += [(f"msis_{n}", f"MSIS {n}", "{:.2f}") for n in names if n == "95" or len(names) == 1]
+    lines = [
+        "Prediction intervals on the test window: coverage (the share of its points inside), mean width and MSIS (in "
+        "each series' scale)",
+        "  " + f"{'':<24}" + "".join(f"{label:>12}" for _, label, _ in columns),
+    ]
+    calibration = intervals["calibration"]
+    for method, values in intervals.items():
+        if method in ("levels", "calibration"):
+            continue
+        cells = [
+            ("-" if values.get(key) is None else form.format(values[key]).replace("%", " %"))
+            for key, _, form in columns
+        ]
+        lines.append("  " + f"{method:<24}" + "".join(f"{cell:>12}" for cell in cells))
+    if "unavailable" in calibration:
+        lines.append(f"  the answer's: none, {calibration['unavailable']}")
+    elif calibration:
+        pooled = ", every step's pooled" if calibration["steps_pooled"] else ""
+        lines.append(
+            f"  the answer's: conformal, from {len(calibration['refit_trials'])} of its configurations trained again, "
+            f"forecasting points that ranked no trial ({calibration['calibration_errors']} errors of "
+            f"{calibration['calibration_series']} series{pooled}; {calibration['seconds']:.0f} s)"
+        )
+        lines += [
+            f"  no {level_name(level)} % interval for the answer: {calibration['calibration_errors']} calibration "
+            f"errors cannot bound it (it takes {math.ceil(100 / (100 - level)) - 1}); lower the level"
+            for level in calibration["unbounded_levels"]
+        ]
+    return lines
 
 
 def _where(plan: SweepPlan, scores: dict[str, Any]) -> tuple[str, str]:

@@ -23,6 +23,7 @@ import pandas as pd
 
 from forecaster.config import ConfigError, ForecasterConfig, check_known_keys
 from forecaster.data import SeriesError, load_panel, naming
+from forecaster.intervals import check_levels
 from forecaster.metrics import METRICS
 from forecaster.panel import Panel
 from forecaster.parts import FIT_PARTS_FIELDS, FitParts, default_metric, fit_parts
@@ -62,6 +63,8 @@ class SweepPlan:
     """A running trial that reports nothing for this long is killed by the watchdog (and retried)."""
     mlflow_uri: str | None = None
     """An MLflow tracking URI: every trial is also logged there as a run (--mlflow-uri)."""
+    levels: tuple[float, ...] = ()
+    """The levels (percent) of the answer's prediction intervals and the baselines', scored on the test windows."""
     address: str | None = None
     """The Ray cluster it runs on (--address; None: a local Ray), for the commands the sweep prints."""
     arguments: tuple[str, ...] = ()
@@ -231,6 +234,7 @@ def make_plan(
     max_failures: int = 1,
     trial_timeout_s: float = 600.0,
     mlflow_uri: str | None = None,
+    levels: Sequence[float] = (),
 ) -> SweepPlan:
     """The plan of a registered sweep with the given overrides; `scheduler_options` replaces the sweep's own."""
     sweep = find_sweep(sweep_name)
@@ -319,6 +323,7 @@ def make_plan(
         trial_timeout_s=trial_timeout_s,
         mlflow_uri=mlflow_uri,
         named_by_user=named_by_user,
+        levels=check_interval_levels(levels, sweep),
     )
 
 
@@ -417,6 +422,20 @@ def taken_message(storage: str, name: str, sweep_name: str) -> str:
         f"{'' if storage == located(DEFAULT_STORAGE) else f' --storage-path {storage}'}` continues it, "
         "another --name starts a new one"
     )
+
+
+def check_interval_levels(levels: Sequence[float], sweep: Sweep) -> tuple[float, ...]:
+    """Interval levels in (0, 100), where there is a test window to judge the intervals on."""
+    try:
+        checked = check_levels(levels)
+    except ValueError as error:
+        raise PlanError(f"--levels: {error}") from None
+    if checked and not (sweep.horizon or sweep.test_after):
+        raise PlanError(
+            "--levels: the intervals are scored on a test window, and this sweep has none: give --test-after DATE "
+            "(one series, or a dated panel) or --horizon H"
+        )
+    return checked
 
 
 def _check_mlflow(uri: str) -> None:

@@ -6,22 +6,33 @@ Works on a finished, interrupted or still-running sweep, local or on s3:// / gs:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sweeps.report", description=__doc__.splitlines()[0])
     parser.add_argument("results_dir", help="the sweep's folder, as the sweep printed it")
+    parser.add_argument(
+        "--levels",
+        type=float,
+        nargs="+",
+        metavar="LEVEL",
+        help="prediction intervals at these levels (percent, e.g. 80 95), instead of the sweep's own (--levels)",
+    )
     args = parser.parse_args(argv)
 
     from sweeps.answer import build_answer
+    from sweeps.plan import PlanError, check_interval_levels
     from sweeps.results import collect
     from sweeps.storage import SweepFolder
     from sweeps.summary import summary, write_results
 
     try:
         plan = SweepFolder(args.results_dir).load_plan()
-    except FileNotFoundError as error:
+        if args.levels is not None:
+            plan = dataclasses.replace(plan, levels=check_interval_levels(args.levels, plan.sweep))
+    except (FileNotFoundError, PlanError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     results = collect(plan)

@@ -10,6 +10,7 @@ Examples:
   python -m sweeps.run air_rnn --data sales.csv --date-column day --value-column units --split-after 2024-06-30
   python -m sweeps.run m3_monthly                               # 1,428 series, one global model (benchmarks extra)
   python -m sweeps.run m3_monthly --data stores.parquet --horizon 12 --drop-short-series   # unique_id, ds, y
+  python -m sweeps.run panel --data stores.parquet --horizon 12 --levels 80 95   # any panel, with intervals
   python -m sweeps.run air_rnn --resume                          # continue the latest air_rnn sweep
   python -m sweeps.run air_rnn --address auto --gpus-per-trial 0.25 --storage-path s3://bucket/sweeps
   python -m sweeps.run air_rnn --address auto --tpu-chips-per-trial 4 --storage-path gs://bucket/sweeps
@@ -181,6 +182,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="leave out the series too short for some configuration of the space, instead of refusing the panel",
     )
+    data.add_argument(
+        "--levels",
+        type=float,
+        nargs="+",
+        metavar="LEVEL",
+        help="prediction intervals at these levels (percent, e.g. 80 95) for the answer and every baseline, scored on "
+        "the test window: coverage, width and MSIS",
+    )
     budget.add_argument(
         "--answer-top-k",
         type=int,
@@ -262,6 +271,7 @@ def plan_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser, ar
         max_failures=args.max_failures,
         trial_timeout_s=args.trial_timeout,
         mlflow_uri=args.mlflow_uri,
+        levels=args.levels or (),
     )
     return dataclasses.replace(plan, address=args.address, arguments=tuple(arguments))
 

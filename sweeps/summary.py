@@ -233,10 +233,11 @@ def _forecast_plot(plan: SweepPlan, answer: Answer, scores: dict[str, Any]) -> b
 
     train, val, _, test = plan.parts()
     title = f"{plan.name}: validation MAPE {scores['validation_mape']:.2f} % (chosen on it)"
-    test_forecast = None
+    test_forecast, test_bands = None, None
     if test is not None:
         title += f", test MAPE {scores['test_mape']:.2f} % (never seen)"
         test_forecast = pd.Series(answer.forecasts["test"]["answer"], index=test.series(0).index)
+        test_bands = _answer_bands(answer, np.ones(len(test.values), dtype=bool))
     validation = pd.Series(answer.forecasts["validation"]["answer"], index=val.series(0).index)
     buffer = io.BytesIO()
     plot_forecast(
@@ -247,8 +248,17 @@ def _forecast_plot(plan: SweepPlan, answer: Answer, scores: dict[str, Any]) -> b
         title=title,
         test=None if test is None else test.series(0),
         test_forecast=test_forecast,
+        test_bands=test_bands,
     )
     return buffer.getvalue()
+
+
+def _answer_bands(answer: Answer, rows: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The answer's intervals at the rows of the test part chosen by the mask `rows`, widest first, for a plot."""
+    from forecaster.intervals import level_name
+
+    found = answer.bounds.get("answer", {})
+    return {f"{level_name(level)} %": (found[level][0][rows], found[level][1][rows]) for level in sorted(found)[::-1]}
 
 
 def _judged(scores: dict[str, Any]) -> str:
@@ -279,9 +289,10 @@ def _series_plot(plan: SweepPlan, answer: Answer, per_series: pd.DataFrame, scor
     baseline = _best_baseline(scores, metric)
     flat = answer.forecasts[part]
     rows = np.repeat(np.arange(len(window)), window.lengths)
-    panels = []
+    panels, bands = [], []
     for label, index in picks.items():
         mine = rows == index
+        bands.append(_answer_bands(answer, mine) if part == "test" else {})
         lines = {"answer": flat["answer"][mine]}
         if baseline:
             lines[baseline] = flat[baseline][mine]
@@ -301,7 +312,7 @@ def _series_plot(plan: SweepPlan, answer: Answer, per_series: pd.DataFrame, scor
         )
     buffer = io.BytesIO()
     plot_series_forecasts(
-        panels, buffer, title=f"{plan.name}: the answer on its best, median and worst series ({part})"
+        panels, buffer, title=f"{plan.name}: the answer on its best, median and worst series ({part})", bands=bands
     )
     return buffer.getvalue()
 

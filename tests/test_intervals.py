@@ -119,6 +119,12 @@ def test_a_calibration_reads_nothing_after_each_series_training_part():
     calibration = calibration_forecast(config, 3, train, 6, threads=1)
     assert calibration.ids.tolist() == ["s0", "s1", "s2"] and np.isfinite(calibration.forecast).all()
     assert calibration.actual[:, 0].tolist() == train.series(0).to_numpy()[-6:].tolist()  # its last horizon
+    rolled = calibration_forecast(config, 3, train, 6, origins=7, threads=1)  # from every point of the gap too
+    assert len(rolled.ids) == 21 and sorted(set(rolled.origins.tolist())) == list(range(7))
+    assert np.isfinite(rolled.forecast).all() and np.isfinite(rolled.actual).all()
+    first = train.series(0).to_numpy()  # s0's window after reading 2 of the gap's 6 points: its points 30-35 of 42
+    column = np.flatnonzero((rolled.ids == "s0") & (rolled.origins == 2))[0]
+    assert rolled.actual[:, column].tolist() == first[-12 + 2 : -12 + 2 + 6].tolist()
     errors, ids = scaled_errors([calibration, calibration])
     assert ids.tolist() == ["s0", "s1", "s2"]
     np.testing.assert_allclose(errors, np.abs(calibration.actual - calibration.forecast) / calibration.scale)
