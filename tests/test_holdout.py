@@ -39,6 +39,7 @@ def holdout(local_ray, tmp_path_factory):
             split_after="1958-01-01",
             test_after="1959-01-01",
             answer_top_k=2,
+            levels=(80, 95),
             pins={"hidden_dim": 8, "n_rnn_layers": 1},
             storage_path=str(folder / "sweeps"),
             name="holdout",
@@ -127,3 +128,20 @@ def test_the_report_rebuilds_the_answers_scores_from_storage(holdout, capsys):
     plan, run = holdout
     assert report([plan.experiment_path]) == 0
     assert f"which no trial saw): {run.scores['test_mape']:.2f} %" in capsys.readouterr().out
+
+
+def test_the_answer_of_one_series_has_ordered_intervals_in_its_units_calibrated_before_the_test_window(holdout):
+    plan, run = holdout
+    test = pd.read_parquet(Path(plan.experiment_path, "forecasts.parquet")).query("part == 'test'")
+    low80, high80, low95, high95 = (test[f"answer-{side}-{level}"] for level in (80, 95) for side in ("lo", "hi"))
+    assert len(test) == 23 and ((low95 <= low80) & (low80 <= high80) & (high80 <= high95)).all()
+    assert ((low95 <= test.answer) & (test.answer <= high95)).all() and (low95 >= 0).all()  # passengers, never < 0
+    assert ((high80 - low80) / test.answer).between(0.01, 2).all()
+    intervals = run.scores["intervals"]
+    assert intervals["answer"]["coverage_95"] == pytest.approx(((test.y >= low95) & (test.y <= high95)).mean())
+    calibration = intervals["calibration"]
+    # One series: every origin of the validation part forecasts a horizon of the training part, every step pooled.
+    assert calibration["steps_pooled"] and calibration["calibration_series"] == 1
+    assert calibration["refit_trials"] == run.results.trials.trial_id.head(2).tolist()
+    for baseline in ("seasonal naive", "AutoETS", "Theta", "AutoCES"):
+        assert 0 <= intervals[baseline]["coverage_80"] <= intervals[baseline]["coverage_95"] <= 1

@@ -63,8 +63,16 @@ def plan_of(tmp_path, path, pins=(), **options):
     )
 
 
-def test_no_trial_is_given_a_test_point_of_any_series(tmp_path):
-    plan = plan_of(tmp_path, panel_csv(tmp_path))
+@pytest.mark.parametrize("sweep", ["m3_monthly", "panel"])
+def test_no_trial_is_given_a_test_point_of_any_series(tmp_path, sweep):
+    """What a trial is given ends before each series' test window, whichever shape it trains (the panel sweep
+    searches both; that no window of either shape reads past what it is given is tests/test_direct.py's)."""
+    path = panel_csv(tmp_path)
+    if sweep == "panel":
+        plan = make_plan("panel", data=path, horizon=HORIZON, storage_path=str(tmp_path / "sweeps"))
+        assert set(plan.sweep.space["shape"].values) == {"recurrent", "direct"}
+    else:
+        plan = plan_of(tmp_path, path)
     given, test, whole = trial_inputs(plan)["panel"], plan.test, plan.panel
     assert list(given.ids) == list(test.ids) == list(whole.ids) and len(whole) == 5
     assert (test.lengths == HORIZON).all() and (given.lengths + test.lengths == whole.lengths).all()
@@ -231,3 +239,31 @@ def test_an_interrupted_panel_sweep_resumes_to_the_planned_trials_and_writes_wha
         "stopped by Ctrl+C while the answer was scored; every trial had ended and is stored. Score it and write its "
         f"files with:  python -m sweeps.report {folder}"
     ) in stopped
+
+
+@pytest.mark.slow
+def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_units(tmp_path):
+    """`python -m sweeps.run panel --data FILE --horizon 6 --smoke-test --levels 80 95`, as a user runs it on a panel
+    of their own: its space resolved on the data, the answer and every baseline with ordered bounds at both levels
+    around forecasts in each series' units (levels of 10 to 1,000), and their coverage as forecasts.parquet gives it."""
+    path = panel_csv(tmp_path)
+    arguments = ["panel", "--data", path, "--horizon", str(HORIZON), "--smoke-test", "--levels", "80", "95"]
+    done = sweeps_run(*arguments, "--storage-path", str(tmp_path), "--name", "mine", timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    assert "resolved   " in out and "(for this data)" in out
+    assert "Prediction intervals on the test window" in out and "the answer's: conformal, from" in out
+    folder = tmp_path / "mine"
+    test = pd.read_parquet(folder / "forecasts.parquet").query("part == 'test'")
+    methods = ["answer", "seasonal naive", "AutoETS", "Theta", "AutoCES"]
+    intervals = json.loads((folder / "best_config.json").read_text())["answer"]["intervals"]
+    for method in methods:
+        low80, high80, low95, high95 = (test[f"{method}-{side}-{level}"] for level in (80, 95) for side in ("lo", "hi"))
+        assert ((low95 <= low80) & (low80 <= high80) & (high80 <= high95)).all(), method
+        assert ((low95 <= test[method]) & (test[method] <= high95)).all(), method
+        inside = ((test.y >= low80) & (test.y <= high80)).mean()
+        assert intervals[method]["coverage_80"] == pytest.approx(inside), method
+        assert intervals[method]["msis_95"] > 0
+    width = (test["answer-hi-80"] - test["answer-lo-80"]) / test.y  # in each series' units: relative to its level
+    assert width.groupby(test.unique_id).median().between(0.001, 2).all()
+    assert intervals["calibration"]["calibration_series"] == 5 and not intervals["calibration"]["unbounded_levels"]
