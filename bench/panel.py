@@ -167,7 +167,54 @@ def answer_rules(folder: str) -> dict:
     for k in (3, 5):
         each = [i for shape in sorted(set(shapes)) for i in [j for j in order if shapes[j] == shape][:k]]
         rules[f"mean of top {k} of each shape"] = score(each)
-    return {"shapes_ranked": shapes, "rules": rules}
+    found = {"shapes_ranked": shapes, "rules": rules}
+    if plan.levels:
+        found["interval_methods"] = interval_methods(folder, plan, [forecasts[i] for i in order[: plan.sweep.answer_top_k]])
+    return found
+
+
+def interval_methods(folder: str, plan, top: list) -> dict:
+    """Coverage, width and MSIS on the test windows of two cheaper ways to bound the answer than the sweep's own
+    (conformal on forecasts of points that ranked no trial, from configurations trained again): conformal on the
+    answer's own validation errors, the points that ranked the trials; and the spread of the top models' forecasts
+    (the mean plus and minus z times their standard deviation, as if normal)."""
+    import numpy as np
+    import pandas as pd
+    from scipy.stats import norm
+
+    from forecaster.intervals import bands, conformal_quantiles, interval_scores, level_name
+    from forecaster.metrics import mase_scales
+    from forecaster.transforms import error_scales
+
+    train, _, seen, test = plan.parts()
+    h, series = int(test.lengths.max()), len(test)
+    grid = lambda flat: np.asarray(flat).reshape(series, h).T  # noqa: E731 (every series' windows are H long here)
+    frame = pd.read_parquet(Path(folder, "forecasts.parquet"))
+    validation = frame[frame["part"] == "validation"]
+    answer, actual = grid(frame.loc[frame["part"] == "test", "answer"]), grid(test.values)
+    scales, msis_scales = error_scales(train), mase_scales(seen)
+    msis_scales = np.where(msis_scales > 0, msis_scales, np.nan)
+    errors = np.abs(grid(validation["y"]) - grid(validation["answer"])) / scales[None, :]
+    spread = np.std(np.stack([grid(forecast) for forecast in top]), axis=0)
+    methods = {
+        "conformal on the validation errors (which ranked the trials)": bands(
+            answer, scales, conformal_quantiles(errors, plan.levels)
+        ),
+        f"spread of the top {len(top)} models, normal": {
+            level: (answer - norm.ppf(0.5 + level / 200) * spread, answer + norm.ppf(0.5 + level / 200) * spread)
+            for level in plan.levels
+        },
+    }
+    found = {}
+    for method, by_level in methods.items():
+        found[method] = {}
+        for level, (lower, upper) in by_level.items():
+            scores = interval_scores(actual, lower, upper, msis_scales, level)
+            name = level_name(level)
+            found[method][f"coverage_{name}"] = round(float(((actual >= lower) & (actual <= upper)).mean()), 4)
+            found[method][f"width_{name}"] = round(float(np.nanmean(scores["width"])), 3)
+            found[method][f"msis_{name}"] = round(float(np.nanmean(scores["msis"])), 3)
+    return found
 
 
 def run_peer(python: str, seed: int, dataset: str, trials: int, cpus: int, folder: str, budget: float | None) -> dict:
