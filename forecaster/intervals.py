@@ -137,9 +137,10 @@ def calibration_forecast(
     `horizon` points and the `gap` before them (default: a horizon; the answer's validation part), and forecast
     `horizon` points from the end of the gap and, with `origins` > 1, from as many points evenly spread over the gap
     back to its start (see Calibration). Series too short for that are left out."""
-    from forecaster.train import fit
+    from forecaster.train import fit, quiet_lightning
     from forecaster.transforms import error_scales
 
+    quiet_lightning()  # in a sweep's Ray task, as in a trial: no banner per fit
     gap = horizon if gap is None else gap
     result = fit(
         config.replace(n_epochs=epochs), train, val_size=gap, test_size=horizon, drop_short=True, **fit_options
