@@ -161,7 +161,7 @@ def answer_rules(folder: str) -> dict:
         return {metric: round(float(result[metric]), 3) for metric in ("smape", "mase")}
 
     order = list(range(len(forecasts)))
-    rules = {f"mean of top {k}": score(order[:k]) for k in (1, 3, 5, 10, 15) if k <= len(order)}
+    rules = {f"mean of top {k}": score(order[:k]) for k in (1, 3, 5, 8, 10, 15) if k <= len(order)}
     rules[f"mean of all {len(order)}"] = score(order)
     rules["median of top 10"] = score(order[:10], np.median)
     for k in (3, 5):
@@ -169,7 +169,9 @@ def answer_rules(folder: str) -> dict:
         rules[f"mean of top {k} of each shape"] = score(each)
     found = {"shapes_ranked": shapes, "rules": rules}
     if plan.levels:
-        found["interval_methods"] = interval_methods(folder, plan, [forecasts[i] for i in order[: plan.sweep.answer_top_k]])
+        found["interval_methods"] = interval_methods(
+            folder, plan, [forecasts[i] for i in order[: plan.sweep.answer_top_k]]
+        )
     return found
 
 

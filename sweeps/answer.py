@@ -262,9 +262,10 @@ def _top_models(plan: SweepPlan, results: SweepResults) -> list[tuple[str, Any]]
     return models
 
 
-CALIBRATION_REFITS = 3
+CALIBRATION_REFITS = 2
 """How many of the answer's top configurations are trained again to calibrate its intervals (each for its trial's
-best epoch count; their mean forecast stands for the answer's mean of models). They run at once where Ray has room."""
+best epoch count; their mean forecast stands for the answer's mean of models). They run at once where Ray has room:
+two fit beside each other on a laptop's two cores."""
 
 
 def _answer_bounds(plan: SweepPlan, results: SweepResults, top: list, forecast: np.ndarray, bounds: dict) -> dict:

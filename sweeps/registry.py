@@ -179,7 +179,7 @@ SWEEPS: dict[str, Sweep] = {
             space={
                 "shape": Choice("recurrent", "direct"),
                 "model": Choice("GRU", "LSTM"),
-                "hidden_dim": Choice(64, 96),
+                "hidden_dim": 64,
                 "n_rnn_layers": 1,
                 "dropout": 0.0,
                 "batch_size": 512,
@@ -207,12 +207,12 @@ SWEEPS: dict[str, Sweep] = {
                 "activation": "ReLU",
             },
             max_epochs=40,
-            num_samples=24,
+            num_samples=16,
             scheduler_options={"grace_period": 20, "reduction_factor": 2},
             dataset=None,
             drops_unusable_series=True,
             metric="smape",
-            answer_top_k=10,
+            answer_top_k=8,
         ),
     ]
 }
