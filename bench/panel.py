@@ -176,10 +176,11 @@ def answer_rules(folder: str) -> dict:
 
 
 def interval_methods(folder: str, plan, top: list) -> dict:
-    """Coverage, width and MSIS on the test windows of two cheaper ways to bound the answer than the sweep's own
+    """Coverage, width and MSIS on the test windows of cheaper ways to bound the answer than the sweep's own
     (conformal on forecasts of points that ranked no trial, from configurations trained again): conformal on the
-    answer's own validation errors, the points that ranked the trials; and the spread of the top models' forecasts
-    (the mean plus and minus z times their standard deviation, as if normal)."""
+    answer's own validation errors, the points that ranked the trials, symmetric (absolute errors) or each side from
+    the signed errors; and the spread of the top models' forecasts (the mean plus and minus z times their standard
+    deviation, as if normal)."""
     import numpy as np
     import pandas as pd
     from scipy.stats import norm
@@ -196,12 +197,22 @@ def interval_methods(folder: str, plan, top: list) -> dict:
     answer, actual = grid(frame.loc[frame["part"] == "test", "answer"]), grid(test.values)
     scales, msis_scales = error_scales(train), mase_scales(seen)
     msis_scales = np.where(msis_scales > 0, msis_scales, np.nan)
-    errors = np.abs(grid(validation["y"]) - grid(validation["answer"])) / scales[None, :]
+    signed = (grid(validation["y"]) - grid(validation["answer"])) / scales[None, :]
     spread = np.std(np.stack([grid(forecast) for forecast in top]), axis=0)
+    tails = {level: 100 - (100 - level) / 2 for level in plan.levels}  # each side's own conformal quantile
+    below = conformal_quantiles(-signed, list(tails.values()))
+    above = conformal_quantiles(signed, list(tails.values()))
     methods = {
         "conformal on the validation errors (which ranked the trials)": bands(
-            answer, scales, conformal_quantiles(errors, plan.levels)
+            answer, scales, conformal_quantiles(np.abs(signed), plan.levels)
         ),
+        "the same, each side from its own signed errors": {
+            level: (
+                answer - below[tail][: len(answer), None] * scales[None, :],
+                answer + above[tail][: len(answer), None] * scales[None, :],
+            )
+            for level, tail in tails.items()
+        },
         f"spread of the top {len(top)} models, normal": {
             level: (answer - norm.ppf(0.5 + level / 200) * spread, answer + norm.ppf(0.5 + level / 200) * spread)
             for level in plan.levels
