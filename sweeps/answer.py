@@ -304,6 +304,7 @@ def _answer_bounds(plan: SweepPlan, results: SweepResults, top: list, forecast: 
         "method": "conformal: scaled errors of the top configurations trained again, on points that ranked no trial",
         "refit_trials": [trial_id for trial_id, _ in top[: len(jobs)]],
         "calibration_series": len(set(ids)),
+        "series": len(test),
         "calibration_errors": int(errors.size),
         "steps_pooled": errors.shape[1] < POOLED_BELOW,
         "unbounded_levels": unbounded,
@@ -469,6 +470,12 @@ def _describe_intervals(intervals: dict[str, Any] | None) -> list[str]:
             f"forecasting points that ranked no trial ({calibration['calibration_errors']} errors of "
             f"{calibration['calibration_series']} series{pooled}; {calibration['seconds']:.0f} s)"
         )
+        short = calibration.get("series", 0) - calibration["calibration_series"]
+        if short > 0:
+            lines.append(
+                f"  {short} series, too short to train with a horizon and a validation part's length less, take the "
+                "others' quantiles, in their own scale"
+            )
         lines += [
             f"  no {level_name(level)} % interval for the answer: {calibration['calibration_errors']} calibration "
             f"errors cannot bound it (it takes {math.ceil(100 / (100 - level)) - 1}); lower the level"
