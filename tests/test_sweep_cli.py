@@ -134,6 +134,14 @@ BAD_OPTIONS = {  # name: (options, what the error says)
     ),
     "test-window-not-a-date": (["--test-after", "soon"], "test_after='soon' is not a date"),
     "answer-top-k": (["--answer-top-k", "0"], "--answer-top-k 0 must be at least 1"),
+    "level-100": (
+        ["--test-after", "1959-12-01", "--levels", "80", "100"],
+        "--levels: level 100.0 must be a percentage strictly between 0 and 100, e.g. 80 or 95",
+    ),
+    "levels-without-a-test-window": (
+        ["--levels", "80"],
+        "--levels: the intervals are scored on a test window, and this sweep has none: give --test-after DATE",
+    ),
     "mlflow-folder": (["--mlflow-uri", "mlruns"], "refuses it unless MLFLOW_ALLOW_FILE_STORE=true is set"),
 }
 
