@@ -67,10 +67,12 @@ def test_one_series_trains_and_its_checkpoint_forecasts_the_same_without_lightni
     )
     saved = tmp_path / "history.csv"
     history.rename("y").to_csv(saved, index_label="ds")
-    done = subprocess.run(
-        [sys.executable, "-c", script, path, str(saved)], cwd=ROOT, capture_output=True, text=True, check=True
-    )
-    assert json.loads(done.stdout) == pytest.approx(forecast, rel=1e-6)
+    if loss == "mse":  # a process that never imports Lightning, once: the loss changes nothing a forecast reads
+        done = subprocess.run(
+            [sys.executable, "-c", script, path, str(saved)], cwd=ROOT, capture_output=True, text=True, check=True
+        )
+        assert json.loads(done.stdout) == pytest.approx(forecast, rel=1e-6)
+    assert RNNNet.load_best_model(path).forecast(history, 23) == pytest.approx(forecast, rel=1e-6)
     assert RNNForecaster.load_from_checkpoint(path).forecast(history, 23) == pytest.approx(forecast, rel=1e-6)
 
 
