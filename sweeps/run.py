@@ -310,6 +310,7 @@ def banner(plan: SweepPlan, at_once: int, cluster: str, session: RaySession) -> 
         f"{f' ({options})' if options else ''}, ranking on {scheduler.metric(sweep)}",
         f"  searching  {searched}" + (f"; pinned {pinned}" if pinned else ""),
         *resolved_lines(plan),
+        *transform_lines(plan),
         f"  ray        {session.describe()}",
         f"  per trial  {plan.resources.describe()}: {at_once} trial(s) at once on {cluster}",
         f"  dashboard  {dashboard_line(session)}",
@@ -325,6 +326,23 @@ def resolved_lines(plan: SweepPlan) -> list[str]:
     if not resolved:
         return []
     return [f"  resolved   {'; '.join(f'{key} {value}' for key, value in resolved.items())} (for this data)"]
+
+
+def transform_lines(plan: SweepPlan) -> list[str]:
+    """The banner's line of which series target_transform='log_if_positive' logs: those whose every point the trials
+    are given is above 0 (the others as they are, named)."""
+    if plan.sweep.space.get("target_transform") != "log_if_positive":
+        return []
+    _, _, given, _ = plan.parts()
+    positive = np.minimum.reduceat(given.values, given.offsets[:-1]) > 0
+    if positive.all():
+        return [f"  transform  the log of every series (all {len(given)} are above 0)"]
+    others = [repr(str(given.ids[index])) for index in np.flatnonzero(~positive)]
+    named = ", ".join(others[:5]) + (", ..." if len(others) > 5 else "")
+    return [
+        f"  transform  the log of {int(positive.sum())} of {len(given)} series; {len(others)} with a value at or "
+        f"below 0 as they are: {named}"
+    ]
 
 
 def describe_data(plan: SweepPlan) -> list[str]:

@@ -135,6 +135,7 @@ def test_every_corner_of_the_registered_sweeps_is_a_valid_config(data):
 
 
 def test_the_panel_sweep_resolves_on_each_panel_and_says_what_it_needs(tmp_path):
+    from sweeps.run import transform_lines
     from tests.test_panel import monthly_panel_frame
 
     monthly = tmp_path / "monthly.csv"
@@ -144,6 +145,15 @@ def test_the_panel_sweep_resolves_on_each_panel_and_says_what_it_needs(tmp_path)
     assert space["input_chunk_length"] == ByValue("shape", {"recurrent": 6, "direct": Choice(6, 9)})
     assert (space["training_length"], space["calendar"], space["deseasonalise"]) == (10, True, True)
     assert len(plan.panel) == 3 and plan.panel.dropped == ()
+    assert transform_lines(plan) == ["  transform  the log of every series (all 3 are above 0)"]
+    frame = monthly_panel_frame(lengths=(40, 52, 46))
+    frame.loc[frame.index[frame["unique_id"] == frame["unique_id"].iloc[-1]][3], "y"] = 0.0  # in its training part
+    frame.to_csv(monthly, index=False)
+    zero = make_plan("panel", data=str(monthly), horizon=6, storage_path=str(tmp_path))
+    last = repr(str(frame["unique_id"].iloc[-1]))
+    assert transform_lines(zero) == [
+        f"  transform  the log of 2 of 3 series; 1 with a value at or below 0 as they are: {last}"
+    ]
     yearly = tmp_path / "yearly.csv"
     frame = pd.DataFrame({"ds": pd.date_range("1990", periods=14, freq="YS"), "y": np.arange(14.0) + 5})
     frame.to_csv(yearly, index=False)
