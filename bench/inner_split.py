@@ -82,8 +82,9 @@ def setting_values(changes: list[str], horizon: int) -> dict:
 
 def one_fit(job: tuple) -> dict:
     """One setting and seed: its best model's inner-test forecasts (a long table of its kept series)."""
-    name, values, seed, epochs, dataset, horizon, official = job
+    name, values, seed, epochs, dataset, horizon, official, refit = job
     import lightning as L
+    import numpy as np
     import torch
 
     from forecaster.config import ForecasterConfig
@@ -110,15 +111,33 @@ def one_fit(job: tuple) -> dict:
     result = fit(config, panel, val_size=horizon, test_size=horizon, drop_short=True, callbacks=[keeper])
     parts, model = result.parts, result.model
     model.load_state_dict(keeper.state)
-    return {
-        "setting": name,
-        "seed": seed,
-        "best_epoch": keeper.epoch,
-        "best_val_smape": keeper.best,
-        "fit_seconds": result.fit_seconds,
-        "ids": [str(i) for i in parts.test.ids],
-        "forecast": model.forecast_part(parts.seen, parts.test).tolist(),
-    }
+    runs = [
+        {
+            "setting": name,
+            "seed": seed,
+            "best_epoch": keeper.epoch,
+            "best_val_smape": keeper.best,
+            "fit_seconds": result.fit_seconds,
+            "ids": [str(i) for i in parts.test.ids],
+            "forecast": model.forecast_part(parts.seen, parts.test).tolist(),
+        }
+    ]
+    if refit:  # the same configuration trained again through the validation part, for the best epoch count
+        kept = panel.take(np.isin(panel.ids, parts.test.ids))
+        again = fit(config.replace(n_epochs=keeper.epoch), kept, val_size=horizon, test_size=0, drop_short=True)
+        trained, window = again.parts.train, again.parts.val  # the test window stands as a validation part never used
+        forecast = again.model.forecast_part(trained, window).reshape(len(window), horizon)
+        rows = {str(series_id): index for index, series_id in enumerate(window.ids)}
+        runs.append(
+            runs[0]
+            | {
+                "setting": f"{name}+refit",
+                "fit_seconds": again.fit_seconds,
+                "ids": [i for i in runs[0]["ids"] if i in rows],
+                "forecast": np.concatenate([forecast[rows[i]] for i in runs[0]["ids"] if i in rows]).tolist(),
+            }
+        )
+    return runs
 
 
 def scores(test, seen, forecasts: dict, ids: list[str]) -> dict:
@@ -192,6 +211,11 @@ def main() -> None:
         action="store_true",
         help="score on the official hold-out instead: only for the few settings already chosen on the inner split",
     )
+    parser.add_argument(
+        "--refit",
+        action="store_true",
+        help="also score each fit trained again through its validation part for its best epoch count",
+    )
     args = parser.parse_args()
     if args.official and args.horizon:
         parser.error("--official scores on the panel's own hold-out: leave --horizon out")
@@ -201,12 +225,15 @@ def main() -> None:
     settings = {name: [*args.common, *changes] for name, changes in settings.items()}
     values = {name: setting_values(changes, horizon) for name, changes in settings.items()}
     jobs = [
-        (name, values[name], seed, args.epochs, args.dataset, horizon, args.official)
+        (name, values[name], seed, args.epochs, args.dataset, horizon, args.official, args.refit)
         for name in values
         for seed in args.seeds
     ]
     with ProcessPoolExecutor(args.processes) as pool:
-        runs = list(pool.map(one_fit, jobs))
+        runs = [run for found in pool.map(one_fit, jobs) for run in found]
+    if args.refit:
+        values |= {f"{name}+refit": values[name] for name in values}
+        settings |= {f"{name}+refit": settings[name] + ["(trained again through validation)"] for name in settings}
     common = set(runs[0]["ids"]).intersection(*(run["ids"] for run in runs))
     ids = [str(i) for i in seen_inner.ids if str(i) in common]  # the panel's order
     history, test = seen_inner.split_last(horizon)
