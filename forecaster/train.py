@@ -412,6 +412,21 @@ def fit(
     )
 
 
+def fit_through(
+    config: ForecasterConfig, epochs: int, seen: Panel, steps: int, metric: str | None = None, **fit_options: Any
+) -> tuple[np.ndarray, np.ndarray]:
+    """Train `config` for `epochs` (a trial's best epoch count) on every point of `seen` but each series' last, which
+    the training loop validates on and the forecast reads, and forecast `steps` points after each series' end: a
+    sweep's configuration refit through its validation part (neuralforecast's `refit_with_val`), so that what it
+    forecasts follows right after what it learnt. Returns the ids of the series it kept (those long enough for a
+    training window) and their (steps, S) forecast, in original units."""
+    quiet_lightning()  # in a sweep's Ray task, as in a trial: no banner per fit
+    config = config.replace(n_epochs=epochs, val_origins=1)
+    result = fit(config, seen, val_size=1, metric=metric, drop_short=True, **fit_options)
+    kept = seen.take(np.isin(seen.ids, result.parts.seen.ids))
+    return kept.ids, result.model.forecast_columns(kept, steps)
+
+
 def validation_forecast(model: RNNForecaster, parts: FitParts) -> pd.DataFrame:
     """The model's forecast of every series' validation part from the end of its training part: unique_id, ds, y
     and forecast, one row per validation point."""

@@ -47,6 +47,9 @@ PARTS = ("validation", "test")
 COMBINATION = "combination"
 """The column and key of the combination: the mean of the answer and COMBINED's forecasts."""
 COMBINED = ("AutoETS", "Theta", "AutoCES")
+AS_TRAINED = "answer before refit"
+"""With `refit_answer`: the answer as the trials trained it (on the training parts only), reported beside the refit
+one, which is the answer."""
 STATISTICAL_COMBINATION = "statistical combination"
 """A baseline for the combination: the mean of COMBINED's forecasts alone, which says what the answer adds to it."""
 
@@ -69,6 +72,9 @@ class Answer:
     them), {level: (lower, upper)}, flat in the test part's row order."""
     calibration: dict[str, Any] = dataclasses.field(default_factory=dict)
     """How the answer's intervals were calibrated (`_answer_bounds`), or why they could not be."""
+    refit: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """With the sweep's `refit_answer`: which configurations were trained again through the validation parts, for
+    how many epochs, and how long it took (`_refit_answer`)."""
 
     def per_series(self, plan: SweepPlan) -> pd.DataFrame:
         """One row per series, part and method: unique_id, part, method, mape, smape, mase (NaN where undefined)."""
@@ -138,6 +144,7 @@ class Answer:
             "test_points": None if test is None else int(test.lengths.max()),
             "baselines": dict(sorted(baselines.items(), key=lambda item: _order(item[0]))),
             "selection": self.selection,
+            **({"refit": self.refit} if self.refit else {}),
             **extra,
         }
 
@@ -206,11 +213,16 @@ def build_answer(plan: SweepPlan, results: SweepResults) -> Answer | None:
     }
     bounds: dict[str, dict[float, tuple[np.ndarray, np.ndarray]]] = {}
     calibration: dict[str, Any] = {}
+    refit: dict[str, Any] = {}
     if test is not None:
         forecasts["test"] = {"answer": np.mean([model.forecast_part(seen, test) for model in models], axis=0)}
+        if plan.sweep.refit_answer:
+            refit = _refit_answer(plan, results, top, forecasts["test"])
         if plan.levels:
             calibration = _answer_bounds(plan, results, top, forecasts["test"]["answer"], bounds)
     unavailable, fell_back = _baselines(plan, forecasts, bounds)
+    if refit:
+        fell_back[AS_TRAINED] = []
     if test is not None and len(test) > 1 and all(name in forecasts["test"] for name in COMBINED):
         statistical = [forecasts["test"][name] for name in COMBINED]
         forecasts["test"][STATISTICAL_COMBINATION] = np.mean(statistical, axis=0)
@@ -224,6 +236,7 @@ def build_answer(plan: SweepPlan, results: SweepResults) -> Answer | None:
         selection=_selection(results),
         bounds=bounds,
         calibration=calibration,
+        refit=refit,
     )
 
 
@@ -268,25 +281,69 @@ best epoch count; their mean forecast stands for the answer's mean of models). T
 two fit beside each other on a laptop's two cores."""
 
 
+def _best_epochs(results: SweepResults, top: list) -> list[tuple[Any, int]]:
+    """(configuration, its trial's best epoch count) of each of the `top` trials' models."""
+    epochs = results.trials.set_index("trial_id")["best_epoch"]
+    return [(model.config, int(epochs[trial_id])) for trial_id, model in top]
+
+
+def _refit_answer(plan: SweepPlan, results: SweepResults, top: list, test_forecasts: dict) -> dict:
+    """The answer refit: each of the `top` configurations trained again on every point before the test windows (its
+    validation part too) for its trial's best epoch count, their mean forecast replacing the answer's in
+    `test_forecasts`; the answer as the trials trained it stays beside it as AS_TRAINED. A series no refit kept (too
+    short for a training window, which the sweep's own models read anyway) keeps the as-trained forecast. Returns
+    what was done."""
+    import time
+
+    from forecaster.train import fit_through
+
+    started = time.perf_counter()
+    _, _, seen, test = plan.parts()
+    steps = int(test.lengths.max())
+    jobs = _best_epochs(results, top)
+    found = _fits_on_ray(plan, fit_through, jobs, seen, steps, plan.sweep.metric)
+    columns = np.repeat(np.arange(len(test)), test.lengths)
+    as_trained = test_forecasts["answer"]
+    grid = np.full((steps, len(test)), np.nan)
+    grid[test.positions, columns] = as_trained
+    totals, counts = np.zeros_like(grid), np.zeros(len(test))
+    rows = {series_id: index for index, series_id in enumerate(test.ids)}
+    for ids, forecast in found:
+        where = np.array([rows[series_id] for series_id in ids], dtype=np.int64)
+        totals[:, where] += forecast
+        counts[where] += 1
+    refit = np.where(counts > 0, totals / np.maximum(counts, 1), grid)
+    test_forecasts[AS_TRAINED] = as_trained
+    test_forecasts["answer"] = refit[test.positions, columns]
+    return {
+        "trials": [trial_id for trial_id, _ in top],
+        "epochs": [epochs for _, epochs in jobs],
+        "series_as_trained": [str(i) for i in test.ids[counts == 0]],
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
 def _answer_bounds(plan: SweepPlan, results: SweepResults, top: list, forecast: np.ndarray, bounds: dict) -> dict:
     """The answer's intervals on the test windows, into `bounds["answer"]`, by conformal calibration
     (forecaster.intervals): the top configurations trained again on each series' training part less its last
-    horizon and the gap the answer forecasts across (its validation part), forecasting that last horizon, which ranked
-    no trial; their errors, scaled by each series' scale, give each step's half-width. With few series, forecasts from
-    every point of the gap too, every step's errors pooled. Returns how it was done."""
+    horizon and the gap the answer forecasts across, forecasting that last horizon, which ranked no trial; their
+    errors, scaled by each series' scale, give each step's half-width. The gap is the validation part for an answer
+    as the trials trained it, one point for a refit answer (which trains through all but the last point it reads).
+    With few series, forecasts from every point of the gap too, every step's errors pooled. Returns how it was
+    done."""
     import time
 
-    from forecaster.intervals import POOLED_BELOW, bands, conformal_quantiles, scaled_errors
+    from forecaster.intervals import POOLED_BELOW, bands, calibration_forecast, conformal_quantiles, scaled_errors
     from forecaster.transforms import error_scales
 
     started = time.perf_counter()
     train, val, seen, test = plan.parts()
-    horizon, gap = int(test.lengths.max()), int(val.lengths.max())
-    epochs = results.trials.set_index("trial_id")["best_epoch"]
-    jobs = [(model.config, int(epochs[trial_id])) for trial_id, model in top[:CALIBRATION_REFITS]]
+    horizon = int(test.lengths.max())
+    gap = 1 if plan.sweep.refit_answer else int(val.lengths.max())
+    jobs = _best_epochs(results, top[:CALIBRATION_REFITS])
     few = len(test) < POOLED_BELOW
     try:
-        calibrations = _calibrations(plan, jobs, train, horizon, gap, origins=gap + 1 if few else 1)
+        calibrations = _fits_on_ray(plan, calibration_forecast, jobs, train, horizon, gap, gap + 1 if few else 1)
     except SeriesError as error:  # no series has room for a calibration window
         return {"unavailable": f"no series is long enough to calibrate intervals: {error}"}
     errors, ids = scaled_errors(calibrations)
@@ -312,28 +369,27 @@ def _answer_bounds(plan: SweepPlan, results: SweepResults, top: list, forecast: 
     }
 
 
-def _calibrations(plan: SweepPlan, jobs: list, train: Panel, horizon: int, gap: int, origins: int) -> list:
-    """The calibration forecasts of `jobs` ((config, epochs) each): Ray tasks of a trial's resources, all at once,
-    on the sweep's Ray; in this process, one after the other, without one (sweeps.report)."""
+def _fits_on_ray(plan: SweepPlan, function, jobs: list, panel: Panel, *arguments) -> list:
+    """`function(config, epochs, panel, *arguments)` for each of `jobs` ((config, epochs) each): Ray tasks of a
+    trial's resources, all at once, on the sweep's Ray; in this process, one after the other, without one
+    (sweeps.report)."""
     import os
 
     import ray
 
-    from forecaster.intervals import calibration_forecast
     from sweeps.trial import LOGICAL_ACCELERATORS
 
     resources = plan.resources
     options: dict[str, Any] = {"threads": max(1, int(resources.cpus)), "accelerator": "cpu"}
-    arguments = (train, horizon, gap, origins)
     if not ray.is_initialized():
-        return [calibration_forecast(config, epochs, *arguments, **options) for config, epochs in jobs]
+        return [function(config, epochs, panel, *arguments, **options) for config, epochs in jobs]
     task: dict[str, Any] = {"num_cpus": resources.cpus}
     if resources.gpus and os.environ.get(LOGICAL_ACCELERATORS) != "1":  # on a GPU fraction, as a trial
         task["num_gpus"] = min(resources.gpus, 1.0)
         options.update(accelerator="gpu", devices=1)
-    remote = ray.remote(**task)(calibration_forecast)
-    shared = (ray.put(train), horizon, gap, origins)
-    return ray.get([remote.remote(config, epochs, *shared, **options) for config, epochs in jobs])
+    remote = ray.remote(**task)(function)
+    shared = ray.put(panel)
+    return ray.get([remote.remote(config, epochs, shared, *arguments, **options) for config, epochs in jobs])
 
 
 def _baselines(plan: SweepPlan, forecasts: dict[str, dict[str, np.ndarray]], bounds: dict):
@@ -484,6 +540,25 @@ def _describe_intervals(intervals: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def _describe_refit(scores: dict[str, Any]) -> list[str]:
+    """How the answer was refit before the test window, where it was."""
+    refit = scores.get("refit")
+    if not refit:
+        return []
+    epochs = ", ".join(str(count) for count in refit["epochs"])
+    lines = [
+        f"  refit: its {len(refit['trials'])} configurations trained again through the validation part ({epochs} "
+        f"epochs, each its trial's best; {refit['seconds']:.0f} s), then forecasting the test window; "
+        f"'{AS_TRAINED}' is the answer as the trials trained it"
+    ]
+    if refit["series_as_trained"]:
+        lines.append(
+            f"  {len(refit['series_as_trained'])} series too short for a refit's training window keep the "
+            "as-trained forecast"
+        )
+    return lines
+
+
 def _where(plan: SweepPlan, scores: dict[str, Any]) -> tuple[str, str]:
     """How the summary names the validation part and the test window."""
     if plan.sweep.horizon:
@@ -506,6 +581,7 @@ def _describe_one(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
     ]
     if has_test:
         lines.append(f"  on the test window ({test}, which no trial saw): {scores['test_mape']:.2f} %")
+        lines += _describe_refit(scores)
     else:
         lines.append(
             "  no test window: give --test-after DATE to hold out the end of the series and score the answer on it"
@@ -552,6 +628,7 @@ def _describe_panel(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
     for part in ("validation", "test") if has_test else ("validation",):
         row = "".join(cell(scores[f"{part}_{name}"], name) for name in ("smape", "mase", "mape"))
         lines.append(f"  {'answer, ' + part:<38}{row}")
+    lines += _describe_refit(scores)
     if COMBINATION in scores:
         row = "".join(cell(scores[COMBINATION][f"{judged}_{name}"], name) for name in ("smape", "mase", "mape"))
         lines.append(f"  {'combination, ' + judged:<38}{row}")

@@ -226,6 +226,7 @@ def make_plan(
     metric: str | None = None,
     drop_short: bool = False,
     answer_top_k: int | None = None,
+    refit_answer: bool | None = None,
     pins: Mapping[str, Any] | None = None,
     seed: int | None = None,
     name: str | None = None,
@@ -252,6 +253,7 @@ def make_plan(
         "split_after": split_after,
         "test_after": test_after,
         "answer_top_k": answer_top_k,
+        "refit_answer": refit_answer,
     }
     changes.update({field: value for field, value in overrides.items() if value is not None})
     sweep = dataclasses.replace(sweep, **changes)

@@ -54,6 +54,9 @@ class Sweep:
     panel's official hold-out."""
     answer_top_k: int = 1
     """The sweep's answer: the mean forecast of the best models of its top k trials (1: the best trial's)."""
+    refit_answer: bool = False
+    """Train the answer's configurations again through the validation parts (each for its trial's best epoch count)
+    before they forecast the test windows, as the statistical baselines fit on every point before them."""
     metric: str = "mape"
     """What schedulers and searches rank trials on (forecaster.metrics.METRICS): each trial's lowest validation
     value of it so far, best_val_<metric>."""
@@ -213,6 +216,7 @@ SWEEPS: dict[str, Sweep] = {
             drops_unusable_series=True,
             metric="smape",
             answer_top_k=8,
+            refit_answer=True,
         ),
     ]
 }

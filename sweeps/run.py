@@ -195,6 +195,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         help="the sweep's answer is the mean forecast of the best models of the top K trials (default: the sweep's)",
     )
+    budget.add_argument(
+        "--refit-answer",
+        action=argparse.BooleanOptionalAction,
+        help="train the answer's configurations again through the validation part before they forecast the test "
+        "window (default: the sweep's; the panel sweep does)",
+    )
     return parser
 
 
@@ -263,6 +269,7 @@ def plan_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser, ar
         metric=args.metric,
         drop_short=args.drop_short_series,
         answer_top_k=args.answer_top_k,
+        refit_answer=args.refit_answer,
         pins=parse_pins(args.pins),
         seed=args.seed,
         name=args.name,

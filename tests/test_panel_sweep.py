@@ -245,7 +245,8 @@ def test_an_interrupted_panel_sweep_resumes_to_the_planned_trials_and_writes_wha
 def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_units(tmp_path):
     """`python -m sweeps.run panel --data FILE --horizon 6 --smoke-test --levels 80 95`, as a user runs it on a panel
     of their own: its space resolved on the data, the answer and every baseline with ordered bounds at both levels
-    around forecasts in each series' units (levels of 10 to 1,000), and their coverage as forecasts.parquet gives it."""
+    around forecasts in each series' units (levels of 10 to 1,000), and their coverage as forecasts.parquet gives it;
+    the answer refit through the validation part, with the answer as the trials trained it beside it."""
     path = panel_csv(tmp_path)
     arguments = ["panel", "--data", path, "--horizon", str(HORIZON), "--smoke-test", "--levels", "80", "95"]
     done = sweeps_run(*arguments, "--storage-path", str(tmp_path), "--name", "mine", timeout=600)
@@ -256,7 +257,18 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
     folder = tmp_path / "mine"
     test = pd.read_parquet(folder / "forecasts.parquet").query("part == 'test'")
     methods = ["answer", "seasonal naive", "AutoETS", "Theta", "AutoCES"]
-    intervals = json.loads((folder / "best_config.json").read_text())["answer"]["intervals"]
+    answer = json.loads((folder / "best_config.json").read_text())["answer"]
+    intervals, refit = answer["intervals"], answer["refit"]
+    assert refit["trials"] == answer["trials"] and len(refit["epochs"]) == len(answer["trials"]) >= 1
+    assert all(epochs >= 1 for epochs in refit["epochs"]) and refit["series_as_trained"] == []
+    assert f"refit: its {len(answer['trials'])} configurations trained again through the validation part" in out
+    assert not np.allclose(test["answer"], test["answer before refit"])  # trained on 6 more points per series
+    before = (
+        test.assign(f=test["answer before refit"])
+        .groupby("unique_id")[["y", "f"]]
+        .apply(lambda rows: 200 * np.mean(np.abs(rows.y - rows.f) / (np.abs(rows.y) + np.abs(rows.f))))
+    )
+    assert answer["baselines"]["answer before refit"]["test_smape"] == pytest.approx(before.mean(), rel=1e-9)
     for method in methods:
         low80, high80, low95, high95 = (test[f"{method}-{side}-{level}"] for level in (80, 95) for side in ("lo", "hi"))
         assert ((low95 <= low80) & (low80 <= high80) & (high80 <= high95)).all(), method
