@@ -123,6 +123,23 @@ class Calibration:
     scale: np.ndarray
     """(n,) each forecast's series' scale, from what the model was given (forecaster.transforms.error_scales)."""
 
+    def to_frame(self):
+        """One row per calibration point: unique_id, origin_points (how many points of the gap the forecast read),
+        step (1 = the first point ahead), y, forecast and scale."""
+        import pandas as pd
+
+        steps, count = self.forecast.shape
+        return pd.DataFrame(
+            {
+                "unique_id": np.tile(self.ids, steps),
+                "origin_points": np.tile(self.origins, steps),
+                "step": np.repeat(np.arange(1, steps + 1), count),
+                "y": self.actual.reshape(-1),
+                "forecast": self.forecast.reshape(-1),
+                "scale": np.tile(self.scale, steps),
+            }
+        )
+
 
 def calibration_forecast(
     config: ForecasterConfig,
@@ -165,14 +182,25 @@ def calibration_forecast(
     )
 
 
-def scaled_errors(calibrations: Sequence[Calibration]) -> tuple[np.ndarray, np.ndarray]:
-    """(steps, n) the absolute errors of the mean forecast of several calibrations (on the forecasts they all made:
-    the same series and origins) divided by each series' scale, and those forecasts' series ids."""
+def mean_calibration(calibrations: Sequence[Calibration]) -> Calibration:
+    """The mean forecast of several calibrations, on the forecasts they all made (the same series and origins), as
+    the answer is the mean forecast of its models."""
     keys = [[f"{i}\u0000{o}" for i, o in zip(c.ids, c.origins)] for c in calibrations]
     shared = set(keys[0]).intersection(*keys[1:])
     chosen = [[index for index, key in enumerate(own) if key in shared] for own in keys]
     order = [sorted(indices, key=lambda index, own=own: own[index]) for indices, own in zip(chosen, keys)]
-    first = calibrations[0]
-    forecasts = [c.forecast[:, columns] for c, columns in zip(calibrations, order)]
-    actual, scale = first.actual[:, order[0]], first.scale[order[0]]
-    return np.abs(actual - np.mean(forecasts, axis=0)) / scale[None, :], first.ids[order[0]]
+    first, columns = calibrations[0], order[0]
+    return Calibration(
+        ids=first.ids[columns],
+        origins=first.origins[columns],
+        forecast=np.mean([c.forecast[:, own] for c, own in zip(calibrations, order)], axis=0),
+        actual=first.actual[:, columns],
+        scale=first.scale[columns],
+    )
+
+
+def scaled_errors(calibrations: Sequence[Calibration]) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, n) the absolute errors of the mean forecast of several calibrations divided by each series' scale, and
+    those forecasts' series ids."""
+    mean = mean_calibration(calibrations)
+    return np.abs(mean.actual - mean.forecast) / mean.scale[None, :], mean.ids

@@ -72,6 +72,9 @@ class Answer:
     them), {level: (lower, upper)}, flat in the test part's row order."""
     calibration: dict[str, Any] = dataclasses.field(default_factory=dict)
     """How the answer's intervals were calibrated (`_answer_bounds`), or why they could not be."""
+    calibration_points: pd.DataFrame | None = None
+    """The points that calibrated the answer's intervals, with the mean forecast of the calibrating models
+    (forecaster.intervals.Calibration.to_frame): calibration.parquet."""
     refit: dict[str, Any] = dataclasses.field(default_factory=dict)
     """With the sweep's `refit_answer`: which configurations were trained again through the validation parts, for
     how many epochs, and how long it took (`_refit_answer`)."""
@@ -213,13 +216,14 @@ def build_answer(plan: SweepPlan, results: SweepResults) -> Answer | None:
     }
     bounds: dict[str, dict[float, tuple[np.ndarray, np.ndarray]]] = {}
     calibration: dict[str, Any] = {}
+    calibration_points = None
     refit: dict[str, Any] = {}
     if test is not None:
         forecasts["test"] = {"answer": np.mean([model.forecast_part(seen, test) for model in models], axis=0)}
         if plan.sweep.refit_answer:
             refit = _refit_answer(plan, results, top, forecasts["test"])
         if plan.levels:
-            calibration = _answer_bounds(plan, results, top, forecasts["test"]["answer"], bounds)
+            calibration, calibration_points = _answer_bounds(plan, results, top, forecasts["test"]["answer"], bounds)
     unavailable, fell_back = _baselines(plan, forecasts, bounds)
     if refit:
         fell_back[AS_TRAINED] = []
@@ -236,6 +240,7 @@ def build_answer(plan: SweepPlan, results: SweepResults) -> Answer | None:
         selection=_selection(results),
         bounds=bounds,
         calibration=calibration,
+        calibration_points=calibration_points,
         refit=refit,
     )
 
@@ -323,17 +328,26 @@ def _refit_answer(plan: SweepPlan, results: SweepResults, top: list, test_foreca
     }
 
 
-def _answer_bounds(plan: SweepPlan, results: SweepResults, top: list, forecast: np.ndarray, bounds: dict) -> dict:
+def _answer_bounds(
+    plan: SweepPlan, results: SweepResults, top: list, forecast: np.ndarray, bounds: dict
+) -> tuple[dict, pd.DataFrame | None]:
     """The answer's intervals on the test windows, into `bounds["answer"]`, by conformal calibration
     (forecaster.intervals): the top configurations trained again on each series' training part less its last
     horizon and the gap the answer forecasts across, forecasting that last horizon, which ranked no trial; their
     errors, scaled by each series' scale, give each step's half-width. The gap is the validation part for an answer
     as the trials trained it, one point for a refit answer (which trains through all but the last point it reads).
     With few series, forecasts from every point of the gap too, every step's errors pooled. Returns how it was
-    done."""
+    done, and the calibration points with their mean forecast."""
     import time
 
-    from forecaster.intervals import POOLED_BELOW, bands, calibration_forecast, conformal_quantiles, scaled_errors
+    from forecaster.intervals import (
+        POOLED_BELOW,
+        bands,
+        calibration_forecast,
+        conformal_quantiles,
+        mean_calibration,
+        scaled_errors,
+    )
     from forecaster.transforms import error_scales
 
     started = time.perf_counter()
@@ -345,7 +359,7 @@ def _answer_bounds(plan: SweepPlan, results: SweepResults, top: list, forecast: 
     try:
         calibrations = _fits_on_ray(plan, calibration_forecast, jobs, train, horizon, gap, gap + 1 if few else 1)
     except SeriesError as error:  # no series has room for a calibration window
-        return {"unavailable": f"no series is long enough to calibrate intervals: {error}"}
+        return {"unavailable": f"no series is long enough to calibrate intervals: {error}"}, None
     errors, ids = scaled_errors(calibrations)
     quantiles = conformal_quantiles(errors, plan.levels)
     unbounded = [level for level, half in quantiles.items() if not np.isfinite(half).all()]
@@ -366,7 +380,7 @@ def _answer_bounds(plan: SweepPlan, results: SweepResults, top: list, forecast: 
         "steps_pooled": errors.shape[1] < POOLED_BELOW,
         "unbounded_levels": unbounded,
         "seconds": round(time.perf_counter() - started, 1),
-    }
+    }, mean_calibration(calibrations).to_frame()
 
 
 def _fits_on_ray(plan: SweepPlan, function, jobs: list, panel: Panel, *arguments) -> list:

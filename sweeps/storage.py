@@ -7,7 +7,8 @@
       <trial folders>/      Tune's: progress.csv, and checkpoints holding checkpoint.ckpt and best_model.ckpt
       results.csv, results.parquet, best_config.json, <metric>_by_epoch.png   written at the end, with the answer's
       forecasts.parquet, metrics_by_series.csv, and forecast.png (one series) or series_forecasts.png and
-      errors_by_series.png (a panel)
+      errors_by_series.png (a panel); with --levels, calibration.parquet (the points that calibrated the answer's
+      intervals)
 
 Every read and write goes through pyarrow's filesystems, so a local folder and a bucket behave alike.
 Nothing here knows what a plan or a trial is beyond the bytes it stores.
@@ -30,6 +31,7 @@ RESULTS_PARQUET = "results.parquet"
 BEST_CONFIG_FILE = "best_config.json"
 FORECAST_PLOT = "forecast.png"
 FORECASTS_PARQUET = "forecasts.parquet"
+CALIBRATION_PARQUET = "calibration.parquet"
 METRICS_CSV = "metrics_by_series.csv"
 SERIES_PLOT = "series_forecasts.png"
 ERRORS_PLOT = "errors_by_series.png"

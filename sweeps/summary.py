@@ -22,6 +22,7 @@ from sweeps.plan import SweepPlan
 from sweeps.results import SweepResults
 from sweeps.storage import (
     BEST_CONFIG_FILE,
+    CALIBRATION_PARQUET,
     ERRORS_PLOT,
     FORECAST_PLOT,
     FORECASTS_PARQUET,
@@ -216,6 +217,10 @@ def _answer_files(plan: SweepPlan, answer: Answer, scores: dict[str, Any], folde
     buffer = io.BytesIO()
     answer.long_table(plan).to_parquet(buffer, index=False)
     written[FORECASTS_PARQUET] = folder.write(FORECASTS_PARQUET, buffer.getvalue())
+    if answer.calibration_points is not None:
+        buffer = io.BytesIO()
+        answer.calibration_points.to_parquet(buffer, index=False)
+        written[CALIBRATION_PARQUET] = folder.write(CALIBRATION_PARQUET, buffer.getvalue())
     per_series = answer.per_series(plan)
     written[METRICS_CSV] = folder.write(METRICS_CSV, per_series.to_csv(index=False).encode())
     if len(plan.panel) == 1:

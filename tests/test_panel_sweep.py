@@ -279,3 +279,13 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
     width = (test["answer-hi-80"] - test["answer-lo-80"]) / test.y  # in each series' units: relative to its level
     assert width.groupby(test.unique_id).median().between(0.001, 2).all()
     assert intervals["calibration"]["calibration_series"] == 5 and not intervals["calibration"]["unbounded_levels"]
+    # calibration.parquet holds the points that set the answer's bands: with 5 series every step's pool, and each
+    # level's conformal quantile of their scaled errors, times one scale per series, is the band's half-width.
+    points = pd.read_parquet(folder / "calibration.parquet")
+    assert len(points) == intervals["calibration"]["calibration_errors"]
+    assert set(points.unique_id) == set(test.unique_id)
+    assert points.origin_points.between(0, 1).all() and points.step.between(1, HORIZON).all()
+    scores = np.sort(np.abs(points.y - points.forecast) / points.scale)
+    half = {level: scores[int(np.ceil((len(scores) + 1) * level / 100)) - 1] for level in (80, 95)}
+    scale80, scale95 = ((test[f"answer-hi-{level}"] - test["answer"]) / half[level] for level in (80, 95))
+    assert np.allclose(scale80, scale95) and (scale80.groupby(test.unique_id).std() < 1e-9 * scale80.mean()).all()
