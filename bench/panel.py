@@ -199,6 +199,7 @@ def interval_methods(folder: str, plan, top: list) -> dict:
     msis_scales = np.where(msis_scales > 0, msis_scales, np.nan)
     signed = (grid(validation["y"]) - grid(validation["answer"])) / scales[None, :]
     spread = np.std(np.stack([grid(forecast) for forecast in top]), axis=0)
+    local = _local_scales(folder, test, validation, scales, grid)
     tails = {level: 100 - (100 - level) / 2 for level in plan.levels}  # each side's own conformal quantile
     below = conformal_quantiles(-signed, list(tails.values()))
     above = conformal_quantiles(signed, list(tails.values()))
@@ -218,6 +219,10 @@ def interval_methods(folder: str, plan, top: list) -> dict:
             for level in plan.levels
         },
     }
+    for name, (series_scale, calibration_scores) in local.items():
+        methods[f"conformal on the calibration points, each series' scale {name}"] = bands(
+            answer, series_scale, conformal_quantiles(calibration_scores, plan.levels)
+        )
     found = {}
     for method, by_level in methods.items():
         found[method] = {}
@@ -227,6 +232,34 @@ def interval_methods(folder: str, plan, top: list) -> dict:
             found[method][f"coverage_{name}"] = round(float(((actual >= lower) & (actual <= upper)).mean()), 4)
             found[method][f"width_{name}"] = round(float(np.nanmean(scores["width"])), 3)
             found[method][f"msis_{name}"] = round(float(np.nanmean(scores["msis"])), 3)
+    return found
+
+
+def _local_scales(folder: str, test, validation, scales, grid) -> dict:
+    """{name: (each series' scale (S,), the calibration points' absolute errors in it (steps, n))} for scales that
+    follow how hard each series is for the answer: its mean absolute error on the validation part (the answer as the
+    trials trained it), and the geometric mean of that and the sweep's scale (the series' MASE scale); where a
+    series has no validation error, the sweep's scale. Empty without calibration.parquet (a sweep without --levels)."""
+    import numpy as np
+    import pandas as pd
+
+    path = Path(folder, "calibration.parquet")
+    if not path.exists():
+        return {}
+    points = pd.read_parquet(path)
+    column = "answer before refit" if "answer before refit" in validation else "answer"
+    answer_error = np.mean(np.abs(grid(validation["y"]) - grid(validation[column])), axis=0)
+    rows = {series_id: index for index, series_id in enumerate(test.ids)}
+    found = {}
+    for name, series_scale in (
+        ("its validation error", answer_error),
+        ("the geometric mean of its validation error and its MASE scale", np.sqrt(answer_error * scales)),
+    ):
+        series_scale = np.where(series_scale > 0, series_scale, scales)
+        own = series_scale[[rows[series_id] for series_id in points["unique_id"]]]
+        points["score"] = np.abs(points["y"] - points["forecast"]) / own
+        errors = points.pivot_table(index="step", columns=["unique_id", "origin_points"], values="score")
+        found[name] = (series_scale, errors.to_numpy())
     return found
 
 
@@ -335,6 +368,7 @@ def main() -> None:
     )
     parser.add_argument("--answers", action="store_true", help="also score other ways of making the answer")
     parser.add_argument("--out", help="also write the JSON there")
+    parser.add_argument("--storage", help="keep the sweeps' folders there (default: a temporary folder)")
     parser.add_argument("--combine", nargs="+", metavar="FILE", help="merge the runs of earlier outputs into one table")
     parser.add_argument("--nf-python", help="neuralforecast's environment (make nf-env): its AutoLSTM beside each run")
     parser.add_argument(
@@ -350,7 +384,8 @@ def main() -> None:
         runs = [run for path in args.combine for run in json.loads(Path(path).read_text())["runs"]]
     else:
         runs = []
-        with tempfile.TemporaryDirectory() as storage:
+        with tempfile.TemporaryDirectory() as temporary:
+            storage = args.storage or temporary
             for panel in args.panels:
                 for seed in args.seeds or SEEDS[panel]:
                     row, folder = run_sweep(panel, seed, storage, args.inner, args.levels, args.extra)
