@@ -460,8 +460,14 @@ def run_sweep(
     try:
         results = collect(plan)
         if progress and answer and len(plan.panel) > 1 and not interrupted(plan, results):
+            refit = (
+                f"training the top {min(plan.sweep.answer_top_k, plan.sweep.num_samples)} configurations again through "
+                "the validation part, "
+                if plan.sweep.refit_answer and plan.parts()[3] is not None
+                else ""
+            )
             print(
-                f"The trials have ended; scoring the answer and the baselines on {len(plan.panel)} series...",
+                f"The trials have ended; {refit}scoring the answer and the baselines on {len(plan.panel)} series...",
                 flush=True,
             )
         found = build_answer(plan, results) if answer else None

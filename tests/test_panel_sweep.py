@@ -261,6 +261,7 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
     intervals, refit = answer["intervals"], answer["refit"]
     assert refit["trials"] == answer["trials"] and len(refit["epochs"]) == len(answer["trials"]) >= 1
     assert all(epochs >= 1 for epochs in refit["epochs"]) and refit["series_as_trained"] == []
+    assert "The trials have ended; training the top 4 configurations again through the validation part, " in out
     assert f"refit: its {len(answer['trials'])} configurations trained again through the validation part" in out
     assert not np.allclose(test["answer"], test["answer before refit"])  # trained on 6 more points per series
     before = (

@@ -135,7 +135,7 @@ def test_every_corner_of_the_registered_sweeps_is_a_valid_config(data):
 
 
 def test_the_panel_sweep_resolves_on_each_panel_and_says_what_it_needs(tmp_path):
-    from sweeps.run import transform_lines
+    from sweeps.run import build_parser, transform_lines
     from tests.test_panel import monthly_panel_frame
 
     monthly = tmp_path / "monthly.csv"
@@ -146,6 +146,10 @@ def test_the_panel_sweep_resolves_on_each_panel_and_says_what_it_needs(tmp_path)
     assert (space["training_length"], space["calendar"], space["deseasonalise"]) == (10, True, True)
     assert len(plan.panel) == 3 and plan.panel.dropped == ()
     assert transform_lines(plan) == ["  transform  the log of every series (all 3 are above 0)"]
+    assert plan.sweep.refit_answer and not make_plan("air_rnn", storage_path=str(tmp_path)).sweep.refit_answer
+    given = build_parser().parse_args(["panel", "--no-refit-answer"])
+    kept = make_plan("panel", data=str(monthly), horizon=6, storage_path=str(tmp_path), refit_answer=given.refit_answer)
+    assert kept.sweep.refit_answer is False and build_parser().parse_args(["panel"]).refit_answer is None
     frame = monthly_panel_frame(lengths=(40, 52, 46))
     frame.loc[frame.index[frame["unique_id"] == frame["unique_id"].iloc[-1]][3], "y"] = 0.0  # in its training part
     frame.to_csv(monthly, index=False)
