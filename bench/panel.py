@@ -238,8 +238,9 @@ def interval_methods(folder: str, plan, top: list) -> dict:
 def _local_scales(folder: str, test, validation, scales, grid) -> dict:
     """{name: (each series' scale (S,), the calibration points' absolute errors in it (steps, n))} for scales that
     follow how hard each series is for the answer: its mean absolute error on the validation part (the answer as the
-    trials trained it), and the geometric mean of that and the sweep's scale (the series' MASE scale); where a
-    series has no validation error, the sweep's scale. Empty without calibration.parquet (a sweep without --levels)."""
+    trials trained it, for a refit answer too), and the geometric mean of that and the sweep's scale (the series' MASE
+    scale); where a series has no validation error, the sweep's scale. Empty without calibration.parquet (a sweep
+    without --levels)."""
     import numpy as np
     import pandas as pd
 
@@ -247,8 +248,7 @@ def _local_scales(folder: str, test, validation, scales, grid) -> dict:
     if not path.exists():
         return {}
     points = pd.read_parquet(path)
-    column = "answer before refit" if "answer before refit" in validation else "answer"
-    answer_error = np.mean(np.abs(grid(validation["y"]) - grid(validation[column])), axis=0)
+    answer_error = np.mean(np.abs(grid(validation["y"]) - grid(validation["answer"])), axis=0)
     rows = {series_id: index for index, series_id in enumerate(test.ids)}
     found = {}
     for name, series_scale in (
