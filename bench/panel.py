@@ -219,9 +219,11 @@ def interval_methods(folder: str, plan, top: list) -> dict:
             for level in plan.levels
         },
     }
+    lowest = np.minimum.reduceat(seen.values, seen.offsets[:-1])
+    floor = np.where(lowest >= 0, 0.0, -np.inf)  # as the sweep's own bands: none below 0 where the series never was
     for name, (series_scale, calibration_scores) in local.items():
         methods[f"conformal on the calibration points, each series' scale {name}"] = bands(
-            answer, series_scale, conformal_quantiles(calibration_scores, plan.levels)
+            answer, series_scale, conformal_quantiles(calibration_scores, plan.levels), floor=floor
         )
     found = {}
     for method, by_level in methods.items():
