@@ -413,7 +413,7 @@ def fit(
 
 
 def fit_through(
-    config: ForecasterConfig, epochs: int, seen: Panel, steps: int, metric: str | None = None, **fit_options: Any
+    config: ForecasterConfig, epochs: int, seen: Panel, steps: int, **fit_options: Any
 ) -> tuple[np.ndarray, np.ndarray]:
     """Train `config` for `epochs` (a trial's best epoch count) on every point of `seen` but each series' last, which
     the training loop validates on and the forecast reads, and forecast `steps` points after each series' end: a
@@ -422,7 +422,8 @@ def fit_through(
     training window) and their (steps, S) forecast, in original units."""
     quiet_lightning()  # in a sweep's Ray task, as in a trial: no banner per fit
     config = config.replace(n_epochs=epochs, val_origins=1)
-    result = fit(config, seen, val_size=1, metric=metric, drop_short=True, **fit_options)
+    # The one validation point ranks nothing: sMAPE, defined on any value (MAPE is not at 0, MASE on a flat series).
+    result = fit(config, seen, val_size=1, metric="smape", drop_short=True, **fit_options)
     kept = seen.take(np.isin(seen.ids, result.parts.seen.ids))
     return kept.ids, result.model.forecast_columns(kept, steps)
 

@@ -306,7 +306,7 @@ def _refit_answer(plan: SweepPlan, results: SweepResults, top: list, test_foreca
     _, _, seen, test = plan.parts()
     steps = int(test.lengths.max())
     jobs = _best_epochs(results, top)
-    found = _fits_on_ray(plan, fit_through, jobs, seen, steps, plan.sweep.metric)
+    found = _fits_on_ray(plan, fit_through, jobs, seen, steps)
     columns = np.repeat(np.arange(len(test)), test.lengths)
     as_trained = test_forecasts["answer"]
     grid = np.full((steps, len(test)), np.nan)

@@ -243,3 +243,21 @@ def test_cli_refuses_bad_input_with_exit_code_2(tmp_path, capsys):
         fit_cli(["--devices", "0,"])
     assert refused.value.code == 2
     assert "'0,' is not 'auto', a device count or comma-separated ids" in capsys.readouterr().err
+
+
+def test_a_fit_through_every_seen_point_trains_on_all_but_each_series_last_and_forecasts_from_its_end():
+    """The refit of a sweep's answer: a series' last point is read, not trained on (changing it changes that series'
+    forecast only), even where it is 0 (no metric refuses it); a series too short for a window is left out."""
+    import numpy as np
+
+    from forecaster.train import fit_through
+    from tests.test_panel import monthly_panel_frame
+
+    frame = monthly_panel_frame(lengths=(40, 52, 9))
+    config = ForecasterConfig(hidden_dim=8, input_chunk_length=6, training_length=10, batch_size=32)
+    ids, forecast = fit_through(config, 2, load_panel(frame), 6, threads=1)
+    assert ids.tolist() == ["s0", "s1"] and forecast.shape == (6, 2) and np.isfinite(forecast).all()
+    frame.loc[frame.index[frame.unique_id == "s0"][-1], "y"] = 0.0
+    again_ids, again = fit_through(config, 2, load_panel(frame), 6, threads=1)
+    assert again_ids.tolist() == ["s0", "s1"] and np.isfinite(again).all()
+    assert not np.allclose(again[:, 0], forecast[:, 0]) and np.array_equal(again[:, 1], forecast[:, 1])
