@@ -238,11 +238,11 @@ def interval_methods(folder: str, plan, top: list) -> dict:
 
 
 def _local_scales(folder: str, test, validation, scales, grid) -> dict:
-    """{name: (each series' scale (S,), the calibration points' absolute errors in it (steps, n))} for the two
-    scales the sweep's own (forecaster.intervals.interval_scales) is the geometric mean of: the series' MASE scale
-    alone, and the answer's mean absolute error on its validation part alone (the answer as the trials trained it,
-    for a refit answer too; the MASE scale where that is 0). Empty without calibration.parquet (a sweep without
-    --levels)."""
+    """{name: (each series' scale (S,), the calibration points' absolute errors in it (steps, n))} for scales that
+    follow how hard each series is for the answer: its mean absolute error on the validation part (the answer as the
+    trials trained it, for a refit answer too), and the geometric mean of that and the sweep's scale (the series' MASE
+    scale); where a series has no validation error, the sweep's scale. Empty without calibration.parquet (a sweep
+    without --levels)."""
     import numpy as np
     import pandas as pd
 
@@ -253,7 +253,10 @@ def _local_scales(folder: str, test, validation, scales, grid) -> dict:
     answer_error = np.mean(np.abs(grid(validation["y"]) - grid(validation["answer"])), axis=0)
     rows = {series_id: index for index, series_id in enumerate(test.ids)}
     found = {}
-    for name, series_scale in (("its MASE scale alone", scales), ("the answer's validation error alone", answer_error)):
+    for name, series_scale in (
+        ("its validation error", answer_error),
+        ("the geometric mean of its validation error and its MASE scale", np.sqrt(answer_error * scales)),
+    ):
         series_scale = np.where(series_scale > 0, series_scale, scales)
         own = series_scale[[rows[series_id] for series_id in points["unique_id"]]]
         points["score"] = np.abs(points["y"] - points["forecast"]) / own

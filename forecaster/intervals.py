@@ -5,10 +5,8 @@ never trained on the points it forecasts, across the same gap between the end of
 origin) on points that ranked no trial, each divided by its series' scale so that the errors of every series pool
 into one distribution per step ahead. A level's half-width at step h is the conformal quantile of those scaled
 errors (the ceil((n + 1) level)-th smallest of n), times each series' own scale: intervals as wide as the errors
-were, symmetric around the forecast. The scale (`interval_scales`) follows both the series' size and how well the
-answer forecast it on its validation part, so that bounds widen where the answer is less sure. Where too few
-calibration errors share a step (fewer than `POOLED_BELOW` series: one series alone), every step's errors pool into
-one quantile.
+were, relative to each series' size, symmetric around the forecast. Where too few calibration errors share a step
+(fewer than `POOLED_BELOW` series: one series alone), every step's errors pool into one quantile.
 
 Judged as the M4 competition judges intervals: coverage (the share of points inside, per level), the mean width
 relative to each series' scale, and the mean scaled interval score (MSIS: the width plus 2 / (1 - level) times each
@@ -201,21 +199,8 @@ def mean_calibration(calibrations: Sequence[Calibration]) -> Calibration:
     )
 
 
-def interval_scales(mase_scale: np.ndarray, validation_error: np.ndarray) -> np.ndarray:
-    """(S,) each series' interval scale: the geometric mean of its MASE scale (how much the series moves) and the
-    answer's mean absolute error on its validation part (how hard it is for the answer), so that a series the answer
-    forecasts well gets narrower bounds than one it forecasts badly; its MASE scale where either is 0 or missing."""
-    mixed = np.sqrt(np.asarray(mase_scale, dtype=np.float64) * np.asarray(validation_error, dtype=np.float64))
-    return np.where(np.isfinite(mixed) & (mixed > 0), mixed, mase_scale)
-
-
-def with_scales(calibration: Calibration, ids: np.ndarray, scales: np.ndarray) -> Calibration:
-    """The calibration with each forecast's scale replaced by its series' in `scales` ((S,), in the order of
-    `ids`)."""
-    rows = {series_id: index for index, series_id in enumerate(np.asarray(ids).tolist())}
-    return dataclasses.replace(calibration, scale=scales[[rows[i] for i in calibration.ids.tolist()]])
-
-
-def scaled_errors(calibration: Calibration) -> np.ndarray:
-    """(steps, n) the absolute errors of a calibration's forecasts, each divided by its scale."""
-    return np.abs(calibration.actual - calibration.forecast) / calibration.scale[None, :]
+def scaled_errors(calibrations: Sequence[Calibration]) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, n) the absolute errors of the mean forecast of several calibrations divided by each series' scale, and
+    those forecasts' series ids."""
+    mean = mean_calibration(calibrations)
+    return np.abs(mean.actual - mean.forecast) / mean.scale[None, :], mean.ids

@@ -223,7 +223,7 @@ def build_answer(plan: SweepPlan, results: SweepResults) -> Answer | None:
         if plan.sweep.refit_answer:
             refit = _refit_answer(plan, results, top, forecasts["test"])
         if plan.levels:
-            calibration, calibration_points = _answer_bounds(plan, results, top, forecasts, bounds)
+            calibration, calibration_points = _answer_bounds(plan, results, top, forecasts["test"]["answer"], bounds)
     unavailable, fell_back = _baselines(plan, forecasts, bounds)
     if refit:
         fell_back[AS_TRAINED] = []
@@ -329,7 +329,7 @@ def _refit_answer(plan: SweepPlan, results: SweepResults, top: list, test_foreca
 
 
 def _answer_bounds(
-    plan: SweepPlan, results: SweepResults, top: list, forecasts: dict, bounds: dict
+    plan: SweepPlan, results: SweepResults, top: list, forecast: np.ndarray, bounds: dict
 ) -> tuple[dict, pd.DataFrame | None]:
     """The answer's intervals on the test windows, into `bounds["answer"]`, by conformal calibration
     (forecaster.intervals): the top configurations trained again on each series' training part less its last
@@ -345,10 +345,8 @@ def _answer_bounds(
         bands,
         calibration_forecast,
         conformal_quantiles,
-        interval_scales,
         mean_calibration,
         scaled_errors,
-        with_scales,
     )
     from forecaster.transforms import error_scales
 
@@ -362,31 +360,27 @@ def _answer_bounds(
         calibrations = _fits_on_ray(plan, calibration_forecast, jobs, train, horizon, gap, gap + 1 if few else 1)
     except SeriesError as error:  # no series has room for a calibration window
         return {"unavailable": f"no series is long enough to calibrate intervals: {error}"}, None
-    validation_error = np.add.reduceat(np.abs(val.values - forecasts["validation"]["answer"]), val.offsets[:-1])
-    scales = interval_scales(error_scales(train), validation_error / val.lengths)
-    calibration = with_scales(mean_calibration(calibrations), train.ids, scales)
-    errors = scaled_errors(calibration)
+    errors, ids = scaled_errors(calibrations)
     quantiles = conformal_quantiles(errors, plan.levels)
     unbounded = [level for level, half in quantiles.items() if not np.isfinite(half).all()]
     columns = np.repeat(np.arange(len(test)), test.lengths)
     grid = np.full((horizon, len(test)), np.nan)
-    grid[test.positions, columns] = forecasts["test"]["answer"]
+    grid[test.positions, columns] = forecast
     lowest = np.minimum.reduceat(seen.values, seen.offsets[:-1])
     bounded = {level: half for level, half in quantiles.items() if level not in unbounded}
-    found = bands(grid, scales, bounded, floor=np.where(lowest >= 0, 0.0, -np.inf))
+    found = bands(grid, error_scales(train), bounded, floor=np.where(lowest >= 0, 0.0, -np.inf))
     where = test.positions, columns
     bounds["answer"] = {level: (lower[where], upper[where]) for level, (lower, upper) in found.items()}
     return {
-        "method": "conformal: the errors of the top configurations trained again, on points that ranked no trial, in "
-        "each series' interval scale (its MASE scale and the answer's validation error)",
+        "method": "conformal: scaled errors of the top configurations trained again, on points that ranked no trial",
         "refit_trials": [trial_id for trial_id, _ in top[: len(jobs)]],
-        "calibration_series": len(set(calibration.ids.tolist())),
+        "calibration_series": len(set(ids)),
         "series": len(test),
         "calibration_errors": int(errors.size),
         "steps_pooled": errors.shape[1] < POOLED_BELOW,
         "unbounded_levels": unbounded,
         "seconds": round(time.perf_counter() - started, 1),
-    }, calibration.to_frame()
+    }, mean_calibration(calibrations).to_frame()
 
 
 def _fits_on_ray(plan: SweepPlan, function, jobs: list, panel: Panel, *arguments) -> list:

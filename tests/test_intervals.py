@@ -17,11 +17,8 @@ from forecaster.intervals import (
     calibration_forecast,
     check_levels,
     conformal_quantiles,
-    interval_scales,
     interval_scores,
-    mean_calibration,
     scaled_errors,
-    with_scales,
 )
 from forecaster.panel import Panel
 from forecaster.parts import fit_parts
@@ -128,15 +125,6 @@ def test_a_calibration_reads_nothing_after_each_series_training_part():
     first = train.series(0).to_numpy()  # s0's window after reading 2 of the gap's 6 points: its points 30-35 of 42
     column = np.flatnonzero((rolled.ids == "s0") & (rolled.origins == 2))[0]
     assert rolled.actual[:, column].tolist() == first[-12 + 2 : -12 + 2 + 6].tolist()
-    mean = mean_calibration([calibration, rolled])  # the forecasts both made: from the end of the gap
-    assert mean.ids.tolist() == ["s0", "s1", "s2"] and (mean.origins == 6).all()
-    at_end = [np.flatnonzero((rolled.ids == i) & (rolled.origins == 6))[0] for i in ("s0", "s1", "s2")]
-    np.testing.assert_allclose(mean.forecast, (calibration.forecast + rolled.forecast[:, at_end]) / 2)
-    scaled = with_scales(mean, np.array(["s2", "s0", "s1"]), np.array([3.0, 1.0, 2.0]))
-    np.testing.assert_allclose(scaled_errors(scaled), np.abs(mean.actual - mean.forecast) / [[1.0, 2.0, 3.0]])
-
-
-def test_a_series_scale_follows_its_size_and_the_answers_validation_error():
-    """The geometric mean of the two; the size alone where the answer's error is 0 or missing."""
-    scales = interval_scales(np.array([4.0, 1.0, 2.0, 9.0]), np.array([1.0, 0.0, np.nan, 4.0]))
-    np.testing.assert_allclose(scales, [2.0, 1.0, 2.0, 6.0])
+    errors, ids = scaled_errors([calibration, calibration])
+    assert ids.tolist() == ["s0", "s1", "s2"]
+    np.testing.assert_allclose(errors, np.abs(calibration.actual - calibration.forecast) / calibration.scale)
