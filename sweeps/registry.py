@@ -176,8 +176,8 @@ SWEEPS: dict[str, Sweep] = {
             purpose=(
                 "One global RNN for any panel (--data FILE --horizon H, or a built-in panel): both shapes of model "
                 "with lookbacks in horizons, ranked by validation sMAPE on the H points before each series' test "
-                "window; the answer (the mean forecast of the top trials) is scored on the test window beside "
-                "seasonal naive, AutoETS, Theta and AutoCES."
+                "window; the answer (the mean forecast of the top trials, refit through the validation part) is scored "
+                "on the test window beside seasonal naive, AutoETS, Theta and AutoCES."
             ),
             space={
                 "shape": Choice("recurrent", "direct"),
