@@ -414,18 +414,19 @@ def fit(
 
 def fit_through(
     config: ForecasterConfig, epochs: int, seen: Panel, steps: int, **fit_options: Any
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, str]:
     """Train `config` for `epochs` (a trial's best epoch count) on every point of `seen` but each series' last, which
     the training loop validates on and the forecast reads, and forecast `steps` points after each series' end: a
     sweep's configuration refit through its validation part (neuralforecast's `refit_with_val`), so that what it
     forecasts follows right after what it learnt. Returns the ids of the series it kept (those long enough for a
-    training window) and their (steps, S) forecast, in original units."""
+    training window), their (steps, S) forecast, in original units, and where it trained (`FitResult.trained_on`: on a
+    GPU fraction, "cuda:0")."""
     quiet_lightning()  # in a sweep's Ray task, as in a trial: no banner per fit
     config = config.replace(n_epochs=epochs, val_origins=1)
     # The one validation point ranks nothing: sMAPE, defined on any value (MAPE is not at 0, MASE on a flat series).
     result = fit(config, seen, val_size=1, metric="smape", drop_short=True, **fit_options)
     kept = seen.take(np.isin(seen.ids, result.parts.seen.ids))
-    return kept.ids, result.model.forecast_columns(kept, steps)
+    return kept.ids, result.model.forecast_columns(kept, steps), result.trained_on
 
 
 def validation_forecast(model: RNNForecaster, parts: FitParts) -> pd.DataFrame:

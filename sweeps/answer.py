@@ -77,7 +77,7 @@ class Answer:
     (forecaster.intervals.Calibration.to_frame): calibration.parquet."""
     refit: dict[str, Any] = dataclasses.field(default_factory=dict)
     """With the sweep's `refit_answer`: which configurations were trained again through the validation parts, for
-    how many epochs, and how long it took (`_refit_answer`)."""
+    how many epochs, on which devices, and how long it took (`_refit_answer`)."""
 
     def per_series(self, plan: SweepPlan) -> pd.DataFrame:
         """One row per series, part and method: unique_id, part, method, mape, smape, mase (NaN where undefined)."""
@@ -313,7 +313,7 @@ def _refit_answer(plan: SweepPlan, results: SweepResults, top: list, test_foreca
     grid[test.positions, columns] = as_trained
     totals, counts = np.zeros_like(grid), np.zeros(len(test))
     rows = {series_id: index for index, series_id in enumerate(test.ids)}
-    for ids, forecast in found:
+    for ids, forecast, _ in found:
         where = np.array([rows[series_id] for series_id in ids], dtype=np.int64)
         totals[:, where] += forecast
         counts[where] += 1
@@ -324,6 +324,7 @@ def _refit_answer(plan: SweepPlan, results: SweepResults, top: list, test_foreca
         "trials": [trial_id for trial_id, _ in top],
         "epochs": [epochs for _, epochs in jobs],
         "series_as_trained": [str(i) for i in test.ids[counts == 0]],
+        "trained_on": sorted({trained_on for _, _, trained_on in found}),
         "seconds": round(time.perf_counter() - started, 1),
     }
 
@@ -560,9 +561,10 @@ def _describe_refit(scores: dict[str, Any]) -> list[str]:
     if not refit:
         return []
     epochs = ", ".join(str(count) for count in refit["epochs"])
+    where = " and ".join(refit.get("trained_on", [])) or "?"  # older sweeps' JSON does not say
     lines = [
         f"  refit: its {len(refit['trials'])} configurations trained again through the validation part ({epochs} "
-        f"epochs, each its trial's best; {refit['seconds']:.0f} s), then forecasting the test window; "
+        f"epochs, each its trial's best; {refit['seconds']:.0f} s on {where}), then forecasting the test window; "
         f"'{AS_TRAINED}' is the answer as the trials trained it"
     ]
     if refit["series_as_trained"]:

@@ -17,6 +17,7 @@ import ray
 
 from sweeps.plan import PlanError, make_plan
 from sweeps.run import describe_data, main
+from sweeps.storage import CHECKPOINT_FILE
 from sweeps.tuner import trial_inputs
 from tests.helpers import trial_histories
 from tests.test_sweep_cli import ENV, sweeps_run
@@ -241,6 +242,29 @@ def test_an_interrupted_panel_sweep_resumes_to_the_planned_trials_and_writes_wha
     ) in stopped
 
 
+@pytest.mark.gpu
+def test_on_gpu_fractions_the_panel_sweep_trains_its_trials_its_refit_and_its_calibration_on_the_card(tmp_path):
+    """`--gpus-per-trial 0.5` on a card: every trial's epochs ran on the GPU (the history in each trial's checkpoint
+    says where), and so did the answer's refit and calibration fits, Ray tasks of a trial's resources."""
+    import torch
+
+    path = panel_csv(tmp_path)
+    arguments = ["panel", "--data", path, "--horizon", str(HORIZON), "--smoke-test", "--levels", "80"]
+    done = sweeps_run(*arguments, "--gpus-per-trial", "0.5", "--storage-path", str(tmp_path), "--name", "card")
+    assert done.returncode == 0, done.stderr[-3000:]
+    folder = tmp_path / "card"
+    answer = json.loads((folder / "best_config.json").read_text())["answer"]
+    assert answer["refit"]["trained_on"] == ["cuda:0"] and " s on cuda:0), then forecasting" in done.stdout
+    assert answer["intervals"]["calibration"]["calibration_series"] == 5
+    devices = [
+        state["devices"]
+        for checkpoint in folder.rglob(CHECKPOINT_FILE)
+        for name, state in torch.load(checkpoint, weights_only=False, map_location="cpu")["callbacks"].items()
+        if name.startswith("EpochHistory")
+    ]
+    assert devices and all(epochs and set(epochs) == {"cuda:0"} for epochs in devices)
+
+
 @pytest.mark.slow
 def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_units(tmp_path):
     """`python -m sweeps.run panel --data FILE --horizon 6 --smoke-test --levels 80 95`, as a user runs it on a panel
@@ -261,8 +285,10 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
     intervals, refit = answer["intervals"], answer["refit"]
     assert refit["trials"] == answer["trials"] and len(refit["epochs"]) == len(answer["trials"]) >= 1
     assert all(epochs >= 1 for epochs in refit["epochs"]) and refit["series_as_trained"] == []
+    assert refit["trained_on"] == ["cpu"]
     assert "The trials have ended; training the top 4 configurations again through the validation part, " in out
     assert f"refit: its {len(answer['trials'])} configurations trained again through the validation part" in out
+    assert " s on cpu), then forecasting the test window" in out
     assert not np.allclose(test["answer"], test["answer before refit"])  # trained on 6 more points per series
     before = (
         test.assign(f=test["answer before refit"])

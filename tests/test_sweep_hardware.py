@@ -98,6 +98,10 @@ def test_the_gpu_check_lists_its_steps_within_eight_minutes_and_says_what_it_wou
         assert not any(step["would_run"] for step in steps.values())
         assert all("sees no CUDA GPU" in why for why in report["skipped"].values())
         assert len(report["skipped"]) == len(STEPS) and report["device"]["gpu"] is None
+    assert main(["--dry-run", "--budget-scale", "2"]) == 0  # a slower card: every budget doubled
+    doubled = json.loads(capsys.readouterr().out)
+    assert doubled["budget_seconds"] == 2 * WHOLE_BUDGET_S
+    assert [step["budget_seconds"] for step in doubled["steps"].values()] == [2 * step.budget_s for step in STEPS]
 
 
 def test_a_gpu_check_step_that_overruns_its_budget_is_stopped_with_every_process_it_started(tmp_path):

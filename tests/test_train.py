@@ -255,9 +255,10 @@ def test_a_fit_through_every_seen_point_trains_on_all_but_each_series_last_and_f
 
     frame = monthly_panel_frame(lengths=(40, 52, 9))
     config = ForecasterConfig(hidden_dim=8, input_chunk_length=6, training_length=10, batch_size=32)
-    ids, forecast = fit_through(config, 2, load_panel(frame), 6, threads=1)
+    ids, forecast, trained_on = fit_through(config, 2, load_panel(frame), 6, threads=1)
     assert ids.tolist() == ["s0", "s1"] and forecast.shape == (6, 2) and np.isfinite(forecast).all()
+    assert trained_on == "cpu"
     frame.loc[frame.index[frame.unique_id == "s0"][-1], "y"] = 0.0
-    again_ids, again = fit_through(config, 2, load_panel(frame), 6, threads=1)
+    again_ids, again, _ = fit_through(config, 2, load_panel(frame), 6, threads=1)
     assert again_ids.tolist() == ["s0", "s1"] and np.isfinite(again).all()
     assert not np.allclose(again[:, 0], forecast[:, 0]) and np.array_equal(again[:, 1], forecast[:, 1])
