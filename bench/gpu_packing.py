@@ -7,7 +7,7 @@ trial held at most (torch.cuda.max_memory_reserved, as every report of a trial o
 card was while they shared it (bench/gpu_busy.py: the mean share of time a kernel ran, sampled every 0.25 s during
 Tuner.fit), and the same N trials on the CPU (--gpus-per-trial 0, N CPUs) for comparison.
 
-    python bench/gpu_packing.py [--trials 1 2 4 8 16] [--epochs 200] [--workload seed|panel]
+    python bench/gpu_packing.py [--trials 1 2 4 8 16] [--epochs 200] [--workload seed|panel] [--placements gpu cpu]
 
 `--workload panel` runs the m3_monthly sweep's trials instead (one global GRU of 64 units on M3's 1,428 monthly
 series, 16,384 windows of 29 points per epoch in batches of 512, the validation of every series each epoch; the
@@ -122,6 +122,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--logical", action="store_true", help="logical GPUs, training on the CPU (no GPU here)")
     parser.add_argument("--workload", choices=sorted(WORKLOADS), default="seed", help="the seed model or m3_monthly's")
     parser.add_argument("--windows-per-epoch", type=int, help="fewer windows per epoch than the workload's (a check)")
+    parser.add_argument(
+        "--placements", nargs="+", choices=["gpu", "cpu"], default=["gpu", "cpu"], help="on the card, the CPUs, or both"
+    )
     args = parser.parse_args(argv)
     if args.logical:
         os.environ["SWEEPS_LOGICAL_ACCELERATORS"] = "1"
@@ -140,6 +143,8 @@ def main(argv: list[str] | None = None) -> dict:
     with tempfile.TemporaryDirectory() as storage:
         for trials in args.trials:
             for placed, gpus in (("gpu", 1 / trials), ("cpu", 0.0)):
+                if placed not in args.placements:
+                    continue
                 report[placed].append(
                     run(trials, gpus, args.epochs, storage, args.logical, args.workload, args.windows_per_epoch)
                 )

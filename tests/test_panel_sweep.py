@@ -244,13 +244,14 @@ def test_an_interrupted_panel_sweep_resumes_to_the_planned_trials_and_writes_wha
 
 @pytest.mark.gpu
 def test_on_gpu_fractions_the_panel_sweep_trains_its_trials_its_refit_and_its_calibration_on_the_card(tmp_path):
-    """`--gpus-per-trial 0.5` on a card: every trial's epochs ran on the GPU (the history in each trial's checkpoint
-    says where), and so did the answer's refit and calibration fits, Ray tasks of a trial's resources."""
+    """`--gpus-per-trial 0.25` on a card (the smoke test's 4 trials at once): every trial's epochs ran on the GPU (the
+    history in each trial's checkpoint says where), and so did the answer's refit and calibration fits, Ray tasks of a
+    trial's resources."""
     import torch
 
     path = panel_csv(tmp_path)
     arguments = ["panel", "--data", path, "--horizon", str(HORIZON), "--smoke-test", "--levels", "80"]
-    done = sweeps_run(*arguments, "--gpus-per-trial", "0.5", "--storage-path", str(tmp_path), "--name", "card")
+    done = sweeps_run(*arguments, "--gpus-per-trial", "0.25", "--storage-path", str(tmp_path), "--name", "card")
     assert done.returncode == 0, done.stderr[-3000:]
     folder = tmp_path / "card"
     answer = json.loads((folder / "best_config.json").read_text())["answer"]

@@ -3,6 +3,7 @@ chips: Ray places and labels them as on a real cluster, while torch on this mach
 
 import importlib.util
 import json
+import os
 
 import pytest
 import torch
@@ -57,13 +58,13 @@ def test_a_data_parallel_trial_trains_with_ddp_under_ray_train(local_ray, tmp_pa
 
 
 @pytest.mark.slow
-def test_the_gpu_packing_bench_runs_on_logical_gpus(monkeypatch, tmp_path):
+def test_the_gpu_packing_bench_runs_on_logical_gpus(monkeypatch):
     """bench/gpu_packing.py measures trials sharing one real card; here it runs on logical GPUs, so that it keeps
     working where no GPU is lent: N trials of 1/N GPU each are placed on the one GPU and all train."""
     import ray
 
     from bench.gpu_check import packing_figures
-    from bench.gpu_packing import main, run
+    from bench.gpu_packing import main
 
     if ray.is_initialized():
         ray.shutdown()  # the bench starts a Ray of its own for each count
@@ -76,9 +77,12 @@ def test_the_gpu_packing_bench_runs_on_logical_gpus(monkeypatch, tmp_path):
     assert [measured["gpus_per_trial"] for measured in report["gpu"]] == [0.5]
     figures = packing_figures(report)  # what bench/gpu_check.py keeps of it
     assert figures["gpu"]["trials"] == figures["cpu"]["trials"] == 2 and figures["gpu_over_cpu_epochs_per_second"] > 0
-    # The panel workload: two trials of the m3_monthly sweep on one (logical) card; the bench's step for one count
-    # and one placement (main runs it for each), without its CPU placement, measured above for the seed workload.
-    panel = run(2, 0.5, epochs=1, storage=str(tmp_path), logical=True, workload="panel", windows_per_epoch=1024)
+    # The panel workload: two trials of the m3_monthly sweep on one (logical) card, on the card only, as
+    # bench/gpu_check.py runs it; the CPU placement was measured above for the seed workload.
+    on_the_card = ["--placements", "gpu", "--windows-per-epoch", "1024"]
+    report = main(["--logical", "--workload", "panel", "--trials", "2", "--epochs", "1", *on_the_card])
+    [panel] = report["gpu"]
+    assert report["cpu"] == [] and list(packing_figures(report)) == ["gpu"]
     assert (panel["trials"], panel["epochs"], panel["workload"], panel["gpus_per_trial"]) == (2, 2, "panel", 0.5)
     assert panel["aggregate_windows_per_second"] > 0
 
@@ -90,10 +94,12 @@ def test_the_gpu_check_lists_its_steps_within_eight_minutes_and_says_what_it_wou
     assert list(steps) == ["gpu_tests", "panel_fit", "packing_seed", "packing_panel", "sweep_gpu", "sweep_cpu"]
     assert sum(step["budget_seconds"] for step in steps.values()) <= WHOLE_BUDGET_S <= 8 * 60
     assert "-m pytest -m gpu" in steps["gpu_tests"]["command"]
-    assert "--devices gpu --sizes 1000 10000 100000" in steps["panel_fit"]["command"]
+    assert "--devices gpu --sizes 1000 100000" in steps["panel_fit"]["command"]
+    assert all("--placements gpu" in steps[name]["command"] for name in ("packing_seed", "packing_panel"))
     assert "m3_monthly --num-samples 8" in steps["sweep_gpu"]["command"]
     assert "--gpus-per-trial 0.125" in steps["sweep_gpu"]["command"]
-    assert "--gpus-per-trial 0 --cpus-per-trial 1" in steps["sweep_cpu"]["command"]
+    threads = max(1, os.cpu_count() // 8)  # the CPU sweep's 8 trials share every CPU
+    assert f"--gpus-per-trial 0 --cpus-per-trial {threads}" in steps["sweep_cpu"]["command"]
     if not torch.cuda.is_available():
         assert not any(step["would_run"] for step in steps.values())
         assert all("sees no CUDA GPU" in why for why in report["skipped"].values())
