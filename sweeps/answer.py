@@ -561,10 +561,11 @@ def _describe_refit(scores: dict[str, Any]) -> list[str]:
     if not refit:
         return []
     epochs = ", ".join(str(count) for count in refit["epochs"])
-    where = " and ".join(refit.get("trained_on", [])) or "?"  # older sweeps' JSON does not say
+    devices = refit.get("trained_on")  # a sweep of the day before says nothing of it
+    where = f" on {' and '.join(devices)}" if devices else ""
     lines = [
         f"  refit: its {len(refit['trials'])} configurations trained again through the validation part ({epochs} "
-        f"epochs, each its trial's best; {refit['seconds']:.0f} s on {where}), then forecasting the test window; "
+        f"epochs, each its trial's best; {refit['seconds']:.0f} s{where}), then forecasting the test window; "
         f"'{AS_TRAINED}' is the answer as the trials trained it"
     ]
     if refit["series_as_trained"]:
