@@ -39,6 +39,10 @@ sys.path.insert(0, str(ROOT))
 METRICS = ("smape", "mase", "mape")
 PANELS = ("m3_monthly", "m3_quarterly", "tourism_monthly", "tourism_quarterly")
 SEEDS = {"m3_monthly": (0, 1, 2), "tourism_monthly": (0, 1, 2), "m3_quarterly": (0,), "tourism_quarterly": (0,)}
+SWEEPS_SCALE = (
+    "the geometric mean of its MASE scale, the same over its last horizon and its validation error (the sweep's)"
+)
+"""The interval scale the sweep uses (forecaster.intervals.interval_scales), among the alternatives --answers scores."""
 """The goals' seeds: medians of 3 on the monthly panels, 1 on the quarterly ones (../shared/README.md)."""
 PUBLISHED = {
     "m3_monthly": {
@@ -176,11 +180,12 @@ def answer_rules(folder: str) -> dict:
 
 
 def interval_methods(folder: str, plan, top: list) -> dict:
-    """Coverage, width and MSIS on the test windows of cheaper ways to bound the answer than the sweep's own
-    (conformal on forecasts of points that ranked no trial, from configurations trained again): conformal on the
-    answer's own validation errors, the points that ranked the trials, symmetric (absolute errors) or each side from
-    the signed errors; and the spread of the top models' forecasts (the mean plus and minus z times their standard
-    deviation, as if normal)."""
+    """Coverage, width and MSIS on the test windows of the sweep's own way to bound the answer (conformal on the
+    errors of forecasts of points that ranked no trial, from configurations trained again, in each series' scale:
+    forecaster.intervals) and of others: the same points in other scales per series (`_scale_choices`), or each side
+    from its own signed errors; conformal on the answer's own validation errors, the points that ranked the trials,
+    symmetric (absolute errors) or each side from the signed errors; and the spread of the top models' forecasts
+    (the mean plus and minus z times their standard deviation, as if normal)."""
     import numpy as np
     import pandas as pd
     from scipy.stats import norm
@@ -199,21 +204,18 @@ def interval_methods(folder: str, plan, top: list) -> dict:
     msis_scales = np.where(msis_scales > 0, msis_scales, np.nan)
     signed = (grid(validation["y"]) - grid(validation["answer"])) / scales[None, :]
     spread = np.std(np.stack([grid(forecast) for forecast in top]), axis=0)
-    local = _local_scales(folder, test, validation, scales, grid)
-    tails = {level: 100 - (100 - level) / 2 for level in plan.levels}  # each side's own conformal quantile
-    below = conformal_quantiles(-signed, list(tails.values()))
-    above = conformal_quantiles(signed, list(tails.values()))
+    answer_error = np.mean(np.abs(grid(validation["y"]) - grid(validation["answer"])), axis=0)
+    gap = 1 if plan.sweep.refit_answer else h  # as the sweep's calibration: the points its fits trained on
+    room = train.lengths > h + gap  # the series with points to train on before the calibration window
+    calibrated_on = train.take(room).split_at(train.lengths[room] - h - gap)[0]
+    now, then = _scale_choices(train, h, answer_error), _scale_choices(calibrated_on, h, answer_error[room])
+    then = {name: _spread(room, values) for name, values in then.items()}
+    local = _local_scales(folder, test, now, then)
     methods = {
         "conformal on the validation errors (which ranked the trials)": bands(
             answer, scales, conformal_quantiles(np.abs(signed), plan.levels)
         ),
-        "the same, each side from its own signed errors": {
-            level: (
-                answer - below[tail][: len(answer), None] * scales[None, :],
-                answer + above[tail][: len(answer), None] * scales[None, :],
-            )
-            for level, tail in tails.items()
-        },
+        "the same, each side from its own signed errors": _sided(answer, scales, signed, plan.levels),
         f"spread of the top {len(top)} models, normal": {
             level: (answer - norm.ppf(0.5 + level / 200) * spread, answer + norm.ppf(0.5 + level / 200) * spread)
             for level in plan.levels
@@ -223,8 +225,12 @@ def interval_methods(folder: str, plan, top: list) -> dict:
     floor = np.where(lowest >= 0, 0.0, -np.inf)  # as the sweep's own bands: none below 0 where the series never was
     for name, (series_scale, calibration_scores) in local.items():
         methods[f"conformal on the calibration points, each series' scale {name}"] = bands(
-            answer, series_scale, conformal_quantiles(calibration_scores, plan.levels), floor=floor
+            answer, series_scale, conformal_quantiles(np.abs(calibration_scores), plan.levels), floor=floor
         )
+        if name == SWEEPS_SCALE:
+            methods[f"conformal on the calibration points, each series' scale {name}, each side from its own"] = _sided(
+                answer, series_scale, calibration_scores, plan.levels, floor
+            )
     found = {}
     for method, by_level in methods.items():
         found[method] = {}
@@ -237,32 +243,72 @@ def interval_methods(folder: str, plan, top: list) -> dict:
     return found
 
 
-def _local_scales(folder: str, test, validation, scales, grid) -> dict:
-    """{name: (each series' scale (S,), the calibration points' absolute errors in it (steps, n))} for scales that
-    follow how hard each series is for the answer: its mean absolute error on the validation part (the answer as the
-    trials trained it, for a refit answer too), and the geometric mean of that and the sweep's scale (the series' MASE
-    scale); where a series has no validation error, the sweep's scale. Empty without calibration.parquet (a sweep
-    without --levels)."""
+def _sided(answer, scale, signed, levels, floor=None) -> dict:
+    """{level: (lower, upper)}: each side of the band the conformal quantile of the scaled signed errors `signed`
+    (steps, n) on that side at the level's tail (for 80 %, the 90 % quantile of those above and of those below), at
+    least 0, times each series' scale."""
     import numpy as np
+
+    from forecaster.intervals import conformal_quantiles
+
+    tails = {level: 100 - (100 - level) / 2 for level in levels}
+    above = conformal_quantiles(signed, list(tails.values()))
+    below = conformal_quantiles(-signed, list(tails.values()))
+    found = {}
+    for level, tail in tails.items():
+        lower = answer - np.maximum(below[tail], 0)[: len(answer), None] * scale[None, :]
+        lower = lower if floor is None else np.maximum(lower, floor[None, :])
+        found[level] = (lower, answer + np.maximum(above[tail], 0)[: len(answer), None] * scale[None, :])
+    return found
+
+
+def _scale_choices(panel, horizon: int, answer_error) -> dict:
+    """{name: (S,)}: ways to scale each series' errors, from its points in `panel` and the answer's mean absolute
+    validation error (`answer_error`): the sweep's (forecaster.intervals.interval_scales) and its parts."""
+    import numpy as np
+
+    from forecaster.intervals import interval_scales
+    from forecaster.transforms import error_scales
+
+    whole = error_scales(panel)
+    none = np.full(len(panel), np.nan)  # where interval_scales is given no validation error, the MASE scale stands in
+    missed = np.where(answer_error > 0, answer_error, whole)
+    return {
+        SWEEPS_SCALE: interval_scales(panel, horizon, answer_error),
+        "its MASE scale over its whole training part (the sweep's before 2026-11-27)": whole,
+        "the same without its validation error (its MASE scale standing in)": interval_scales(panel, horizon, none),
+        "its validation error": missed,
+        "the geometric mean of its validation error and its MASE scale": np.sqrt(missed * whole),
+    }
+
+
+def _spread(rows, values):
+    """`values` of the series where `rows` is true, NaN for the others."""
+    import numpy as np
+
+    found = np.full(len(rows), np.nan)
+    found[rows] = values
+    return found
+
+
+def _local_scales(folder: str, test, now: dict, then: dict) -> dict:
+    """{name: (each series' scale (S,), the calibration points' signed errors in it (steps, n))} for each of
+    `_scale_choices`: `now` on the training parts (for the test windows), `then` on what the calibration fits
+    trained on (for their errors). Empty without calibration.parquet (a sweep without --levels)."""
     import pandas as pd
 
     path = Path(folder, "calibration.parquet")
     if not path.exists():
         return {}
     points = pd.read_parquet(path)
-    answer_error = np.mean(np.abs(grid(validation["y"]) - grid(validation["answer"])), axis=0)
     rows = {series_id: index for index, series_id in enumerate(test.ids)}
-    found = {}
-    for name, series_scale in (
-        ("its validation error", answer_error),
-        ("the geometric mean of its validation error and its MASE scale", np.sqrt(answer_error * scales)),
-    ):
-        series_scale = np.where(series_scale > 0, series_scale, scales)
-        own = series_scale[[rows[series_id] for series_id in points["unique_id"]]]
-        points["score"] = np.abs(points["y"] - points["forecast"]) / own
-        errors = points.pivot_table(index="step", columns=["unique_id", "origin_points"], values="score")
-        found[name] = (series_scale, errors.to_numpy())
-    return found
+    where = [rows[series_id] for series_id in points["unique_id"]]
+
+    def scored(calibrated_in):
+        points["score"] = (points["y"] - points["forecast"]) / calibrated_in
+        return points.pivot_table(index="step", columns=["unique_id", "origin_points"], values="score").to_numpy()
+
+    return {name: (now[name], scored(then[name][where])) for name in now}
 
 
 def run_peer(python: str, seed: int, dataset: str, trials: int, cpus: int, folder: str, budget: float | None) -> dict:

@@ -5,8 +5,11 @@ never trained on the points it forecasts, across the same gap between the end of
 origin) on points that ranked no trial, each divided by its series' scale so that the errors of every series pool
 into one distribution per step ahead. A level's half-width at step h is the conformal quantile of those scaled
 errors (the ceil((n + 1) level)-th smallest of n), times each series' own scale: intervals as wide as the errors
-were, relative to each series' size, symmetric around the forecast. Where too few calibration errors share a step
-(fewer than `POOLED_BELOW` series: one series alone), every step's errors pool into one quantile.
+were, relative to each series' size, symmetric around the forecast. A series' scale (`interval_scales`) says how
+hard it is to forecast from three angles at once: how much it moved over its whole history (its MASE scale), how
+much over its last horizon (a series whose swings grew or calmed), and how far the answer missed it on its
+validation part. Where too few calibration errors share a step (fewer than `POOLED_BELOW` series: one series
+alone), every step's errors pool into one quantile.
 
 Judged as the M4 competition judges intervals: coverage (the share of points inside, per level), the mean width
 relative to each series' scale, and the mean scaled interval score (MSIS: the width plus 2 / (1 - level) times each
@@ -23,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from forecaster.config import ForecasterConfig
+from forecaster.metrics import mase_scales
 from forecaster.panel import Panel
 
 POOLED_BELOW = 20
@@ -42,6 +46,20 @@ def check_levels(levels: Iterable[float]) -> tuple[float, ...]:
 def level_name(level: float) -> str:
     """80 -> '80', 97.5 -> '97.5': the suffix of Nixtla's columns (answer-lo-80, answer-hi-80)."""
     return f"{level:g}"
+
+
+def interval_scales(train: Panel, horizon: int, validation_error: np.ndarray) -> np.ndarray:
+    """(S,) what each series' half-widths are multiples of: the geometric mean of its mean absolute seasonal
+    difference over the whole of `train` (its MASE scale: forecaster.transforms.error_scales), the same over its last
+    `horizon` differences, and `validation_error` (S,), the answer's mean absolute error on its validation part.
+    Each of the last two stands in for the first where it is undefined or 0 (a tail shorter than a season, a flat
+    stretch, a perfect forecast). Chosen on the inner splits of four panels (README, "Prediction intervals")."""
+    from forecaster.transforms import error_scales
+
+    whole = error_scales(train)
+    recent = mase_scales(train.split_at(np.maximum(train.lengths - horizon - train.season, 0))[1])
+    parts = [whole, *(np.where(np.isfinite(part) & (part > 0), part, whole) for part in (recent, validation_error))]
+    return np.exp(np.mean(np.log(parts), axis=0))
 
 
 def conformal_quantiles(scores: np.ndarray, levels: Sequence[float]) -> dict[float, np.ndarray]:
@@ -121,7 +139,7 @@ class Calibration:
     actual: np.ndarray
     """(horizon, n)."""
     scale: np.ndarray
-    """(n,) each forecast's series' scale, from what the model was given (forecaster.transforms.error_scales)."""
+    """(n,) each forecast's series' scale, from what the model was given (`interval_scales`)."""
 
     def to_frame(self):
         """One row per calibration point: unique_id, origin_points (how many points of the gap the forecast read),
@@ -148,14 +166,16 @@ def calibration_forecast(
     horizon: int,
     gap: int | None = None,
     origins: int = 1,
+    validation_error: np.ndarray | None = None,
     **fit_options: Any,
 ) -> Calibration:
     """Train `config` again for `epochs` on every series of `train` (a sweep's training parts) less its last
     `horizon` points and the `gap` before them (default: a horizon; the answer's validation part), and forecast
     `horizon` points from the end of the gap and, with `origins` > 1, from as many points evenly spread over the gap
-    back to its start (see Calibration). Series too short for that are left out."""
+    back to its start (see Calibration). Series too short for that are left out. `validation_error` (one per series
+    of `train`; default: none, each series' MASE scale standing in): the answer's, for each forecast's scale
+    (`interval_scales`)."""
     from forecaster.train import fit, quiet_lightning
-    from forecaster.transforms import error_scales
 
     quiet_lightning()  # in a sweep's Ray task, as in a trial: no banner per fit
     gap = horizon if gap is None else gap
@@ -163,8 +183,10 @@ def calibration_forecast(
         config.replace(n_epochs=epochs), train, val_size=gap, test_size=horizon, drop_short=True, **fit_options
     )
     parts, model = result.parts, result.model
-    whole = train.take(np.isin(train.ids, parts.train.ids))  # the fit's series, their every point
-    scale = error_scales(parts.train)
+    kept = np.isin(train.ids, parts.train.ids)
+    whole = train.take(kept)  # the fit's series, their every point
+    missed = np.full(len(train), np.nan) if validation_error is None else np.asarray(validation_error, dtype=float)
+    scale = interval_scales(parts.train, horizon, missed[kept])
     ids, read, forecasts, actuals = [], [], [], []
     for read_points in np.unique(np.round(np.linspace(gap, 0, max(1, min(origins, gap + 1)))).astype(int)):
         history, after = whole.split_at(parts.train.lengths + read_points)

@@ -223,7 +223,7 @@ def build_answer(plan: SweepPlan, results: SweepResults) -> Answer | None:
         if plan.sweep.refit_answer:
             refit = _refit_answer(plan, results, top, forecasts["test"])
         if plan.levels:
-            calibration, calibration_points = _answer_bounds(plan, results, top, forecasts["test"]["answer"], bounds)
+            calibration, calibration_points = _answer_bounds(plan, results, top, forecasts, bounds)
     unavailable, fell_back = _baselines(plan, forecasts, bounds)
     if refit:
         fell_back[AS_TRAINED] = []
@@ -330,12 +330,13 @@ def _refit_answer(plan: SweepPlan, results: SweepResults, top: list, test_foreca
 
 
 def _answer_bounds(
-    plan: SweepPlan, results: SweepResults, top: list, forecast: np.ndarray, bounds: dict
+    plan: SweepPlan, results: SweepResults, top: list, forecasts: dict, bounds: dict
 ) -> tuple[dict, pd.DataFrame | None]:
     """The answer's intervals on the test windows, into `bounds["answer"]`, by conformal calibration
     (forecaster.intervals): the top configurations trained again on each series' training part less its last
     horizon and the gap the answer forecasts across, forecasting that last horizon, which ranked no trial; their
-    errors, scaled by each series' scale, give each step's half-width. The gap is the validation part for an answer
+    errors, scaled by each series' scale (forecaster.intervals.interval_scales, with the answer's validation errors
+    in `forecasts`), give each step's half-width. The gap is the validation part for an answer
     as the trials trained it, one point for a refit answer (which trains through all but the last point it reads).
     With few series, forecasts from every point of the gap too, every step's errors pooled. Returns how it was
     done, and the calibration points with their mean forecast."""
@@ -346,10 +347,10 @@ def _answer_bounds(
         bands,
         calibration_forecast,
         conformal_quantiles,
+        interval_scales,
         mean_calibration,
         scaled_errors,
     )
-    from forecaster.transforms import error_scales
 
     started = time.perf_counter()
     train, val, seen, test = plan.parts()
@@ -357,8 +358,11 @@ def _answer_bounds(
     gap = 1 if plan.sweep.refit_answer else int(val.lengths.max())
     jobs = _best_epochs(results, top[:CALIBRATION_REFITS])
     few = len(test) < POOLED_BELOW
+    missed = np.abs(val.values - forecasts["validation"]["answer"])
+    validation_error = np.add.reduceat(missed, val.offsets[:-1]) / val.lengths
+    origins = gap + 1 if few else 1
     try:
-        calibrations = _fits_on_ray(plan, calibration_forecast, jobs, train, horizon, gap, gap + 1 if few else 1)
+        calibrations = _fits_on_ray(plan, calibration_forecast, jobs, train, horizon, gap, origins, validation_error)
     except SeriesError as error:  # no series has room for a calibration window
         return {"unavailable": f"no series is long enough to calibrate intervals: {error}"}, None
     errors, ids = scaled_errors(calibrations)
@@ -366,14 +370,20 @@ def _answer_bounds(
     unbounded = [level for level, half in quantiles.items() if not np.isfinite(half).all()]
     columns = np.repeat(np.arange(len(test)), test.lengths)
     grid = np.full((horizon, len(test)), np.nan)
-    grid[test.positions, columns] = forecast
+    grid[test.positions, columns] = forecasts["test"]["answer"]
     lowest = np.minimum.reduceat(seen.values, seen.offsets[:-1])
     bounded = {level: half for level, half in quantiles.items() if level not in unbounded}
-    found = bands(grid, error_scales(train), bounded, floor=np.where(lowest >= 0, 0.0, -np.inf))
+    found = bands(
+        grid, interval_scales(train, horizon, validation_error), bounded, floor=np.where(lowest >= 0, 0.0, -np.inf)
+    )
     where = test.positions, columns
     bounds["answer"] = {level: (lower[where], upper[where]) for level, (lower, upper) in found.items()}
     return {
-        "method": "conformal: scaled errors of the top configurations trained again, on points that ranked no trial",
+        "method": (
+            "conformal: scaled errors of the top configurations trained again, on points that ranked no trial; each "
+            "series' scale the geometric mean of its MASE scale, the same over its last horizon, and the answer's "
+            "validation error"
+        ),
         "refit_trials": [trial_id for trial_id, _ in top[: len(jobs)]],
         "calibration_series": len(set(ids)),
         "series": len(test),

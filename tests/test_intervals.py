@@ -17,6 +17,7 @@ from forecaster.intervals import (
     calibration_forecast,
     check_levels,
     conformal_quantiles,
+    interval_scales,
     interval_scores,
     scaled_errors,
 )
@@ -43,6 +44,28 @@ def test_conformal_quantiles_per_step_and_pooled_where_few_series_calibrate():
     few = conformal_quantiles(scores[:, :10], [80])  # 10 series: every step's 20 errors pool
     assert few[80].tolist() == [14.0, 14.0]  # 1..10 with 2, 4, ..., 20: the 17th smallest of the 20 is 14
     assert math.isinf(conformal_quantiles(np.ones((1, 3)), [95])[95][0])  # 3 errors cannot bound 95 %
+
+
+def test_a_series_interval_scale_is_how_hard_it_is_by_its_history_its_last_horizon_and_the_answer():
+    calm_then_wild = [10.0, 11.0] * 6 + [10.0, 14.0, 10.0, 16.0, 10.0, 12.0, 10.0, 18.0]  # season 2
+    flat_lately = [1.0, 3.0, 2.0, 5.0] + [4.0] * 16
+    short = [5.0, 7.0]  # no seasonal difference at all
+    train = Panel(
+        ids=np.array(["wild", "flat", "short"], dtype=object),
+        offsets=np.array([0, 20, 40, 42]),
+        times=np.concatenate([np.arange(20), np.arange(20), np.arange(2)]),
+        values=np.array(calm_then_wild + flat_lately + short),
+        freq=None,
+        season=2,
+        origins=np.zeros(3, dtype=np.int64),
+    )
+    scales = interval_scales(train, 4, validation_error=np.array([2.0, 0.0, np.nan]))
+    # "wild": 18 differences at lag 2 over the whole part, 3 + 2 + 4 + 6 of them not 0; its last 4 (10, 16, 10, 12,
+    # 10, 18): 0, 4, 0, 6; the answer missed it by 2 on average
+    assert scales[0] == pytest.approx((15 / 18 * 10 / 4 * 2.0) ** (1 / 3))
+    # "flat": no move over its last horizon and a perfect validation forecast: its whole part's scale stands in
+    assert scales[1] == pytest.approx((1 + 2 + 2 + 1) / 18)
+    assert scales[2] == pytest.approx(2.0)  # shorter than a season and its difference: lag 1's error for all three
 
 
 def test_bands_scale_with_each_series_and_keep_a_floor():
