@@ -39,11 +39,13 @@ sys.path.insert(0, str(ROOT))
 METRICS = ("smape", "mase", "mape")
 PANELS = ("m3_monthly", "m3_quarterly", "tourism_monthly", "tourism_quarterly")
 SEEDS = {"m3_monthly": (0, 1, 2), "tourism_monthly": (0, 1, 2), "m3_quarterly": (0,), "tourism_quarterly": (0,)}
+"""The goals' seeds: medians of 3 on the monthly panels, 1 on the quarterly ones (../shared/README.md)."""
 SWEEPS_SCALE = (
     "the geometric mean of its MASE scale, the same over its last horizon and its validation error (the sweep's)"
 )
 """The interval scale the sweep uses (forecaster.intervals.interval_scales), among the alternatives --answers scores."""
-"""The goals' seeds: medians of 3 on the monthly panels, 1 on the quarterly ones (../shared/README.md)."""
+MASE_SCALE = "its MASE scale over its whole training part (the sweep's before 2026-11-27)"
+REFIT_SCALE = "the sweep's, over every point the refit answer trained on instead of the training part"
 PUBLISHED = {
     "m3_monthly": {
         "metric": "smape",
@@ -190,7 +192,7 @@ def interval_methods(folder: str, plan, top: list) -> dict:
     import pandas as pd
     from scipy.stats import norm
 
-    from forecaster.intervals import bands, conformal_quantiles, interval_scores, level_name
+    from forecaster.intervals import bands, conformal_quantiles, interval_scales, interval_scores, level_name
     from forecaster.metrics import mase_scales
     from forecaster.transforms import error_scales
 
@@ -209,6 +211,9 @@ def interval_methods(folder: str, plan, top: list) -> dict:
     room = train.lengths > h + gap  # the series with points to train on before the calibration window
     calibrated_on = train.take(room).split_at(train.lengths[room] - h - gap)[0]
     now, then = _scale_choices(train, h, answer_error), _scale_choices(calibrated_on, h, answer_error[room])
+    if plan.sweep.refit_answer:  # the sweep's scale over what the refit answer trained on, as its calibration's is
+        now[REFIT_SCALE] = interval_scales(seen.split_at(seen.lengths - 1)[0], h, answer_error)
+        then[REFIT_SCALE] = then[SWEEPS_SCALE]
     then = {name: _spread(room, values) for name, values in then.items()}
     local = _local_scales(folder, test, now, then)
     methods = {
@@ -275,7 +280,7 @@ def _scale_choices(panel, horizon: int, answer_error) -> dict:
     missed = np.where(answer_error > 0, answer_error, whole)
     return {
         SWEEPS_SCALE: interval_scales(panel, horizon, answer_error),
-        "its MASE scale over its whole training part (the sweep's before 2026-11-27)": whole,
+        MASE_SCALE: whole,
         "the same without its validation error (its MASE scale standing in)": interval_scales(panel, horizon, none),
         "its validation error": missed,
         "the geometric mean of its validation error and its MASE scale": np.sqrt(missed * whole),

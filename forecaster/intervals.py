@@ -139,7 +139,8 @@ class Calibration:
     actual: np.ndarray
     """(horizon, n)."""
     scale: np.ndarray
-    """(n,) each forecast's series' scale, from what the model was given (`interval_scales`)."""
+    """(n,) each forecast's series' scale (`interval_scales`): over what the model trained on, with the answer's
+    validation error."""
 
     def to_frame(self):
         """One row per calibration point: unique_id, origin_points (how many points of the gap the forecast read),
@@ -173,8 +174,8 @@ def calibration_forecast(
     `horizon` points and the `gap` before them (default: a horizon; the answer's validation part), and forecast
     `horizon` points from the end of the gap and, with `origins` > 1, from as many points evenly spread over the gap
     back to its start (see Calibration). Series too short for that are left out. `validation_error` (one per series
-    of `train`; default: none, each series' MASE scale standing in): the answer's, for each forecast's scale
-    (`interval_scales`)."""
+    of `train`): the answer's mean absolute error on each series' validation part, one of the three parts of each
+    forecast's scale (`interval_scales`; without it, each series' MASE scale stands in for that part)."""
     from forecaster.train import fit, quiet_lightning
 
     quiet_lightning()  # in a sweep's Ray task, as in a trial: no banner per fit

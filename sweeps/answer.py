@@ -335,8 +335,9 @@ def _answer_bounds(
     """The answer's intervals on the test windows, into `bounds["answer"]`, by conformal calibration
     (forecaster.intervals): the top configurations trained again on each series' training part less its last
     horizon and the gap the answer forecasts across, forecasting that last horizon, which ranked no trial; their
-    errors, scaled by each series' scale (forecaster.intervals.interval_scales, with the answer's validation errors
-    in `forecasts`), give each step's half-width. The gap is the validation part for an answer
+    errors, scaled by each series' scale (forecaster.intervals.interval_scales over each series' training part, for
+    the calibration points over what their fits trained on, with the answer's validation errors in `forecasts`),
+    give each step's half-width. The gap is the validation part for an answer
     as the trials trained it, one point for a refit answer (which trains through all but the last point it reads).
     With few series, forecasts from every point of the gap too, every step's errors pooled. Returns how it was
     done, and the calibration points with their mean forecast."""

@@ -49,7 +49,7 @@ def test_conformal_quantiles_per_step_and_pooled_where_few_series_calibrate():
 def test_a_series_interval_scale_is_how_hard_it_is_by_its_history_its_last_horizon_and_the_answer():
     calm_then_wild = [10.0, 11.0] * 6 + [10.0, 14.0, 10.0, 16.0, 10.0, 12.0, 10.0, 18.0]  # season 2
     flat_lately = [1.0, 3.0, 2.0, 5.0] + [4.0] * 16
-    short = [5.0, 7.0]  # no seasonal difference at all
+    short = [5.0, 7.0]  # a season long: no seasonal difference at all
     train = Panel(
         ids=np.array(["wild", "flat", "short"], dtype=object),
         offsets=np.array([0, 20, 40, 42]),
@@ -65,7 +65,7 @@ def test_a_series_interval_scale_is_how_hard_it_is_by_its_history_its_last_horiz
     assert scales[0] == pytest.approx((15 / 18 * 10 / 4 * 2.0) ** (1 / 3))
     # "flat": no move over its last horizon and a perfect validation forecast: its whole part's scale stands in
     assert scales[1] == pytest.approx((1 + 2 + 2 + 1) / 18)
-    assert scales[2] == pytest.approx(2.0)  # shorter than a season and its difference: lag 1's error for all three
+    assert scales[2] == pytest.approx(2.0)  # no longer than a season: lag 1's error for all three
 
 
 def test_bands_scale_with_each_series_and_keep_a_floor():
@@ -148,6 +148,10 @@ def test_a_calibration_reads_nothing_after_each_series_training_part():
     first = train.series(0).to_numpy()  # s0's window after reading 2 of the gap's 6 points: its points 30-35 of 42
     column = np.flatnonzero((rolled.ids == "s0") & (rolled.origins == 2))[0]
     assert rolled.actual[:, column].tolist() == first[-12 + 2 : -12 + 2 + 6].tolist()
+    missed = np.array([1.0, 2.0, 4.0])  # the answer's validation errors: each forecast's scale takes its series'
+    scaled = calibration_forecast(config, 3, train, 6, validation_error=missed, threads=1)
+    trained_on = train.split_at(train.lengths - 12)[0]  # less the horizon and the gap (a horizon by default)
+    np.testing.assert_allclose(scaled.scale, interval_scales(trained_on, 6, missed))
     errors, ids = scaled_errors([calibration, calibration])
     assert ids.tolist() == ["s0", "s1", "s2"]
     np.testing.assert_allclose(errors, np.abs(calibration.actual - calibration.forecast) / calibration.scale)
