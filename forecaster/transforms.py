@@ -19,8 +19,9 @@ input_chunk_length points, the part the net reads before it forecasts; in a fore
 With `deseasonalise`, each series is first divided by its seasonal indices: a classical multiplicative
 decomposition of its training part (a centred moving average of a season's length as the trend, each point's
 ratio to it averaged by place in the season), where the Theta method's test finds a season (the autocorrelation
-at the season beyond 1.645 of its standard error, over at least 3 seasons of positive values); other series keep
-indices of 1. A window shows the net one or two seasons; the indices come from the whole training part.
+at the season beyond 1.645 of its standard error, over at least 3 seasons of values at or above 0 whose trend is
+above 0, as visitors or sales that stop some months); other series keep indices of 1. A window shows the net one
+or two seasons; the indices come from the whole training part.
 
 With `calendar`, every input also carries where the *next* point falls in the season (month of year for
 monthly data; on a plain time index, points since the series' start) as a sine and a cosine, so the net knows
@@ -209,7 +210,8 @@ class TargetTransform:
 
 def seasonal_indices(train: Panel) -> np.ndarray:
     """(S, season): each series' multiplicative seasonal indices from its training part (the module's docstring),
-    ones where the test finds no season or the part is too short or not positive."""
+    ones where the test finds no season, the part is too short or has a value below 0, its trend is not above 0
+    everywhere, or a place in the season would get an index of 0 (a month that is always 0)."""
     season, indices = train.season, np.ones((len(train), train.season))
     phases = train.phases(np.arange(len(train.values)))
     half = season // 2
@@ -217,13 +219,16 @@ def seasonal_indices(train: Panel) -> np.ndarray:
     for series in range(len(train)):
         rows = slice(train.offsets[series], train.offsets[series + 1])
         values = train.values[rows]
-        if len(values) < 3 * season or values.min() <= 0 or not _seasonal(values, season):
+        if len(values) < 3 * season or values.min() < 0 or not _seasonal(values, season):
             continue
         trend = np.convolve(values, trend_weights, mode="valid")  # centred: trend[k] belongs to point k + half
+        if trend.min() <= 0:
+            continue
         ratios = values[half : half + len(trend)] / trend
         places = phases[rows][half : half + len(trend)]
         mean_ratio = np.bincount(places, ratios, season) / np.bincount(places, minlength=season)
-        indices[series] = mean_ratio / mean_ratio.mean()
+        if mean_ratio.min() > 0:
+            indices[series] = mean_ratio / mean_ratio.mean()
     return indices
 
 

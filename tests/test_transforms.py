@@ -69,14 +69,16 @@ def test_every_transform_inverts_exactly(transform, norm, deseasonalise):
 
 
 def test_seasonal_indices_are_the_classical_decompositions_where_theta_finds_a_season():
-    """A level times a pattern gives the pattern back (its ratio to the centred moving average); white noise, a
-    series of under 3 seasons and one with a zero keep indices of 1."""
+    """A level times a pattern gives the pattern back (its ratio to the centred moving average), and nearly so with a
+    0 in one month (visitors that stopped once); white noise, a series of under 3 seasons, one with a value below 0
+    and one that is 0 in every first quarter (whose index would be 0) keep indices of 1."""
     pattern = np.array([0.8, 1.1, 1.3, 0.8])
     noise = 50 + np.random.default_rng(0).standard_normal(40)
     seasonal = 100 * np.tile(pattern, 10)
-    with_zero = seasonal.copy()
-    with_zero[7] = 0.0
+    with_zero, below_zero, closed = seasonal.copy(), seasonal.copy(), seasonal.copy()
+    with_zero[7], below_zero[7], closed[::4] = 0.0, -5.0, 0.0
     series = {"seasonal": seasonal, "noise": noise, "short": seasonal[:11], "with a zero": with_zero}
+    series |= {"below zero": below_zero, "closed": closed}
     frame = pd.DataFrame(
         [(name, time, value) for name, values in series.items() for time, value in enumerate(values)],
         columns=["unique_id", "ds", "y"],
@@ -84,7 +86,9 @@ def test_seasonal_indices_are_the_classical_decompositions_where_theta_finds_a_s
     panel = load_panel(frame, season_length=4)
     indices = dict(zip(panel.ids, seasonal_indices(panel)))
     np.testing.assert_allclose(indices["seasonal"], pattern, rtol=1e-12)
-    for name in ("noise", "short", "with a zero"):
+    np.testing.assert_allclose(indices["with a zero"], pattern, atol=0.1)
+    assert indices["with a zero"][3] < pattern[3]  # its 0 fell in the fourth quarter
+    for name in ("noise", "short", "below zero", "closed"):
         np.testing.assert_array_equal(indices[name], np.ones(4))
     # By place in the season, which a plain time index counts from each series' first point (as the calendar does).
     later = load_panel(frame[frame.unique_id == "seasonal"].iloc[1:], season_length=4)
