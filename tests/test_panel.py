@@ -506,7 +506,8 @@ def run_cli(*args):
     return subprocess.run([sys.executable, "-m", "forecaster.fit", *args], capture_output=True, text=True)
 
 
-def test_the_cli_fits_a_long_csv_with_a_horizon_and_prints_the_panels_metrics(tmp_path):
+def test_the_cli_fits_a_long_csv_with_a_horizon_and_prints_the_panels_metrics(tmp_path, capsys):
+    """The JSON as the shell gets it (a process of its own); the plain text from the CLI's code in this process."""
     path = write_csv(tmp_path, monthly_panel_frame())
     done = run_cli(
         "--data",
@@ -526,22 +527,11 @@ def test_the_cli_fits_a_long_csv_with_a_horizon_and_prints_the_panels_metrics(tm
     assert summary["series"] == 3 and summary["horizon"] == 6 and summary["metric"] == "smape"
     assert summary["validation_points"] == 18 and summary["epochs"] == 3
     assert all(math.isfinite(summary[key]) for key in ("val_smape", "val_mase", "val_mape"))
-    text = run_cli(
-        "--data",
-        path,
-        "--horizon",
-        "6",
-        "--n-epochs",
-        "2",
-        "--training-length",
-        "8",
-        "--input-chunk-length",
-        "5",
-        "--plot",
-        str(tmp_path / "panel.png"),
-    )
-    assert text.returncode == 0, text.stderr
-    assert text.stdout.startswith("validation over 3 series (6 points each): sMAPE ")
+    capsys.readouterr()
+    plot = str(tmp_path / "panel.png")
+    options = ["--horizon", "6", "--n-epochs", "2", "--training-length", "8", "--input-chunk-length", "5"]
+    assert fit_cli(["--data", path, *options, "--plot", plot]) == 0
+    assert capsys.readouterr().out.startswith("validation over 3 series (6 points each): sMAPE ")
     assert (tmp_path / "panel.png").read_bytes()[:4] == b"\x89PNG"
 
 
@@ -660,26 +650,12 @@ def test_a_parquet_file_names_rows_whatever_its_extension(tmp_path):
             load_panel(str(tmp_path / name))
 
 
-def test_the_cli_cuts_a_plain_index_at_a_time_with_split_after(tmp_path):
+def test_the_cli_cuts_a_plain_index_at_a_time_with_split_after(tmp_path, capsys):
     rows = "".join(f"a,{t},{10 + t + (t % 12)}\n" for t in range(1, 61))
     path = write_text(tmp_path, HEADER + rows, "plain.csv")
-    done = run_cli(
-        "--data",
-        path,
-        "--season-length",
-        "12",
-        "--split-after",
-        "48",
-        "--n-epochs",
-        "2",
-        "--training-length",
-        "8",
-        "--input-chunk-length",
-        "5",
-        "--json",
-    )
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["validation_points"] == 12
+    options = ["--season-length", "12", "--split-after", "48", "--n-epochs", "2", "--training-length", "8"]
+    assert fit_cli(["--data", path, *options, "--input-chunk-length", "5", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["validation_points"] == 12
 
 
 def test_more_origins_than_validation_points_is_said_as_such():
