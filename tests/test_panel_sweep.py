@@ -317,18 +317,3 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
     half = {level: scores[int(np.ceil((len(scores) + 1) * level / 100)) - 1] for level in (80, 95)}
     scale80, scale95 = ((test[f"answer-hi-{level}"] - test["answer"]) / half[level] for level in (80, 95))
     assert np.allclose(scale80, scale95) and (scale80.groupby(test.unique_id).std() < 1e-9 * scale80.mean()).all()
-    # The blend: its weight the lowest-scoring tenth on those calibration points (the weight 1: their own forecast,
-    # sMAPE computed here), its forecast that mean of the answer and the statistical combination, scored beside it.
-    blend = answer["blend"]
-    weight, scored = blend["weight"], blend["window_scores"]
-    assert blend["chosen_by"] == "smape" and blend["window_series"] == 5 and weight in [i / 10 for i in range(11)]
-    own = points[points.origin_points == points.origin_points.max()]
-    own_smape = (200 * np.abs(own.y - own.forecast) / (np.abs(own.y) + np.abs(own.forecast))).groupby(own.unique_id)
-    assert scored["1"] == pytest.approx(own_smape.mean().mean(), rel=1e-4)
-    assert scored[f"{weight:g}"] == min(scored.values())
-    mixed = weight * test["answer"] + (1 - weight) * test["statistical combination"]
-    assert np.allclose(test["blend"], mixed)
-    blended = test.assign(f=test["blend"]).groupby("unique_id")[["y", "f"]]
-    by_series = blended.apply(lambda rows: 200 * np.mean(np.abs(rows.y - rows.f) / (np.abs(rows.y) + np.abs(rows.f))))
-    assert answer["blend"]["test_smape"] == pytest.approx(by_series.mean(), rel=1e-9)
-    assert f"blend, the forecast to use: {weight:g} of the answer and {1 - weight:g} of the statistical " in out
