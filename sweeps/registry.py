@@ -188,12 +188,13 @@ SWEEPS: dict[str, Sweep] = {
                 "batch_size": 512,
                 "lr": LogUniform(1.5e-3, 4e-3),
                 # The recurrent shape reads a horizon and trains on windows of 1.6 horizons, each at most what the
-                # shortest series holds; the direct shape reads 1 or 1.5 horizons, padding shorter series.
+                # shortest series holds (at least 2: a series with 2 points to train on trains the direct shape
+                # only); the direct shape reads 1 or 1.5 horizons, padding shorter series.
                 "input_chunk_length": ByValue(
                     "shape",
                     {"recurrent": Fitting(Horizons(1), share=0.6), "direct": Choice(Horizons(1), Horizons(1.5))},
                 ),
-                "training_length": Fitting(Horizons(1.6), less=1),
+                "training_length": Fitting(Horizons(1.6), less=1, least=2),
                 "output_chunk_length": 0,
                 "loss": ByValue("shape", {"recurrent": "mse", "direct": Choice("mse", "smape")}),
                 "loss_after_context": True,

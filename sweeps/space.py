@@ -150,21 +150,23 @@ class IfSeasonal:
 @dataclasses.dataclass(frozen=True)
 class Fitting:
     """A length (possibly in horizons) cut down to what every series allows: at most `share` of the shortest
-    training part, less `less` points. A window every series must hold (the recurrent shape's) then never drops
-    one."""
+    training part, less `less` points, and never below `least` (the least a configuration takes). A window every
+    series must hold (the recurrent shape's) then drops none but a series shorter than that least window."""
 
     length: Any
     share: float = 1.0
     less: int = 0
+    least: int = 1
 
     def __repr__(self) -> str:
         share = "" if self.share == 1 else f"{self.share:g} of "
         less = f" less {self.less}" if self.less else ""
-        return f"{self.length!r}, at most {share}the shortest training part{less}"
+        least = f", at least {self.least}" if self.least > 1 else ""
+        return f"{self.length!r}, at most {share}the shortest training part{less}{least}"
 
     def resolve(self, data: DataShape) -> int:
         length = self.length.resolve(data) if isinstance(self.length, RELATIVE) else self.length
-        return max(1, min(length, math.floor(self.share * data.shortest) - self.less))
+        return max(self.least, min(length, math.floor(self.share * data.shortest) - self.less))
 
 
 RELATIVE = (Horizons, IfSeasonal, Fitting)

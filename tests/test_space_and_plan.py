@@ -119,7 +119,8 @@ DATA_SHAPES = [
     DataShape(horizon=8, season=4, shortest=8),  # M3 quarterly: its shortest series trains on 8 points
     DataShape(horizon=24, season=12, shortest=67),  # Tourism monthly
     DataShape(horizon=6, season=1, shortest=9),  # yearly data
-    DataShape(horizon=1, season=7, shortest=3),  # the least a sweep keeps: three points to train on
+    DataShape(horizon=1, season=7, shortest=3),
+    DataShape(horizon=8, season=4, shortest=2),  # the least a sweep keeps: two points, the direct shape's one window
 ]
 
 
@@ -342,3 +343,16 @@ def test_the_command_for_more_trials_repeats_the_sweep_with_a_new_seed_and_name(
         ["model=GRU"],
         50,
     )
+
+
+def test_a_series_with_two_points_to_train_on_is_named_with_its_fix_or_dropped_for_the_recurrent_window(tmp_path):
+    """Two points train the direct shape only: the panel sweep's recurrent window resolves to its least (2, three
+    points with its target), the plan names the series too short for it, and --drop-short-series leaves it out."""
+    from tests.test_panel import monthly_panel_frame
+
+    path = tmp_path / "short.csv"
+    monthly_panel_frame(lengths=(40, 52, 14)).to_csv(path, index=False)  # s2: 2 points, then 6 validate, 6 test
+    with pytest.raises(PlanError, match=r"1 of 3 series are too short for this fit: 's2' \(with 14 points\)"):
+        make_plan("panel", data=str(path), horizon=6, storage_path=str(tmp_path))
+    plan = make_plan("panel", data=str(path), horizon=6, storage_path=str(tmp_path), drop_short=True)
+    assert plan.sweep.space["training_length"] == 2 and plan.panel.dropped == ("s2",)
