@@ -188,8 +188,8 @@ SWEEPS: dict[str, Sweep] = {
                 "batch_size": 512,
                 "lr": LogUniform(1.5e-3, 4e-3),
                 # The recurrent shape reads a horizon and trains on windows of 1.6 horizons, each at most what the
-                # shortest series holds (at least 2: a series with 2 points to train on trains the direct shape
-                # only); the direct shape reads 1 or 1.5 horizons, padding shorter series.
+                # shortest series holds (at least 2, three points with its target: the plan names a series with
+                # fewer, which --drop-short-series leaves out); the direct shape reads 1 or 1.5 horizons, padding.
                 "input_chunk_length": ByValue(
                     "shape",
                     {"recurrent": Fitting(Horizons(1), share=0.6), "direct": Choice(Horizons(1), Horizons(1.5))},
