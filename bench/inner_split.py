@@ -19,7 +19,7 @@ seeds ("ensemble"); the mean forecast of every direct setting's seeds together; 
 
     python bench/inner_split.py [--dataset m3_monthly] [--horizon H] [--seeds 0 1 2] [--epochs 40] [--processes 2]
         [--setting NAME KEY=VALUE ... (repeatable; default: the shapes and lookbacks below)] [--set KEY=VALUE]
-        [--no-baselines] [--official]
+        [--no-baselines] [--official | --back K]
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ import statistics
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -46,15 +48,16 @@ RELATIVE = ("input_chunk_length", "output_chunk_length", "windows_from_last")
 """The settings that may be given in horizons."""
 
 
-def inner_panel(dataset: str, horizon: int | None, official: bool = False):
-    """Each series' in-sample part (the official hold-out never enters) and the inner horizon; with `official`, the
-    whole panel, whose last H points are then the official hold-out."""
+def inner_panel(dataset: str, horizon: int | None, official: bool = False, back: int = 1):
+    """Each series' in-sample part (the official hold-out never enters), less `back` - 1 more official horizons (an
+    earlier inner window), and the inner horizon; with `official`, the whole panel, whose last H points are then the
+    official hold-out."""
     from forecaster.data import load_panel
 
     panel = load_panel(dataset)
     if official:
         return panel, panel.horizon
-    seen, _ = panel.split_last(panel.horizon) if panel.horizon else (panel, None)
+    seen, _ = panel.split_last(back * panel.horizon) if panel.horizon else (panel, None)
     return seen, horizon or panel.horizon
 
 
@@ -82,9 +85,8 @@ def setting_values(changes: list[str], horizon: int) -> dict:
 
 def one_fit(job: tuple) -> dict:
     """One setting and seed: its best model's inner-test forecasts (a long table of its kept series)."""
-    name, values, seed, epochs, dataset, horizon, official, refit = job
+    name, values, seed, epochs, dataset, horizon, official, back, refit = job
     import lightning as L
-    import numpy as np
     import torch
 
     from forecaster.config import ForecasterConfig
@@ -107,7 +109,7 @@ def one_fit(job: tuple) -> dict:
     torch.set_num_threads(1)
     keeper = KeepBest()
     config = ForecasterConfig.from_dict({**values, "random_state": seed, "n_epochs": epochs})
-    panel, _ = inner_panel(dataset, horizon, official)
+    panel, _ = inner_panel(dataset, horizon, official, back)
     result = fit(config, panel, val_size=horizon, test_size=horizon, drop_short=True, callbacks=[keeper])
     parts, model = result.parts, result.model
     model.load_state_dict(keeper.state)
@@ -142,7 +144,6 @@ def one_fit(job: tuple) -> dict:
 
 def scores(test, seen, forecasts: dict, ids: list[str]) -> dict:
     """sMAPE and MASE over the series `ids` of the mean of `forecasts` ({series id: H values})."""
-    import numpy as np
 
     from forecaster.metrics import mase_scales, panel_scores
 
@@ -162,7 +163,6 @@ def by_series(run: dict, horizon: int) -> dict:
 
 
 def mean_of(runs: list[dict], horizon: int, ids: list[str]) -> dict:
-    import numpy as np
 
     tables = [by_series(run, horizon) for run in runs]
     return {i: np.mean([table[i] for table in tables], axis=0).tolist() for i in ids}
@@ -216,16 +216,25 @@ def main() -> None:
         action="store_true",
         help="also score each fit trained again through its validation part for its best epoch count",
     )
+    parser.add_argument(
+        "--back",
+        type=int,
+        default=1,
+        metavar="K",
+        help="score on the inner window K official horizons from each series' end (default 1: the inner split)",
+    )
     args = parser.parse_args()
-    if args.official and args.horizon:
-        parser.error("--official scores on the panel's own hold-out: leave --horizon out")
+    if args.official and (args.horizon or args.back != 1):
+        parser.error("--official scores on the panel's own hold-out: leave --horizon and --back out")
+    if args.back < 1:
+        parser.error(f"--back {args.back}: give 1 (the inner split) or more")
 
-    seen_inner, horizon = inner_panel(args.dataset, args.horizon, args.official)
+    seen_inner, horizon = inner_panel(args.dataset, args.horizon, args.official, args.back)
     settings = {name: changes for name, *changes in args.setting} if args.setting else DEFAULT_SETTINGS
     settings = {name: [*args.common, *changes] for name, changes in settings.items()}
     values = {name: setting_values(changes, horizon) for name, changes in settings.items()}
     jobs = [
-        (name, values[name], seed, args.epochs, args.dataset, horizon, args.official, args.refit)
+        (name, values[name], seed, args.epochs, args.dataset, horizon, args.official, args.back, args.refit)
         for name in values
         for seed in args.seeds
     ]
@@ -236,6 +245,7 @@ def main() -> None:
         settings |= {f"{name}+refit": settings[name] + ["(trained again through validation)"] for name in settings}
     common = set(runs[0]["ids"]).intersection(*(run["ids"] for run in runs))
     ids = [str(i) for i in seen_inner.ids if str(i) in common]  # the panel's order
+    seen_inner = seen_inner.take(np.isin(seen_inner.ids.astype(str), ids))  # no series shorter than its test window
     history, test = seen_inner.split_last(horizon)
     report = {}
     for name in values:
@@ -267,7 +277,9 @@ def main() -> None:
             {
                 "bench": "inner_split",
                 "dataset": args.dataset,
-                "scored_on": "the official hold-out" if args.official else "the inner split",
+                "scored_on": "the official hold-out"
+                if args.official
+                else f"the inner split{f', {args.back} horizons back' if args.back > 1 else ''}",
                 "horizon": horizon,
                 "series": len(seen_inner),
                 "series_scored": len(ids),
