@@ -206,7 +206,10 @@ SWEEPS: dict[str, Sweep] = {
                 "ema_decay": 0.9,
                 "val_origins": 1,
                 "windows_per_epoch": 16384,
-                "windows_from_last": 0,
+                # The direct shape trains on windows whose forecast starts in each series' last 4 horizons (N-BEATS'
+                # L_H): the recent dynamics rather than the whole history's growth; chosen on two or three inner
+                # windows of each of four panels (README, "The panel sweep").
+                "windows_from_last": ByValue("shape", {"recurrent": 0, "direct": Horizons(4)}),
                 "hidden_fc_sizes": (),
                 "activation": "ReLU",
             },

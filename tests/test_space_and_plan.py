@@ -145,6 +145,7 @@ def test_the_panel_sweep_resolves_on_each_panel_and_says_what_it_needs(tmp_path)
     space = plan.sweep.space  # the shortest series trains on 40 - 12 = 28 points
     assert space["input_chunk_length"] == ByValue("shape", {"recurrent": 6, "direct": Choice(6, 9)})
     assert (space["training_length"], space["calendar"], space["deseasonalise"]) == (10, True, True)
+    assert space["windows_from_last"] == ByValue("shape", {"recurrent": 0, "direct": 24})  # the last 4 horizons
     assert len(plan.panel) == 3 and plan.panel.dropped == ()
     assert transform_lines(plan) == ["  transform  the log of every series (all 3 are above 0)"]
     assert plan.sweep.refit_answer and not make_plan("air_rnn", storage_path=str(tmp_path)).sweep.refit_answer
@@ -166,6 +167,7 @@ def test_the_panel_sweep_resolves_on_each_panel_and_says_what_it_needs(tmp_path)
     space = plan.sweep.space  # 8 points to train on: windows of 1.6 horizons (6 points) read 3
     assert (space["training_length"], space["calendar"], space["deseasonalise"]) == (5, False, False)
     assert space["input_chunk_length"] == ByValue("shape", {"recurrent": 3, "direct": Choice(3, 4)})
+    assert space["windows_from_last"] == ByValue("shape", {"recurrent": 0, "direct": 12})
     with pytest.raises(PlanError, match="the panel sweep runs on your data: give --data FILE"):
         make_plan("panel", storage_path=str(tmp_path))
     with pytest.raises(PlanError, match=r"the series has 14 points, too few for this fit: it needs at least 16 points"):
