@@ -205,8 +205,12 @@ def _window_points(config: ForecasterConfig) -> int:
 
 
 def _shorter(config: ForecasterConfig) -> str:
-    """What to lower for shorter series."""
-    return "training_length" if config.shape == "recurrent" else "the horizon"
+    """What to change for shorter series: a window they can hold, or the shape that pads them."""
+    if config.shape == "direct":
+        return "lower the horizon"
+    if config.training_length > 2:
+        return "lower training_length"
+    return "use shape=direct, which pads a short series (training_length=2 is the recurrent shape's least)"
 
 
 def _drop(config: ForecasterConfig, panel: Panel, short: np.ndarray, val_size, test_size: int, split_after) -> Panel:
@@ -256,7 +260,7 @@ def _refuse_short(
     raise SeriesError(
         f"{panel.label}: {short.sum()} of {len(panel)} series are too short for this fit: "
         f"{panel.id_list(panel.ids[short])} (with {lengths}{' ...' if short.sum() > 5 else ''} points); "
-        f"{needed}; drop them with --drop-short-series (drop_short=True), or lower {_shorter(config)}"
+        f"{needed}; drop them with --drop-short-series (drop_short=True), or {_shorter(config)}"
     )
 
 

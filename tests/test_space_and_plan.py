@@ -354,7 +354,9 @@ def test_a_series_with_two_points_to_train_on_is_named_with_its_fix_or_dropped_f
 
     path = tmp_path / "short.csv"
     monthly_panel_frame(lengths=(40, 52, 14)).to_csv(path, index=False)  # s2: 2 points, then 6 validate, 6 test
-    with pytest.raises(PlanError, match=r"1 of 3 series are too short for this fit: 's2' \(with 14 points\)"):
+    too_short = r"1 of 3 series are too short for this fit: 's2' \(with 14 points\)"
+    with pytest.raises(PlanError, match=too_short) as refused:
         make_plan("panel", data=str(path), horizon=6, storage_path=str(tmp_path))
+    assert "or use shape=direct, which pads a short series" in str(refused.value)  # not "lower training_length"
     plan = make_plan("panel", data=str(path), horizon=6, storage_path=str(tmp_path), drop_short=True)
     assert plan.sweep.space["training_length"] == 2 and plan.panel.dropped == ("s2",)
