@@ -6,10 +6,11 @@ Every setting is a set of changes to the m3_monthly sweep's fixed settings (GRU 
 normalisation, calendar, seasonal indices, weight averaging, batches of 512, 16,384 windows an epoch); a value may be
 given in horizons (`input_chunk_length=4H`). For every setting and seed, one fit keeps its best model over the epochs
 by validation sMAPE, as a trial does, and forecasts the inner test window from the end of the validation part, as
-the sweep's answer does. Each setting trains on every series it can (the recurrent shape drops series too short for
-its windows; the direct shape pads them), and every setting is scored on one fixed set: the series that all settings
-of the run forecast, so that a longer lookback is never judged on fewer series. Beside them, on the same points:
-seasonal naive, AutoETS, Theta and AutoCES (statsforecast), fit on each series' inner training and validation part.
+the sweep's answer does. Each setting trains on every series it can (the recurrent shape forecasts series too short
+for its windows without training on them, and drops those too short to read; the direct shape pads them), and every
+setting is scored on one fixed set: the series that all settings of the run forecast, so that a longer lookback is
+never judged on fewer series. Beside them, on the same points: seasonal naive, AutoETS, Theta and AutoCES
+(statsforecast), fit on each series' inner training and validation part.
 
 `--official` runs the same on the official hold-out (the in-sample part's last H points validate): for the few
 settings chosen on the inner split, once, to report.

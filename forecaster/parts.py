@@ -32,6 +32,9 @@ class FitParts:
     """The metric that ranks the fit's epochs (and a sweep's trials)."""
     test: Panel | None = None
     """Each series' test window (None without one): no fit sees it; a sweep's answer is scored on it."""
+    untrained: tuple[str, ...] = ()
+    """Series of a panel too short for one of the recurrent shape's training windows, but holding its input chunk:
+    validated and forecast from what they hold, by a model the other series train."""
 
     @property
     def dropped(self) -> tuple[str, ...]:
@@ -43,7 +46,15 @@ def default_metric(panel: Panel) -> str:
     return "mape" if len(panel) == 1 else "smape"
 
 
-FIT_PARTS_FIELDS = ("shape", "training_length", "target_transform", "window_norm", "calendar", "val_origins")
+FIT_PARTS_FIELDS = (
+    "shape",
+    "input_chunk_length",
+    "training_length",
+    "target_transform",
+    "window_norm",
+    "calendar",
+    "val_origins",
+)
 """The fields of a configuration that `fit_parts` reads: two configurations equal on these are cut and checked alike
 (a sweep checks every corner of its space once per distinct value of them)."""
 
@@ -64,10 +75,12 @@ def fit_parts(
     last `val_size` points of what is left, or everything after `split_after` (a date, or a time on a plain index),
     the same cut for every series.
 
-    Series too short for a training window, the validation part and the test window are refused, naming them, or
-    dropped with `drop_short` (their ids in `.dropped`). Refused too: seasonal options on data without a season, a
-    log (or window division) of values at or below 0, and the ranking metric where a series makes it undefined (on
-    its validation part, and on its test window, which is scored by every metric).
+    Series too short for a training window, the validation part and the test window are refused, naming them, or dropped
+    with `drop_short` (their ids in `.dropped`); in a panel, a series too short for the recurrent shape's window but
+    holding its input chunk is kept, forecast without training on it (`.untrained`), where another trains. Refused too:
+    seasonal options on data without a season, a log (or window division) of values at or below 0, and the ranking
+    metric where a series makes it undefined (on its validation part, and on its test window, which is scored by every
+    metric).
     """
     metric = metric or default_metric(panel)
     if metric not in METRICS:
@@ -87,7 +100,8 @@ def fit_parts(
             f"val_origins={config.val_origins} is more than the {val_size} points of the validation part: each origin "
             "is a point of it; lower val_origins"
         )
-    short = _too_short(config, panel, train_lengths, seen_lengths - train_lengths)
+    reads_only = _reads_only(config, panel, train_lengths, seen_lengths - train_lengths)
+    short = _too_short(config, panel, train_lengths, seen_lengths - train_lengths, reads_only)
     if test_after is not None:
         short |= seen_lengths >= panel.lengths  # nothing after test_after: no test window
     if short.any() and drop_short and len(panel) > 1:
@@ -97,13 +111,14 @@ def fit_parts(
     _check_values(config, seen.take(~short) if len(panel) > 1 else seen)  # a dropped series' values do not matter
     if short.any():
         val_lengths = seen.lengths - train_lengths
-        _refuse_short(config, panel, short, train_lengths, val_lengths, val_size, test_size, split_after)
+        _refuse_short(config, panel, short, train_lengths, val_lengths, val_size, test_size, split_after, reads_only)
     train, val = seen.split_at(train_lengths)
     _check_metric(metric, train, val)
     has_test = test_after is not None or test_size > 0
     if has_test and metric == "mape":
         _check_test_mape(test, test_after)
-    return FitParts(train, val, seen, metric, test if has_test else None)
+    untrained = train.ids[train_lengths < _window_points(config) + _lag(config, panel.season)]
+    return FitParts(train, val, seen, metric, test if has_test else None, tuple(map(str, untrained)))
 
 
 def _cut_test_after(panel: Panel, test_after) -> np.ndarray:
@@ -191,11 +206,21 @@ def _check_cut_inside(panel: Panel, split_after, train_lengths: np.ndarray, seen
     )
 
 
-def _too_short(config: ForecasterConfig, panel: Panel, train_lengths: np.ndarray, val_lengths: np.ndarray):
-    """(S,) bool: the series with too few points for one training window before their validation part, or with
-    fewer validation points than origins."""
-    window = _window_points(config) + _lag(config, panel.season)
-    return (train_lengths < window) | (val_lengths < max(1, config.val_origins))
+def _reads_only(config: ForecasterConfig, panel: Panel, train_lengths: np.ndarray, val_lengths: np.ndarray) -> bool:
+    """Whether a series too short for a training window is still fit, forecast from its input chunk: the recurrent
+    shape reads any series holding it, so in a panel where another series trains, it needs no window of its own."""
+    trains = train_lengths >= _window_points(config) + _lag(config, panel.season)
+    validates = val_lengths >= max(1, config.val_origins)
+    return config.shape == "recurrent" and len(panel) > 1 and bool((trains & validates).any())
+
+
+def _too_short(
+    config: ForecasterConfig, panel: Panel, train_lengths: np.ndarray, val_lengths: np.ndarray, reads_only: bool
+) -> np.ndarray:
+    """(S,) bool: the series with too few points before their validation part for one training window (with
+    `reads_only`, for the input chunk), or with fewer validation points than origins."""
+    least = config.input_chunk_length if reads_only else _window_points(config)
+    return (train_lengths < least + _lag(config, panel.season)) | (val_lengths < max(1, config.val_origins))
 
 
 def _window_points(config: ForecasterConfig) -> int:
@@ -204,10 +229,12 @@ def _window_points(config: ForecasterConfig) -> int:
     return 2 if config.shape == "direct" else config.training_length + 1
 
 
-def _shorter(config: ForecasterConfig) -> str:
+def _shorter(config: ForecasterConfig, reads_only: bool = False) -> str:
     """What to change for shorter series: a window they can hold, or the shape that pads them."""
     if config.shape == "direct":
         return "lower the horizon"
+    if reads_only:
+        return "lower input_chunk_length, or use shape=direct, which pads a short series"
     if config.training_length > 2:
         return "lower training_length"
     return "use shape=direct, which pads a short series (training_length=2 is the recurrent shape's least)"
@@ -230,9 +257,10 @@ def _refuse_short(
     val_size: int | None,
     test_size: int,
     split_after,
+    reads_only: bool = False,
 ) -> None:
     lag = _lag(config, panel.season)
-    needed = _length_needed(config, lag, val_size, test_size, split_after)
+    needed = _length_needed(config, lag, val_size, test_size, split_after, reads_only)
     if len(panel) == 1 and val_size is not None:
         raise SeriesError(
             f"the series has {panel.lengths[0]} points, too few for this fit: it {needed.removeprefix('each ')}; "
@@ -260,14 +288,21 @@ def _refuse_short(
     raise SeriesError(
         f"{panel.label}: {short.sum()} of {len(panel)} series are too short for this fit: "
         f"{panel.id_list(panel.ids[short])} (with {lengths}{' ...' if short.sum() > 5 else ''} points); "
-        f"{needed}; drop them with --drop-short-series (drop_short=True), or {_shorter(config)}"
+        f"{needed}; drop them with --drop-short-series (drop_short=True), or {_shorter(config, reads_only)}"
     )
 
 
-def _length_needed(config: ForecasterConfig, lag: int, val_size: int | None, test_size: int, split_after) -> str:
-    window = _window_points(config) + lag
+def _length_needed(
+    config: ForecasterConfig, lag: int, val_size: int | None, test_size: int, split_after, reads_only: bool = False
+) -> str:
+    window = (config.input_chunk_length if reads_only else _window_points(config)) + lag
     differenced = f" + the {lag} that {config.target_transform} takes" if lag else ""
-    if config.shape == "direct":
+    if reads_only:
+        one_window = (
+            f"input_chunk_length{differenced} = {window} to read (fewer than training_length + 1{differenced} = "
+            f"{_window_points(config) + lag} are forecast without training on them)"
+        )
+    elif config.shape == "direct":
         counted = f"2{differenced} = {window}" if lag else "2"
         one_window = f"{counted} for one training window (a point to read, one to forecast)"
     else:

@@ -105,14 +105,13 @@ class FitResult:
 class EpochBatches:
     """One `EpochBatch` per epoch: its training windows, cut into mini-batches, on the device.
 
-    An epoch is every window once, in a random order, where there are at most `windows_per_epoch` and every series
-    has as many; a single series with more windows than that gives an epoch of that many of them, drawn without
-    replacement. Otherwise an epoch is `windows_per_epoch` windows (or as many as there are), each drawn by choosing
-    a series uniformly at random, then one of its windows uniformly: every series weighs the same whatever its
-    length, and an epoch costs the same whatever the number of series. The draw depends only on (seed, epoch), so a
-    fit resumed from a checkpoint sees the same batches as an uninterrupted one. Under data parallelism every rank
-    draws alike and takes its own share, padded to equal length as DistributedSampler does, so that all ranks step
-    together.
+    An epoch is every window once, in a random order, where there are at most `windows_per_epoch` and every series has
+    as many; a single series with more windows than that gives an epoch of that many of them, drawn without replacement.
+    Otherwise an epoch is `windows_per_epoch` windows (or as many as there are), each drawn by choosing a series with
+    windows uniformly at random, then one of its windows uniformly: every series weighs the same whatever its length,
+    and an epoch costs the same whatever the number of series. The draw depends only on (seed, epoch), so a fit resumed
+    from a checkpoint sees the same batches as an uninterrupted one. Under data parallelism every rank draws alike and
+    takes its own share, padded to equal length as DistributedSampler does, so that all ranks step together.
     """
 
     dataset = None
@@ -134,6 +133,7 @@ class EpochBatches:
         self.batch_size, self.seed, self.epoch = batch_size, seed, epoch
         self.rank, self.world_size = rank, world_size
         self.counts = windows.counts.cpu()
+        self.trained = torch.nonzero(self.counts).reshape(-1)  # a series shorter than a recurrent window has none
         total = int(self.counts.sum())
         self.size = min(windows_per_epoch, total)
         equal = bool((self.counts == self.counts[0]).all())
@@ -151,7 +151,7 @@ class EpochBatches:
             per_series = int(self.counts[0])
             series, positions = order // per_series, order % per_series
         else:
-            series = torch.randint(len(self.counts), (self.size,), generator=generator)
+            series = self.trained[torch.randint(len(self.trained), (self.size,), generator=generator)]
             positions = (torch.rand(self.size, generator=generator, dtype=torch.float64) * self.counts[series]).long()
         if self.world_size > 1:
             per_rank = math.ceil(self.size / self.world_size)
@@ -416,11 +416,11 @@ def fit_through(
     config: ForecasterConfig, epochs: int, seen: Panel, steps: int, **fit_options: Any
 ) -> tuple[np.ndarray, np.ndarray, str]:
     """Train `config` for `epochs` (a trial's best epoch count) on every point of `seen` but each series' last, which
-    the training loop validates on and the forecast reads, and forecast `steps` points after each series' end: a
-    sweep's configuration refit through its validation part (neuralforecast's `refit_with_val`), so that what it
-    forecasts follows right after what it learnt. Returns the ids of the series it kept (those long enough for a
-    training window), their (steps, S) forecast, in original units, and where it trained (`FitResult.trained_on`: on a
-    GPU fraction, "cuda:0")."""
+    the training loop validates on and the forecast reads, and forecast `steps` points after each series' end: a sweep's
+    configuration refit through its validation part (neuralforecast's `refit_with_val`), so that what it forecasts
+    follows right after what it learnt. Returns the ids of the series it kept (those long enough for a training window,
+    or in a panel for the recurrent shape's input chunk), their (steps, S) forecast, in original units, and where it
+    trained (`FitResult.trained_on`: on a GPU fraction, "cuda:0")."""
     quiet_lightning()  # in a sweep's Ray task, as in a trial: no banner per fit
     config = config.replace(n_epochs=epochs, val_origins=1)
     # The one validation point ranks nothing: sMAPE, defined on any value (MAPE is not at 0, MASE on a flat series).

@@ -69,6 +69,9 @@ class SweepPlan:
     """The Ray cluster it runs on (--address; None: a local Ray), for the commands the sweep prints."""
     arguments: tuple[str, ...] = ()
     """The command line's arguments that started the sweep: the command for more trials repeats them."""
+    untrained: tuple[str, ...] = ()
+    """Series too short for the recurrent shape's training window: its trials forecast them without training on them
+    (forecaster.parts.FitParts.untrained)."""
     named_by_user: bool = True
     """False when the name was made up from the sweep and the time: another free one may be taken instead."""
 
@@ -114,6 +117,7 @@ class SweepPlan:
             "series": len(panel),
             "points": len(panel.values),
             "dropped_series": list(panel.dropped),
+            "untrained_series": list(self.untrained),
             "first": shown(panel.first_times().min()),
             "last": shown(panel.last_times().max()),
             "freq": panel.freq,
@@ -302,7 +306,7 @@ def make_plan(
     if sweep.drops_unusable_series and least.dropped:  # they cannot fill their own validation and test windows
         panel = _without(panel, set(least.dropped))
     sweep = dataclasses.replace(sweep, space=resolve(sweep.space, _data_shape(sweep, panel, least)))
-    panel = _check_space(sweep, data_label, panel, drop_short)
+    panel, untrained = _check_space(sweep, data_label, panel, drop_short)
 
     storage = located(storage_path or DEFAULT_STORAGE)
     named_by_user = name is not None
@@ -326,6 +330,7 @@ def make_plan(
         mlflow_uri=mlflow_uri,
         named_by_user=named_by_user,
         levels=check_interval_levels(levels, sweep),
+        untrained=untrained,
     )
 
 
@@ -471,9 +476,10 @@ def _check_budget(sweep: Sweep) -> None:
         )
 
 
-def _check_space(sweep: Sweep, data_label: str, panel: Panel, drop_short: bool) -> Panel:
+def _check_space(sweep: Sweep, data_label: str, panel: Panel, drop_short: bool) -> tuple[Panel, tuple[str, ...]]:
     """Every corner of the space must be a valid forecaster for this data, or the sweep does not start. With
-    `drop_short`, the series too short for some corner are dropped, the same for every trial."""
+    `drop_short`, the series too short for some corner are dropped, the same for every trial. Returns the panel and
+    the series some corner forecasts without training on them."""
     try:
         check_structure(sweep.space)
         check_known_keys([key for key in sweep.space])
@@ -484,6 +490,7 @@ def _check_space(sweep: Sweep, data_label: str, panel: Panel, drop_short: bool) 
     except (SpaceError, ConfigError) as error:
         raise PlanError(f"search space of {sweep.name!r}: {error}") from None
     dropped: set[str] = set()
+    untrained: dict[str, None] = {}
     cut: set[tuple] = set()
     for corner in corners:
         try:
@@ -500,7 +507,9 @@ def _check_space(sweep: Sweep, data_label: str, panel: Panel, drop_short: bool) 
                 f"It arises at {searched}; narrow the space, or pin values with --set KEY=VALUE"
             ) from None
         dropped.update(parts.dropped)
-    return _without(panel, dropped) if dropped else panel
+        untrained.update(dict.fromkeys(parts.untrained))
+    kept = tuple(series for series in untrained if series not in dropped)
+    return (_without(panel, dropped) if dropped else panel), kept
 
 
 def _without(panel: Panel, dropped: set[str]) -> Panel:

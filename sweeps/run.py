@@ -373,6 +373,11 @@ def describe_data(plan: SweepPlan) -> list[str]:
         f"dates ({panel.freq}), season {panel.season}" if panel.dated else f"a plain time index, season {panel.season}"
     )
     dropped = f"; {len(panel.dropped)} dropped as too short" if panel.dropped else ""
+    if plan.untrained:
+        dropped += (
+            f"; {len(plan.untrained)} shorter than the recurrent shape's training window "
+            f"({panel.id_list(list(plan.untrained))}): its trials forecast them without training on them"
+        )
     if sweep.horizon:
         cut = (
             f"per series: the last {sweep.horizon} held out (no trial sees them), the {sweep.horizon} before them "

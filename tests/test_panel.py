@@ -20,7 +20,7 @@ from forecaster.metrics import mase_scales, panel_scores
 from forecaster.model import RNNForecaster
 from forecaster.panel import Panel
 from forecaster.parts import fit_parts
-from forecaster.train import PanelDataModule, fit
+from forecaster.train import EpochBatches, PanelDataModule, fit
 from forecaster.transforms import TargetTransform, forecast_inputs
 
 TINY = ForecasterConfig(hidden_dim=8, n_epochs=3, training_length=8, input_chunk_length=5, batch_size=32)
@@ -219,18 +219,46 @@ def seasonal(length, level=100.0, seed=0):
 
 
 def test_series_too_short_are_refused_with_how_many_which_and_the_length_needed_or_dropped():
-    panel = panel_of(seasonal(40), seasonal(20, seed=1), seasonal(45, seed=2), seasonal(19, seed=3))
+    none_trains = panel_of(seasonal(20, seed=1), seasonal(19, seed=3))  # 8 and 7 points before validating
     with pytest.raises(
         SeriesError,
-        match=r"test panel: 2 of 4 series are too short for this fit: 's1', 's3' \(with 20, 19 points\); each needs at "
+        match=r"test panel: 2 of 2 series are too short for this fit: 's0', 's1' \(with 20, 19 points\); each needs at "
         r"least 21 points \(training_length \+ 1 = 9 for one training window, 6 to validate on, then the 6 of its "
         r"test window\); drop them with --drop-short-series \(drop_short=True\), or lower training_length",
+    ):
+        fit_parts(TINY, none_trains, val_size=6, test_size=6)
+    panel = panel_of(seasonal(40), seasonal(16, seed=1), seasonal(45, seed=2), seasonal(15, seed=3))  # s1, s3: 4, 3
+    with pytest.raises(
+        SeriesError,
+        match=r"2 of 4 series are too short for this fit: 's1', 's3' \(with 16, 15 points\); each needs at least 17 "
+        r"points \(input_chunk_length = 5 to read \(fewer than training_length \+ 1 = 9 are forecast without training "
+        r"on them\), 6 to validate on, then the 6 of its test window\); drop them with --drop-short-series "
+        r"\(drop_short=True\), or lower input_chunk_length, or use shape=direct",
     ):
         fit_parts(TINY, panel, val_size=6, test_size=6)
     parts = fit_parts(TINY, panel, val_size=6, test_size=6, drop_short=True)
     assert list(parts.train.ids) == ["s0", "s2"] and parts.dropped == ("s1", "s3")
     result = fit(TINY, panel, val_size=6, test_size=6, drop_short=True)
     assert result.dropped == ("s1", "s3") and set(result.forecast["unique_id"]) == {"s0", "s2"}
+
+
+def test_a_panel_series_too_short_for_a_recurrent_window_is_forecast_without_training_on_it():
+    """s1 holds 8 points before its validation part: fewer than a training window (training_length + 1 = 9), enough
+    for the input chunk (5). The others train the model; s1 is validated and forecast, and no window of it drawn."""
+    panel = panel_of(seasonal(40), seasonal(20, seed=1), seasonal(45, seed=2))
+    result = fit(TINY, panel, val_size=6, test_size=6)
+    assert result.parts.untrained == ("s1",) and result.dropped == ()
+    forecast = result.forecast[result.forecast["unique_id"] == "s1"]
+    assert len(forecast) == 6 and np.isfinite(forecast["forecast"]).all()
+    assert 0 < forecast["forecast"].mean() < 2 * panel.series(1).max()  # in the series' units, not another's
+    assert math.isfinite(result.history[-1]["val_smape"])
+    module = PanelDataModule(TINY, result.parts, TargetTransform.fit(TINY, result.parts.train))
+    assert module.windows.counts.tolist()[1] == 0 and module.windows.counts.tolist()[0] > 0
+    drawn, _ = EpochBatches(module.windows, module.validation, 32, 512, seed=0, epoch=lambda: 0).draw()
+    assert set(drawn.tolist()) == {0, 2}
+    assert (result.model.forecast_part(result.parts.seen, panel.split_last(6)[1]) > 0).all()
+    direct = TINY.replace(shape="direct", output_chunk_length=0)  # pads s1's windows: trains on every series
+    assert fit_parts(direct, panel, val_size=6, test_size=6).untrained == ()
 
 
 @pytest.mark.parametrize(
@@ -542,7 +570,7 @@ def test_the_cli_refuses_bad_panels_with_exit_code_2(tmp_path, capsys):
     path = write_csv(tmp_path, short)
     assert fit_cli(["--data", path, "--horizon", "6", "--training-length", "8", "--input-chunk-length", "5"]) == 2
     error = capsys.readouterr().err
-    assert "1 of 3 series are too short for this fit: 's1' (with 12 points); each needs at least 21 points" in error
+    assert "1 of 3 series are too short for this fit: 's1' (with 12 points); each needs at least 17 points" in error
     dropped = run_cli(
         "--data",
         path,

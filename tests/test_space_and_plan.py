@@ -347,16 +347,19 @@ def test_the_command_for_more_trials_repeats_the_sweep_with_a_new_seed_and_name(
     )
 
 
-def test_a_series_with_two_points_to_train_on_is_named_with_its_fix_or_dropped_for_the_recurrent_window(tmp_path):
+def test_a_series_with_two_points_to_train_on_is_kept_and_forecast_by_the_recurrent_shape_without_training(tmp_path):
     """Two points train the direct shape only: the panel sweep's recurrent window resolves to its least (2, three
-    points with its target), the plan names the series too short for it, and --drop-short-series leaves it out."""
+    points with its target), and its trials forecast the series from its one-point input chunk without training on
+    it; the banner and resolved_sweep.json name it."""
+    from sweeps.run import describe_data
     from tests.test_panel import monthly_panel_frame
 
     path = tmp_path / "short.csv"
     monthly_panel_frame(lengths=(40, 52, 14)).to_csv(path, index=False)  # s2: 2 points, then 6 validate, 6 test
-    too_short = r"1 of 3 series are too short for this fit: 's2' \(with 14 points\)"
-    with pytest.raises(PlanError, match=too_short) as refused:
-        make_plan("panel", data=str(path), horizon=6, storage_path=str(tmp_path))
-    assert "or use shape=direct, which pads a short series" in str(refused.value)  # not "lower training_length"
-    plan = make_plan("panel", data=str(path), horizon=6, storage_path=str(tmp_path), drop_short=True)
-    assert plan.sweep.space["training_length"] == 2 and plan.panel.dropped == ("s2",)
+    plan = make_plan("panel", data=str(path), horizon=6, storage_path=str(tmp_path))
+    assert plan.sweep.space["training_length"] == 2 and plan.panel.dropped == () and len(plan.panel) == 3
+    assert plan.untrained == ("s2",) and plan.describe_data()["untrained_series"] == ["s2"]
+    assert (
+        "1 shorter than the recurrent shape's training window ('s2'): its trials forecast them"
+        in describe_data(plan)[0]
+    )

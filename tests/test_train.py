@@ -249,13 +249,14 @@ def test_cli_refuses_bad_input_with_exit_code_2(tmp_path, capsys):
 
 def test_a_fit_through_every_seen_point_trains_on_all_but_each_series_last_and_forecasts_from_its_end():
     """The refit of a sweep's answer: a series' last point is read, not trained on (changing it changes that series'
-    forecast only), even where it is 0 (no metric refuses it); a series too short for a window is left out."""
+    forecast only), even where it is 0 (no metric refuses it); a series too short to read its input chunk is left
+    out."""
     import numpy as np
 
     from forecaster.train import fit_through
     from tests.test_panel import monthly_panel_frame
 
-    frame = monthly_panel_frame(lengths=(40, 52, 9))
+    frame = monthly_panel_frame(lengths=(40, 52, 6))  # s2: 5 points to read before its last, of 6
     config = ForecasterConfig(hidden_dim=8, input_chunk_length=6, training_length=10, batch_size=32)
     ids, forecast, trained_on = fit_through(config, 2, load_panel(frame), 6, threads=1)
     assert ids.tolist() == ["s0", "s1"] and forecast.shape == (6, 2) and np.isfinite(forecast).all()
