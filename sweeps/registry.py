@@ -196,7 +196,10 @@ SWEEPS: dict[str, Sweep] = {
                 ),
                 "training_length": Fitting(Horizons(1.6), less=1, least=2),
                 "output_chunk_length": 0,
-                "loss": ByValue("shape", {"recurrent": "mse", "direct": Choice("mse", "smape")}),
+                # The direct shape trains on the MASE loss (each series' errors over its in-sample seasonal naive
+                # error, in original units): better than mse on all ten inner windows of four panels, and than the
+                # smape loss on average (README, "The panel sweep").
+                "loss": ByValue("shape", {"recurrent": "mse", "direct": "mase"}),
                 "loss_after_context": True,
                 "random_state": IntRange(0, 9999),
                 "target_transform": "log_if_positive",
