@@ -100,16 +100,16 @@ def fit_parts(
             f"val_origins={config.val_origins} is more than the {val_size} points of the validation part: each origin "
             "is a point of it; lower val_origins"
         )
-    reads_only = _reads_only(config, panel, train_lengths, seen_lengths - train_lengths)
-    short = _too_short(config, panel, train_lengths, seen_lengths - train_lengths, reads_only)
-    if test_after is not None:
-        short |= seen_lengths >= panel.lengths  # nothing after test_after: no test window
+    tested = seen_lengths < panel.lengths if test_after is not None else np.ones(len(panel), dtype=bool)
+    reads_only = _reads_only(config, panel, train_lengths, seen_lengths - train_lengths, tested)
+    short = _too_short(config, panel, train_lengths, seen_lengths - train_lengths, reads_only) | ~tested
     if short.any() and drop_short and len(panel) > 1:
         panel = _drop(config, panel, short, val_size, test_size, split_after)
         train_lengths, seen_lengths, short = train_lengths[~short], seen_lengths[~short], short[~short]
     seen, test = panel.split_at(seen_lengths)
     _check_values(config, seen.take(~short) if len(panel) > 1 else seen)  # a dropped series' values do not matter
     if short.any():
+        _refuse_untested(panel, tested, test_after)
         val_lengths = seen.lengths - train_lengths
         _refuse_short(config, panel, short, train_lengths, val_lengths, val_size, test_size, split_after, reads_only)
     train, val = seen.split_at(train_lengths)
@@ -141,6 +141,18 @@ def _cut_test_after(panel: Panel, test_after) -> np.ndarray:
             f"{needed} (a whole season of this series) to say how the forecast holds: move test_after earlier"
         )
     return seen_lengths
+
+
+def _refuse_untested(panel: Panel, tested: np.ndarray, test_after) -> None:
+    """In a panel cut at test_after, the series that end at or before it: nothing of theirs can be scored."""
+    if tested.all():
+        return
+    last = panel.describe_time(panel.last_times()[~tested].max())
+    raise SeriesError(
+        f"{panel.label}: {(~tested).sum()} of {len(panel)} series end at or before test_after={test_after} (the "
+        f"latest at {last}), leaving no test window: {panel.id_list(panel.ids[~tested])}; drop them with "
+        "--drop-short-series (drop_short=True), or move test_after earlier"
+    )
 
 
 def _check_test_mape(test: Panel, test_after) -> None:
@@ -206,12 +218,15 @@ def _check_cut_inside(panel: Panel, split_after, train_lengths: np.ndarray, seen
     )
 
 
-def _reads_only(config: ForecasterConfig, panel: Panel, train_lengths: np.ndarray, val_lengths: np.ndarray) -> bool:
+def _reads_only(
+    config: ForecasterConfig, panel: Panel, train_lengths: np.ndarray, val_lengths: np.ndarray, tested: np.ndarray
+) -> bool:
     """Whether a series too short for a training window is still fit, forecast from its input chunk: the recurrent
-    shape reads any series holding it, so in a panel where another series trains, it needs no window of its own."""
+    shape reads any series holding it, so in a panel where another series trains (one that is kept: it validates and,
+    after test_after, has a test window), it needs no window of its own."""
     trains = train_lengths >= _window_points(config) + _lag(config, panel.season)
     validates = val_lengths >= max(1, config.val_origins)
-    return config.shape == "recurrent" and len(panel) > 1 and bool((trains & validates).any())
+    return config.shape == "recurrent" and len(panel) > 1 and bool((trains & validates & tested).any())
 
 
 def _too_short(

@@ -3,6 +3,7 @@ used (naming the series and the line), cutting every series into its own trainin
 no test point reaching anything that trains, the transforms undone series by series, the field's metrics, and fits
 end to end from Python and from the command line."""
 
+import dataclasses
 import json
 import math
 import subprocess
@@ -259,6 +260,29 @@ def test_a_panel_series_too_short_for_a_recurrent_window_is_forecast_without_tra
     assert (result.model.forecast_part(result.parts.seen, panel.split_last(6)[1]) > 0).all()
     direct = TINY.replace(shape="direct", output_chunk_length=0)  # pads s1's windows: trains on every series
     assert fit_parts(direct, panel, val_size=6, test_size=6).untrained == ()
+
+
+def test_a_series_is_forecast_without_training_on_it_only_beside_one_that_trains_and_is_kept():
+    """After test_after=30, s1 holds 8 points before its validation part: fewer than a training window, enough to read.
+    Beside s0 ending at 40 it is forecast without training on it; beside s0 ending at 24 it is not, for that s0, the
+    only series that could train, has no test window and is dropped: a clear refusal, not a fit with nothing to draw."""
+
+    def starting(starts, *series):
+        panel = panel_of(*series)
+        times = np.concatenate([np.arange(start, start + len(s)) for start, s in zip(starts, series)])
+        return dataclasses.replace(panel, times=times.astype(np.int64))
+
+    kept = starting((1, 17), seasonal(40), seasonal(20, seed=1))
+    assert fit_parts(TINY, kept, val_size=6, test_after=30).untrained == ("s1",)
+    ends_before = starting((1, 17), seasonal(24), seasonal(20, seed=1))
+    with pytest.raises(SeriesError, match=r"every one of its 2 series is too short for this fit"):
+        fit_parts(TINY, ends_before, val_size=6, test_after=30, drop_short=True)
+    with pytest.raises(
+        SeriesError,
+        match=r"test panel: 1 of 2 series end at or before test_after=30 \(the latest at 24\), leaving no test window: "
+        r"'s0'; drop them with --drop-short-series \(drop_short=True\), or move test_after earlier",
+    ):
+        fit_parts(TINY, ends_before, val_size=6, test_after=30)
 
 
 @pytest.mark.parametrize(
