@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from forecaster.data import SeriesError
-from forecaster.metrics import METRIC_LABELS, METRICS, mase_scales, series_scores
+from forecaster.metrics import METRIC_LABELS, METRIC_NAMES, METRICS, format_score, mase_scales, series_scores
 from forecaster.panel import Panel
 from sweeps.plan import SweepPlan
 from sweeps.results import CHOOSABLE, SweepResults
@@ -598,35 +598,41 @@ def _where(plan: SweepPlan, scores: dict[str, Any]) -> tuple[str, str]:
 
 
 def _describe_one(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
+    """One series, in the sweep's ranking metric: the answer on both parts, and each baseline's margin (the answer
+    before a refit forecasts the test window only)."""
     k = len(scores["trials"])
     who = "the best trial's model" if k == 1 else f"the mean forecast of the top {k} trials' best models"
-    has_test = scores["test_mape"] is not None
+    metric = scores["metric"]
+    has_test = scores[f"test_{metric}"] is not None
     validation, test = _where(plan, scores)
     lines = [
-        f"Answer: {who}, forecasting on from what the sweep saw",
+        f"Answer: {who}, forecasting on from what the sweep saw ({METRIC_NAMES[metric]})",
         f"  on the validation part ({validation}, from the end of training): "
-        f"{scores['validation_mape']:.2f} % (chosen on these points: optimistic)",
+        f"{format_score(metric, scores[f'validation_{metric}'])} (chosen on these points: optimistic)",
     ]
     if has_test:
-        lines.append(f"  on the test window ({test}, which no trial saw): {scores['test_mape']:.2f} %")
+        lines.append(
+            f"  on the test window ({test}, which no trial saw): {format_score(metric, scores[f'test_{metric}'])}"
+        )
         lines += _describe_refit(scores)
     else:
         lines.append(
             "  no test window: give --test-after DATE to hold out the end of the series and score the answer on it"
         )
     lines.append("Baselines on the same points, and the answer's margin over each:")
-    ours = scores["test_mape"] if has_test else scores["validation_mape"]
+    window = "test" if has_test else "validation"
+    ours = scores[f"{window}_{metric}"]
     for name, baseline in scores["baselines"].items():
         if "unavailable" in baseline:
-            lines.append(f"  {name:<15} not run: {baseline['unavailable']}")
+            lines.append(f"  {name:<19} not run: {baseline['unavailable']}")
             continue
-        theirs = baseline["test_mape"] if has_test else baseline["validation_mape"]
-        window = "test" if has_test else "validation"
+        theirs = baseline[f"{window}_{metric}"]
+        scored = [(part, baseline[f"{part}_{metric}"]) for part in ("validation", "test")[: 1 + has_test]]
         lines.append(
-            f"  {name:<15} validation {baseline['validation_mape']:6.2f} %"
-            + (f"   test {baseline['test_mape']:6.2f} %" if has_test else "")
-            + f"   the answer is {abs(theirs - ours):.2f} points {'better' if ours <= theirs else 'worse'} on {window} "
-            f"({ours / theirs:.2f}x its error)"
+            f"  {name:<19} "
+            + "   ".join(f"{part} {format_score(metric, value):>8}" for part, value in scored if value is not None)
+            + f"   the answer is {abs(theirs - ours):.{3 if metric == 'mase' else 2}f} points "
+            f"{'better' if ours <= theirs else 'worse'} on {window} ({ours / theirs:.2f}x its error)"
         )
     return lines
 

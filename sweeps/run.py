@@ -357,6 +357,9 @@ def describe_data(plan: SweepPlan) -> list[str]:
     a panel its series, their lengths, and the points of each that train, validate and are held out."""
     sweep, panel = plan.sweep, plan.panel
     train, val, _, test = plan.parts()
+    dropped = (
+        f"; {len(panel.dropped)} dropped as too short ({panel.id_list(list(panel.dropped))})" if panel.dropped else ""
+    )
     if len(panel) == 1:
         index = panel.series(0).index
         when = (lambda t: t.date()) if panel.dated else (lambda t: t)
@@ -367,12 +370,12 @@ def describe_data(plan: SweepPlan) -> list[str]:
             f"({panel.freq or f'plain index, season {panel.season}'}); {len(train.values)} training, "
             f"{len(val.values)} validation {where}"
             + (f", {len(test.values)} test {tested} (held out: no trial sees them)" if test is not None else "")
+            + dropped
         ]
     lengths = panel.lengths
     time = (
         f"dates ({panel.freq}), season {panel.season}" if panel.dated else f"a plain time index, season {panel.season}"
     )
-    dropped = f"; {len(panel.dropped)} dropped as too short" if panel.dropped else ""
     if plan.untrained:
         dropped += (
             f"; {len(plan.untrained)} shorter than the recurrent shape's training window "

@@ -317,3 +317,22 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
     half = {level: scores[int(np.ceil((len(scores) + 1) * level / 100)) - 1] for level in (80, 95)}
     scale80, scale95 = ((test[f"answer-hi-{level}"] - test["answer"]) / half[level] for level in (80, 95))
     assert np.allclose(scale80, scale95) and (scale80.groupby(test.unique_id).std() < 1e-9 * scale80.mean()).all()
+
+
+@pytest.mark.slow
+def test_the_panel_sweep_on_what_is_left_one_series_summarises_it_as_one(tmp_path):
+    """`python -m sweeps.run panel --data FILE --test-after DATE` where one of two series ends before DATE: the sweep
+    drops it and says which, and the one left is summarised as a single series, in the panel sweep's metric, beside the
+    answer before its refit (scored on the test window only)."""
+    path = panel_csv(tmp_path, lengths=(60, 30))  # store1: 2001-01 to 2003-06, nothing after test_after
+    arguments = ["panel", "--data", path, "--test-after", "2003-06-01", "--smoke-test"]
+    done = sweeps_run(*arguments, "--storage-path", str(tmp_path), "--name", "one", timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    assert "18 test after 2003-06-01 (held out: no trial sees them); 1 dropped as too short ('store1')" in out
+    answer = json.loads((tmp_path / "one" / "best_config.json").read_text())["answer"]
+    assert answer["series"] == 1 and answer["dropped_series"] == ["store1"] and answer["metric"] == "smape"
+    assert "forecasting on from what the sweep saw (sMAPE)" in out
+    assert f"on the test window (18 points after 2003-06-01, which no trial saw): {answer['test_smape']:.2f}" in out
+    before = answer["baselines"]["answer before refit"]
+    assert before["validation_smape"] is None and f"answer before refit test {before['test_smape']:8.2f}" in out
