@@ -120,8 +120,9 @@ class ForecasterConfig:
         False,
         "divide each series by its seasonal indices before anything else (classical multiplicative decomposition "
         "of its training part, where the Theta method's autocorrelation test finds a season at the 90 percent "
-        "level) and multiply the forecasts back: the net then forecasts what is left, from indices estimated on the "
-        "whole training part instead of the few seasons a window shows",
+        "level; an additive one, its seasonal shifts subtracted, where a value below 0 leaves the indices "
+        "undefined) and put the season back into the forecasts: the net then forecasts what is left, from a season "
+        "estimated on the whole training part instead of the few a window shows",
     )
     ema_decay: float = _field(
         0.0,

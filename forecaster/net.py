@@ -44,11 +44,12 @@ class RNNNet(nn.Module):
         time_origins: Sequence[int] | None = None,
         seasonal_indices: Sequence[Sequence[float]] | None = None,
         logged_series: Sequence[bool] | None = None,
+        seasonal_shifts: Sequence[Sequence[float]] | None = None,
     ):
         """One scaler (minimum and scale) per series it is trained on, with their ids, so that it forecasts any of
         them from its history; `time_origins`, on a plain time index, where each series' season count starts;
-        `seasonal_indices`, (series, season), where the config deseasonalises; `logged_series`, which series
-        log_if_positive logs."""
+        `seasonal_indices`, (series, season), where the config deseasonalises, and `seasonal_shifts` where a series is
+        additive; `logged_series`, which series log_if_positive logs."""
         super().__init__()
         config = config if isinstance(config, ForecasterConfig) else ForecasterConfig.from_dict(config)
         # Plain lists from here on: checkpoints store them, and Lightning's save_hyperparameters compares the values,
@@ -61,6 +62,8 @@ class RNNNet(nn.Module):
             seasonal_indices = np.asarray(seasonal_indices, dtype=np.float64).tolist()
         if logged_series is not None:
             logged_series = np.asarray(logged_series, dtype=bool).tolist()
+        if seasonal_shifts is not None:
+            seasonal_shifts = np.asarray(seasonal_shifts, dtype=np.float64).tolist()
         self.hyperparameters = {
             "config": config.to_dict(),
             "scaler_minimum": scaler_minimum,
@@ -70,6 +73,7 @@ class RNNNet(nn.Module):
             "time_origins": time_origins,
             "seasonal_indices": seasonal_indices,
             **({"logged_series": logged_series} if logged_series is not None else {}),
+            **({"seasonal_shifts": seasonal_shifts} if seasonal_shifts is not None else {}),
         }
         """The arguments that build this net again, as plain values: what a checkpoint stores."""
         self.config = config
@@ -82,6 +86,7 @@ class RNNNet(nn.Module):
             self.scaler,
             None if seasonal_indices is None else np.array(seasonal_indices),
             None if logged_series is None else np.array(logged_series, dtype=bool),
+            None if seasonal_shifts is None else np.array(seasonal_shifts),
         )
         between_layers = config.dropout if config.n_rnn_layers > 1 else 0.0  # PyTorch warns on dropout with 1 layer
         self.direct = config.shape == "direct"

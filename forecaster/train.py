@@ -380,6 +380,7 @@ def fit(
         time_origins=train.origins,
         seasonal_indices=transform.seasonal,
         logged_series=transform.logged,
+        seasonal_shifts=transform.shifts,
     )
     module = PanelDataModule(config, parts, transform)
     history = EpochHistory()

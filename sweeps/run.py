@@ -33,6 +33,7 @@ import numpy as np
 
 from forecaster.data import BUILTIN_DATASETS
 from forecaster.metrics import METRIC_NAMES, METRICS
+from forecaster.transforms import seasonal_components
 from sweeps.answer import build_answer
 from sweeps.cluster_probe import CapacityError, cluster_capacity
 from sweeps.plan import (
@@ -336,19 +337,37 @@ def resolved_lines(plan: SweepPlan) -> list[str]:
 
 
 def transform_lines(plan: SweepPlan) -> list[str]:
-    """The banner's line of which series target_transform='log_if_positive' logs: those whose every point the trials
-    are given is above 0 (the others as they are, named)."""
+    """The banner's lines of what the transforms do to which series: those target_transform='log_if_positive' logs
+    (every point the trials are given above 0; the others as they are, named), and with deseasonalise, those divided
+    by their seasonal indices, those less their seasonal shifts (named) and those left as they are."""
+    return _log_lines(plan) + _season_lines(plan)
+
+
+def _log_lines(plan: SweepPlan) -> list[str]:
     if plan.sweep.space.get("target_transform") != "log_if_positive":
         return []
     _, _, given, _ = plan.parts()
     positive = np.minimum.reduceat(given.values, given.offsets[:-1]) > 0
     if positive.all():
         return [f"  transform  the log of every series (all {len(given)} are above 0)"]
-    others = [repr(str(given.ids[index])) for index in np.flatnonzero(~positive)]
-    named = ", ".join(others[:5]) + (", ..." if len(others) > 5 else "")
     return [
-        f"  transform  the log of {int(positive.sum())} of {len(given)} series; {len(others)} with a value at or "
-        f"below 0 as they are: {named}"
+        f"  transform  the log of {int(positive.sum())} of {len(given)} series; {int((~positive).sum())} with a value "
+        f"at or below 0 as they are: {given.id_list(given.ids[~positive])}"
+    ]
+
+
+def _season_lines(plan: SweepPlan) -> list[str]:
+    if plan.sweep.space.get("deseasonalise") is not True:
+        return []
+    train = plan.parts()[0]
+    indices, shifts = seasonal_components(train)
+    divided = (indices != 1).any(axis=1)
+    subtracted = np.zeros(len(train), dtype=bool) if shifts is None else (shifts != 0).any(axis=1)
+    named = f" ({train.id_list(train.ids[subtracted])})" if subtracted.any() else ""
+    return [
+        f"  seasons    {int(divided.sum())} of {len(train)} series divided by their seasonal indices, "
+        f"{int(subtracted.sum())} less their seasonal shifts (a value below 0, or a place always 0){named}, "
+        f"{int((~divided & ~subtracted).sum())} as they are (no season by Theta's test, or under 3 seasons to train)"
     ]
 
 

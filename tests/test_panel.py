@@ -262,6 +262,33 @@ def test_a_panel_series_too_short_for_a_recurrent_window_is_forecast_without_tra
     assert fit_parts(direct, panel, val_size=6, test_size=6).untrained == ()
 
 
+def test_a_series_crossing_zero_has_its_season_subtracted_in_training_forecasts_and_its_checkpoint(tmp_path):
+    """s1 crosses 0, where seasonal indices are undefined: its seasonal shifts are subtracted instead, through the
+    direct shape's MASE loss in original units, its forecast and a checkpoint, which forecasts the same."""
+    frame = monthly_panel_frame(lengths=(40, 80, 86))
+    frame.loc[frame["unique_id"] == "s1", "y"] -= 130.0
+    panel = load_panel(frame)
+    config = TINY.replace(
+        shape="direct", output_chunk_length=0, loss="mase", deseasonalise=True, calendar=True, n_epochs=4
+    ).replace(target_transform="log_if_positive", window_norm="subtract")
+    result = fit(config, panel, val_size=6, test_size=6)
+    model = result.model
+    assert (model.transform.seasonal[1] == 1).all() and (model.transform.shifts[1] != 0).all()
+    assert np.array_equal(model.hparams["seasonal_shifts"], model.transform.shifts.tolist())
+    assert all(math.isfinite(row["val_smape"]) for row in result.history)
+    test = panel.split_last(6)[1]
+    forecast = model.forecast_part(result.parts.seen, test)
+    s1 = slice(*test.offsets[1:3])
+    assert np.isfinite(forecast).all() and forecast[s1].min() > -150 and forecast[s1].max() < 150
+    path = tmp_path / "model.ckpt"
+    torch.save(
+        {"state_dict": model.state_dict(), "hyper_parameters": dict(model.hparams), "pytorch-lightning_version": "2.6"},
+        path,
+    )
+    restored = RNNForecaster.load_from_checkpoint(path)
+    np.testing.assert_allclose(restored.forecast_part(result.parts.seen, test), forecast, rtol=1e-6)
+
+
 def test_a_series_is_forecast_without_training_on_it_only_beside_one_that_trains_and_is_kept():
     """After test_after=30, s1 holds 8 points before its validation part: fewer than a training window, enough to read.
     Beside s0 ending at 40 it is forecast without training on it; beside s0 ending at 24 it is not, for that s0, the
@@ -421,17 +448,21 @@ def test_every_transform_inverts_exactly_for_every_series_of_a_panel(transform, 
         deseasonalise=deseasonalise,
     )
     frame = monthly_panel_frame(lengths=(40, 80, 86))
+    crossing = (transform == "log_if_positive" or not transform.startswith("log")) and norm != "divide"
     if transform == "log_if_positive":  # the first series crosses 0: it is kept as it is, the others logged
         frame.loc[frame["unique_id"] == "s0", "y"] -= 10.5
+    if crossing:  # so does the second (80 to 190 before): its season is subtracted, not divided
+        frame.loc[frame["unique_id"] == "s1", "y"] -= 130.0
     panel = load_panel(frame)
     parts = fit_parts(config, panel, val_size=6)
     target = TargetTransform.fit(config, parts.train, parts.seen)
     if transform == "log_if_positive":
-        assert target.logged.tolist() == [False, True, True]
-    if (
-        deseasonalise and transform != "log_if_positive"
-    ):  # the first series' 34 training points are under 3 seasons: it keeps indices of 1
-        assert (target.seasonal[0] == 1).all() and (target.seasonal[1:] != 1).any(axis=1).all()
+        assert target.logged.tolist() == [False, False, True]
+    if deseasonalise:  # the first series' 34 training points are under 3 seasons: it keeps indices of 1
+        assert (target.seasonal[0] == 1).all() and (target.seasonal[2] != 1).any()
+        assert (target.seasonal[1] == 1).all() == crossing and (target.shifts is not None) == crossing
+        if crossing:  # a season of amplitude 20 around the trend, the others none
+            assert target.shifts[1].max() == pytest.approx(20, abs=3) and not target.shifts[[0, 2]].any()
     seen = parts.seen
     ends = seen.offsets[:-1] + parts.train.lengths - 1
     inputs = forecast_inputs(target, seen, ends, 6, 6, calendar=False)

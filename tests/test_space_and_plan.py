@@ -147,7 +147,7 @@ def test_the_panel_sweep_resolves_on_each_panel_and_says_what_it_needs(tmp_path)
     assert (space["training_length"], space["calendar"], space["deseasonalise"]) == (10, True, True)
     assert space["windows_from_last"] == ByValue("shape", {"recurrent": 0, "direct": 24})  # the last 4 horizons
     assert len(plan.panel) == 3 and plan.panel.dropped == ()
-    assert transform_lines(plan) == ["  transform  the log of every series (all 3 are above 0)"]
+    assert transform_lines(plan)[0] == "  transform  the log of every series (all 3 are above 0)"
     assert plan.sweep.refit_answer and not make_plan("air_rnn", storage_path=str(tmp_path)).sweep.refit_answer
     given = build_parser().parse_args(["panel", "--no-refit-answer"])
     kept = make_plan("panel", data=str(monthly), horizon=6, storage_path=str(tmp_path), refit_answer=given.refit_answer)
@@ -157,8 +157,17 @@ def test_the_panel_sweep_resolves_on_each_panel_and_says_what_it_needs(tmp_path)
     frame.to_csv(monthly, index=False)
     zero = make_plan("panel", data=str(monthly), horizon=6, storage_path=str(tmp_path))
     last = repr(str(frame["unique_id"].iloc[-1]))
-    assert transform_lines(zero) == [
+    assert transform_lines(zero)[0] == (
         f"  transform  the log of 2 of 3 series; 1 with a value at or below 0 as they are: {last}"
+    )
+    frame = monthly_panel_frame(lengths=(40, 80, 86))  # s0 trains on under 3 seasons
+    frame.loc[frame["unique_id"] == "s1", "y"] -= 130.0  # from 80-190 to across 0
+    frame.to_csv(monthly, index=False)
+    crossing = make_plan("panel", data=str(monthly), horizon=6, storage_path=str(tmp_path))
+    assert transform_lines(crossing) == [
+        "  transform  the log of 2 of 3 series; 1 with a value at or below 0 as they are: 's1'",
+        "  seasons    1 of 3 series divided by their seasonal indices, 1 less their seasonal shifts (a value below 0, "
+        "or a place always 0) ('s1'), 1 as they are (no season by Theta's test, or under 3 seasons to train)",
     ]
     yearly = tmp_path / "yearly.csv"
     frame = pd.DataFrame({"ds": pd.date_range("1990", periods=14, freq="YS"), "y": np.arange(14.0) + 5})

@@ -20,7 +20,7 @@ from forecaster.transforms import (
     TrainingWindows,
     calendar_features,
     forecast_inputs,
-    seasonal_indices,
+    seasonal_components,
 )
 
 SERIES = load_series("air_passengers")
@@ -68,31 +68,42 @@ def test_every_transform_inverts_exactly(transform, norm, deseasonalise):
     np.testing.assert_allclose(decoded.numpy(), VAL.to_numpy(), rtol=1e-12)
 
 
-def test_seasonal_indices_are_the_classical_decompositions_where_theta_finds_a_season():
-    """A level times a pattern gives the pattern back (its ratio to the centred moving average), and nearly so with a
-    0 in one month (visitors that stopped once); white noise, a series of under 3 seasons, one with a value below 0
-    and one that is 0 in every first quarter (whose index would be 0) keep indices of 1."""
+def test_seasonal_components_are_the_classical_decompositions_where_theta_finds_a_season():
+    """A level times a pattern gives the pattern back as indices (its ratio to the centred moving average), and nearly
+    so with a 0 in one month (visitors that stopped once). A trend plus a pattern that crosses 0 gives the pattern back
+    as shifts (its difference from the moving average); so do, near enough, a series with a value below 0 and one that
+    is 0 in every first quarter (whose index would be 0). White noise and a series of under 3 seasons keep indices of 1
+    and shifts of 0."""
     pattern = np.array([0.8, 1.1, 1.3, 0.8])
     noise = 50 + np.random.default_rng(0).standard_normal(40)
     seasonal = 100 * np.tile(pattern, 10)
     with_zero, below_zero, closed = seasonal.copy(), seasonal.copy(), seasonal.copy()
     with_zero[7], below_zero[7], closed[::4] = 0.0, -5.0, 0.0
+    swings = np.array([-20.0, 5.0, 30.0, -15.0])  # around 0: centred already
+    crossing = np.linspace(-5.0, 15.0, 40) + np.tile(swings, 10)
     series = {"seasonal": seasonal, "noise": noise, "short": seasonal[:11], "with a zero": with_zero}
-    series |= {"below zero": below_zero, "closed": closed}
+    series |= {"below zero": below_zero, "closed": closed, "crossing": crossing}
     frame = pd.DataFrame(
         [(name, time, value) for name, values in series.items() for time, value in enumerate(values)],
         columns=["unique_id", "ds", "y"],
     )
     panel = load_panel(frame, season_length=4)
-    indices = dict(zip(panel.ids, seasonal_indices(panel)))
+    indices, shifts = (dict(zip(panel.ids, part)) for part in seasonal_components(panel))
     np.testing.assert_allclose(indices["seasonal"], pattern, rtol=1e-12)
     np.testing.assert_allclose(indices["with a zero"], pattern, atol=0.1)
     assert indices["with a zero"][3] < pattern[3]  # its 0 fell in the fourth quarter
-    for name in ("noise", "short", "below zero", "closed"):
+    np.testing.assert_allclose(shifts["crossing"], swings, atol=1e-12)
+    np.testing.assert_allclose(shifts["below zero"], 100 * (pattern - 1), atol=8)  # 100 x pattern, one point off
+    np.testing.assert_allclose(shifts["closed"], [-80, 30, 50, 0], atol=1e-9)  # 0, 110, 130, 80 less their mean
+    for name in ("noise", "short", "below zero", "closed", "crossing"):
         np.testing.assert_array_equal(indices[name], np.ones(4))
+    for name in ("seasonal", "noise", "short", "with a zero"):
+        np.testing.assert_array_equal(shifts[name], np.zeros(4))
     # By place in the season, which a plain time index counts from each series' first point (as the calendar does).
     later = load_panel(frame[frame.unique_id == "seasonal"].iloc[1:], season_length=4)
-    np.testing.assert_allclose(seasonal_indices(later)[0], np.roll(pattern, -1), rtol=1e-12)
+    later_indices, no_shifts = seasonal_components(later)
+    np.testing.assert_allclose(later_indices[0], np.roll(pattern, -1), rtol=1e-12)
+    assert no_shifts is None
 
 
 def test_the_plain_path_is_min_max_scaling_fit_on_the_training_part():
