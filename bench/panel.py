@@ -455,6 +455,7 @@ def main() -> None:
         runs = []
         with tempfile.TemporaryDirectory() as temporary:
             storage = args.storage or temporary
+            os.makedirs(storage, exist_ok=True)  # the inner splits' files are written there before any sweep
             for panel in args.panels:
                 for seed in args.seeds or SEEDS[panel]:
                     row, folder = run_sweep(panel, seed, storage, args.inner, args.levels, args.extra)
