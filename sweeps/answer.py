@@ -448,7 +448,8 @@ def _baselines(plan: SweepPlan, forecasts: dict[str, dict[str, np.ndarray]], bou
 
 
 def _series_scores(part: Panel, forecast: np.ndarray, scales: np.ndarray) -> dict[str, np.ndarray]:
-    """Per series of `part`: MAPE (NaN where the part has a zero), sMAPE and MASE of a flat forecast."""
+    """Per series of `part`: MAPE (NaN where the part has a zero), sMAPE and MASE (NaN where the series' training part
+    has no seasonal naive error: a constant series) of a flat forecast."""
     import torch
 
     steps, columns = int(part.lengths.max()), np.repeat(np.arange(len(part)), part.lengths)
@@ -463,12 +464,14 @@ def _series_scores(part: Panel, forecast: np.ndarray, scales: np.ndarray) -> dic
         torch.as_tensor(scales),
     )
     values = {name: value.numpy() for name, value in scores.items()}
-    values["mape"] = np.where(np.isfinite(values["mape"]), values["mape"], np.nan)
+    for name in ("mape", "mase"):  # undefined alike for every method, not inf for some and NaN for an exact one
+        values[name] = np.where(np.isfinite(values[name]), values[name], np.nan)
     return values
 
 
 def _mean(values: pd.Series) -> float | None:
-    """The mean over series, None where the metric is undefined on some series (MAPE with a zero)."""
+    """The mean over series, None where the metric is undefined on some series (MAPE with a zero, MASE of a constant
+    series)."""
     return None if values.isna().any() else float(values.mean())
 
 

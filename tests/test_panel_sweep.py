@@ -114,6 +114,19 @@ def test_series_too_short_for_the_space_are_refused_or_dropped_and_counted(tmp_p
     assert plan.describe_data()["dropped_series"] == ["store2"]
 
 
+def test_mase_of_a_constant_series_is_undefined_for_every_method_alike():
+    """A series whose training part is constant has no seasonal naive error to divide by: its MASE is NaN whether a
+    forecast misses (x / 0, inf before) or hits it exactly (0 / 0), so the panel's mean is None for every method."""
+    from sweeps.answer import _mean, _series_scores
+    from tests.test_panel import panel_of
+
+    part = panel_of(np.array([5.0, 5.0]), np.array([1.0, 2.0]), season=2)
+    scales = np.array([0.0, 2.0])  # the first series' training part was constant
+    missed, exact = (_series_scores(part, np.array([first, first, 1.0, 3.0]), scales) for first in (6.0, 5.0))
+    assert np.isnan(missed["mase"][0]) and np.isnan(exact["mase"][0]) and missed["mase"][1] == 0.25
+    assert _mean(pd.Series(missed["mase"])) is None and _mean(pd.Series(missed["smape"])) is not None
+
+
 @pytest.mark.slow
 def test_an_interrupted_panel_sweep_resumes_to_the_planned_trials_and_writes_what_a_forecaster_looks_at(tmp_path):
     """One CLI sweep, as a user runs it on a small panel: stopped with Ctrl+C once a trial is done, resumed to its
