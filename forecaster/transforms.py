@@ -512,9 +512,10 @@ class TrainingWindows:
             place = (self.phases[series] - 1 + positions)[None, :] + torch.arange(icl, self.span, device=level.device)[
                 :, None
             ]
-            seasonal = originals.seasonal[series[None, :], place % self.transform.season]
+            where = series[None, :], place % self.transform.season
+            seasonal = originals.seasonal[where]
             if originals.shifts is not None:
-                shifts = originals.shifts[series[None, :], place % self.transform.season]
+                shifts = originals.shifts[where]
         inputs = ForecastInputs(
             context=windows[:icl],
             level=level.float(),
