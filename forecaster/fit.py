@@ -71,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument(
         "--metric",
         choices=METRICS,
-        help="the metric that ranks the epochs (default: mape for one series, smape for a panel)",
+        help="the metric that ranks the epochs (default: mape for one series, smape for a panel, mase where a value is "
+        "below 0)",
     )
     data.add_argument(
         "--drop-short-series",

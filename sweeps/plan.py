@@ -338,8 +338,7 @@ def _with_data(
     sweep: Sweep, panel: Panel, *, own_data: bool, horizon: int | None, metric: str | None, split_after: str | None
 ) -> Sweep:
     """The sweep's cut and metric for this data: --horizon (else the sweep's, else a benchmark panel's official
-    hold-out) or the dates; --metric (else the sweep's on its own data, else MAPE for one series, sMAPE for a
-    panel)."""
+    hold-out) or the dates; --metric (else the sweep's on its own data, else `default_metric`'s)."""
     metric = metric or (sweep.metric if own_data else default_metric(panel))
     if metric not in METRICS:
         raise PlanError(f"--metric {metric!r} is not one of {', '.join(METRICS)}")

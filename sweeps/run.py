@@ -176,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--metric",
         choices=METRICS,
         help="what ranks the trials and stops weak ones: mape, smape or mase (default: the sweep's; on other data, "
-        "mape for one series and smape for a panel)",
+        "mape for one series and smape for a panel; mase where a value is below 0)",
     )
     data.add_argument(
         "--drop-short-series",

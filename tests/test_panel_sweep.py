@@ -104,6 +104,20 @@ def test_mape_is_refused_where_a_series_has_a_zero_in_a_scored_part(tmp_path, ca
     assert plan_of(tmp_path, path, pins=without_log).sweep.metric == "smape"
 
 
+def test_data_with_a_value_below_0_is_ranked_by_mase_unless_another_metric_is_asked(tmp_path):
+    """sMAPE and MAPE divide by values near 0 where a series crosses it; MASE divides by each series' own scale."""
+    positive = panel_csv(tmp_path)
+    frame = pd.read_csv(positive)
+    frame.loc[frame.unique_id == "store0", "y"] -= frame.loc[frame.unique_id == "store0", "y"].mean()
+    crossing = tmp_path / "crossing.csv"
+    frame.to_csv(crossing, index=False)
+    storage = str(tmp_path / "sweeps")
+    assert make_plan("panel", data=positive, horizon=HORIZON, storage_path=storage).sweep.metric == "smape"
+    assert make_plan("panel", data=str(crossing), horizon=HORIZON, storage_path=storage).sweep.metric == "mase"
+    asked = make_plan("panel", data=str(crossing), horizon=HORIZON, metric="smape", storage_path=storage)
+    assert asked.sweep.metric == "smape"
+
+
 def test_series_too_short_for_the_space_are_refused_or_dropped_and_counted(tmp_path):
     path = panel_csv(tmp_path, lengths=(60, 72, 23, 80, 64))  # store2: 11 points before validating, 12 to read
     with pytest.raises(PlanError, match=r"1 of 5 series are too short for this fit: 'store2' \(with 23 points\)"):
