@@ -16,6 +16,7 @@ from sweeps.space import (
     Horizons,
     IfSeasonal,
     IntRange,
+    InTurn,
     LogUniform,
     Offset,
     OnlyWhen,
@@ -112,6 +113,34 @@ def test_a_value_that_goes_with_another_is_sampled_from_that_ones_entry():
 def test_a_value_that_goes_with_another_must_cover_every_choice_of_it():
     with pytest.raises(SpaceError, match="window_norm gives nothing for target_transform = 'none'"):
         check_structure({**BY_VALUE, "target_transform": Choice("log", "log_diff", "none")})
+
+
+def test_a_value_taken_in_turn_gives_each_value_an_equal_share_of_the_trials():
+    """Random search takes an InTurn choice in order (10 trials of two shapes: 5 each, where a random draw of 10
+    can leave one 2), what goes with it as it does for a Choice; Optuna and the checks see a plain choice."""
+    space = {
+        "shape": InTurn("recurrent", "direct"),
+        "input_chunk_length": ByValue(
+            "shape", {"recurrent": Horizons(1), "direct": Choice(Horizons(1), Horizons(1.5))}
+        ),
+        "lr": LogUniform(1e-3, 1e-2),
+    }
+    resolved = resolve(space, DataShape(horizon=8, season=4, shortest=40))
+    assert (
+        type(resolved["shape"]) is InTurn and describe(resolved)["shape"] == "each of ['recurrent', 'direct'] in turn"
+    )
+    configs = sample_tune(resolved, seed=0, count=10)
+    assert [c["shape"] for c in configs] == ["recurrent", "direct"] * 5
+    assert {c["input_chunk_length"] for c in configs if c["shape"] == "recurrent"} == {8}
+    assert {c["input_chunk_length"] for c in configs if c["shape"] == "direct"} == {8, 12}
+    assert sample_tune(resolved, seed=0, count=10) == configs
+    assert {(c["shape"], c["input_chunk_length"]) for c in extremes(resolved)} == {
+        ("recurrent", 8),
+        ("direct", 8),
+        ("direct", 12),
+    }
+    with pytest.raises(SpaceError, match="InTurn takes turns over the whole sweep; give a Choice inside ByValue"):
+        check_structure({"shape": Choice("a", "b"), "lr": ByValue("shape", {"a": InTurn(1e-3, 2e-3), "b": 1e-3})})
 
 
 DATA_SHAPES = [
