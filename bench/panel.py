@@ -139,8 +139,9 @@ def run_sweep(
 
 
 def answer_rules(folder: str) -> dict:
-    """The test scores of other answers made from the same trials: the mean of the top k (by validation) for several
-    k, of the top k of each shape, and the median of the top 10."""
+    """The test scores of other answers made from the same trials: the mean of the top k (by their best validation)
+    for several k, of the top k by their last epoch's validation, of the top k of each shape, and the median of the
+    top 10."""
     import numpy as np
     from ray.tune import ExperimentAnalysis
 
@@ -156,7 +157,7 @@ def answer_rules(folder: str) -> dict:
     trials = results.trials[results.trials["status"].isin(CHOOSABLE) & results.trials[ranked].notna()]
     analysis = ExperimentAnalysis(folder, default_metric=ranked, default_mode="min")
     by_id = {trial.trial_id: trial for trial in analysis.trials}
-    forecasts, shapes = [], []
+    forecasts, shapes, last = [], [], []
     for trial_id in trials["trial_id"]:  # best first
         checkpoint = analysis.get_last_checkpoint(by_id[trial_id]) if trial_id in by_id else None
         path = Path(checkpoint.path) / BEST_MODEL_FILE if checkpoint else None
@@ -165,6 +166,7 @@ def answer_rules(folder: str) -> dict:
         model = RNNNet.load_best_model(path)
         forecasts.append(model.forecast_part(seen, test))
         shapes.append(model.config.shape)
+        last.append(trials.set_index("trial_id").at[trial_id, f"last_val_{plan.sweep.metric}"])
     h, series = int(test.lengths.max()), len(test)
     actual = test.values.reshape(series, h).T
     scales = mase_scales(seen)
@@ -178,6 +180,9 @@ def answer_rules(folder: str) -> dict:
     rules = {f"mean of top {k}": score(order[:k]) for k in (1, 3, 5, 8, 10, 15) if k <= len(order)}
     rules[f"mean of all {len(order)}"] = score(order)
     rules["median of top 10"] = score(order[:10], np.median)
+    by_last = list(np.argsort(np.array(last, dtype=float), kind="stable"))  # NaN last
+    for k in (3, 5):
+        rules[f"mean of top {k} by the last epoch"] = score(by_last[:k])
     for k in (3, 5):
         each = [i for shape in sorted(set(shapes)) for i in [j for j in order if shapes[j] == shape][:k]]
         rules[f"mean of top {k} of each shape"] = score(each)

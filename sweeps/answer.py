@@ -246,7 +246,8 @@ def build_answer(plan: SweepPlan, results: SweepResults) -> Answer | None:
 
 
 def _top_checkpoints(plan: SweepPlan, results: SweepResults) -> list[tuple[str, str]]:
-    """(trial id, checkpoint folder) of the top trials that can be chosen and kept a checkpoint, best first."""
+    """(trial id, checkpoint folder) of the top trials that can be chosen and kept a checkpoint, best first: by their
+    best validation score, or by their last epoch's (`Sweep.answer_scope`)."""
     from ray.tune import ExperimentAnalysis
 
     trials = results.trials
@@ -254,6 +255,8 @@ def _top_checkpoints(plan: SweepPlan, results: SweepResults) -> list[tuple[str, 
         return []
     ranked = plan.sweep.ranked
     usable = trials[trials["status"].isin(CHOOSABLE) & trials[ranked].notna()]
+    if plan.sweep.answer_scope == "last":
+        usable = usable.sort_values(f"last_val_{plan.sweep.metric}", kind="stable", na_position="last")
     analysis = ExperimentAnalysis(plan.experiment_path, default_metric=ranked, default_mode="min")
     by_id = {trial.trial_id: trial for trial in analysis.trials}
     found = []
@@ -600,11 +603,23 @@ def _where(plan: SweepPlan, scores: dict[str, Any]) -> tuple[str, str]:
     )
 
 
+def _who(k: int, plan: SweepPlan) -> str:
+    """What the answer is, in words."""
+    if k == 1:
+        return (
+            "the best trial's model"
+            if plan.sweep.answer_scope == "all"
+            else "the model of the best trial by its last epoch"
+        )
+    last = " (ranked on their last epoch's validation)" if plan.sweep.answer_scope == "last" else ""
+    return f"the mean forecast of the top {k} trials' best models{last}"
+
+
 def _describe_one(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
     """One series, in the sweep's ranking metric: the answer on both parts, and each baseline's margin (the answer
     before a refit forecasts the test window only)."""
     k = len(scores["trials"])
-    who = "the best trial's model" if k == 1 else f"the mean forecast of the top {k} trials' best models"
+    who = _who(k, plan)
     metric = scores["metric"]
     has_test = scores[f"test_{metric}"] is not None
     validation, test = _where(plan, scores)
@@ -642,7 +657,7 @@ def _describe_one(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
 
 def _describe_panel(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
     k = len(scores["trials"])
-    who = "the best trial's model" if k == 1 else f"the mean forecast of the top {k} trials' best models"
+    who = _who(k, plan)
     validation, test = _where(plan, scores)
     has_test = scores["test_smape"] is not None
     judged = "test" if has_test else "validation"

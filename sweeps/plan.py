@@ -27,7 +27,7 @@ from forecaster.intervals import check_levels
 from forecaster.metrics import METRICS
 from forecaster.panel import Panel
 from forecaster.parts import FIT_PARTS_FIELDS, FitParts, default_metric, fit_parts
-from sweeps.registry import SWEEPS, Sweep
+from sweeps.registry import ANSWER_SCOPES, SWEEPS, Sweep
 from sweeps.resources import ResourceError, TrialResources
 from sweeps.schedulers import SCHEDULERS, SchedulerError
 from sweeps.searches import SEARCHES
@@ -231,6 +231,7 @@ def make_plan(
     drop_short: bool = False,
     answer_top_k: int | None = None,
     refit_answer: bool | None = None,
+    answer_scope: str | None = None,
     pins: Mapping[str, Any] | None = None,
     seed: int | None = None,
     name: str | None = None,
@@ -258,6 +259,7 @@ def make_plan(
         "test_after": test_after,
         "answer_top_k": answer_top_k,
         "refit_answer": refit_answer,
+        "answer_scope": answer_scope,
     }
     changes.update({field: value for field, value in overrides.items() if value is not None})
     sweep = dataclasses.replace(sweep, **changes)
@@ -473,6 +475,8 @@ def _check_budget(sweep: Sweep) -> None:
             f"--answer-top-k {sweep.answer_top_k} must be at least 1 (the best trial's model); a sweep of fewer "
             "trials averages all of them"
         )
+    if sweep.answer_scope not in ANSWER_SCOPES:
+        raise PlanError(f"--answer-scope {sweep.answer_scope!r} is not one of {', '.join(ANSWER_SCOPES)}")
 
 
 def _check_space(sweep: Sweep, data_label: str, panel: Panel, drop_short: bool) -> tuple[Panel, tuple[str, ...]]:

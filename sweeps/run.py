@@ -47,7 +47,7 @@ from sweeps.plan import (
     taken_message,
 )
 from sweeps.ray_session import RaySession, RaySessionError, dashboard_line, start_ray
-from sweeps.registry import SWEEPS
+from sweeps.registry import ANSWER_SCOPES, SWEEPS
 from sweeps.resources import TrialResources
 from sweeps.results import SweepResults, collect
 from sweeps.schedulers import SCHEDULERS, scheduler_of
@@ -197,6 +197,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the sweep's answer is the mean forecast of the best models of the top K trials (default: the sweep's)",
     )
     budget.add_argument(
+        "--answer-scope",
+        choices=ANSWER_SCOPES,
+        help="what ranks the trials for the answer, as Tune's scope: all (each trial's best validation score over its "
+        "epochs) or last (its last epoch's) (default: the sweep's; the panel sweep ranks on the last)",
+    )
+    budget.add_argument(
         "--refit-answer",
         action=argparse.BooleanOptionalAction,
         help="train the answer's configurations again through the validation part before they forecast the test "
@@ -271,6 +277,7 @@ def plan_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser, ar
         drop_short=args.drop_short_series,
         answer_top_k=args.answer_top_k,
         refit_answer=args.refit_answer,
+        answer_scope=args.answer_scope,
         pins=parse_pins(args.pins),
         seed=args.seed,
         name=args.name,

@@ -3,6 +3,7 @@ panel end to end (the files and pictures a forecaster looks at, the report and t
 point of any series, the metric refused where it is undefined, short series dropped and counted, and an
 interrupted panel sweep resumed."""
 
+import dataclasses
 import json
 import signal
 import subprocess
@@ -15,9 +16,11 @@ import pandas as pd
 import pytest
 import ray
 
+from sweeps.answer import _top_checkpoints
 from sweeps.plan import PlanError, make_plan
+from sweeps.results import collect
 from sweeps.run import describe_data, main
-from sweeps.storage import CHECKPOINT_FILE
+from sweeps.storage import CHECKPOINT_FILE, SweepFolder
 from sweeps.tuner import trial_inputs
 from tests.helpers import trial_histories
 from tests.test_sweep_cli import ENV, sweeps_run
@@ -296,15 +299,18 @@ def test_on_gpu_fractions_the_panel_sweep_trains_its_trials_its_refit_and_its_ca
 @pytest.mark.slow
 def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_units(tmp_path):
     """`python -m sweeps.run panel --data FILE --horizon 6 --smoke-test --levels 80 95`, as a user runs it on a panel
-    of their own: its space resolved on the data, the answer and every baseline with ordered bounds at both levels
-    around forecasts in each series' units (levels of 10 to 1,000), and their coverage as forecasts.parquet gives it;
-    the answer refit through the validation part, with the answer as the trials trained it beside it."""
+    of their own: its space resolved on the data, half the trials of each shape, the answer and every baseline with
+    ordered bounds at both levels around forecasts in each series' units (levels of 10 to 1,000), and their coverage
+    as forecasts.parquet gives it; the answer refit through the validation part, with the answer as the trials
+    trained it beside it."""
     path = panel_csv(tmp_path)
     arguments = ["panel", "--data", path, "--horizon", str(HORIZON), "--smoke-test", "--levels", "80", "95"]
     done = sweeps_run(*arguments, "--storage-path", str(tmp_path), "--name", "mine", timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     assert "resolved   " in out and "(for this data)" in out
+    shapes = pd.read_csv(tmp_path / "mine" / "results.csv")["shape"]
+    assert sorted(shapes) == ["direct", "direct", "recurrent", "recurrent"]  # the smoke test's 4 trials, in turn
     assert "Prediction intervals on the test window" in out and "the answer's: conformal, from" in out
     folder = tmp_path / "mine"
     test = pd.read_parquet(folder / "forecasts.parquet").query("part == 'test'")
@@ -312,6 +318,15 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
     answer = json.loads((folder / "best_config.json").read_text())["answer"]
     intervals, refit = answer["intervals"], answer["refit"]
     assert refit["trials"] == answer["trials"] and len(refit["epochs"]) == len(answer["trials"]) >= 1
+    # The answer's trials ranked on their last epoch's validation (the panel sweep's answer_scope), not their best's.
+    plan = SweepFolder(str(folder)).load_plan()
+    results = collect(plan)
+    by_last = results.trials.sort_values("last_val_smape")["trial_id"].tolist()
+    assert [trial_id for trial_id, _ in _top_checkpoints(plan, results)] == answer["trials"] == by_last
+    reversed_scores = results.trials.assign(last_val_smape=-results.trials["last_val_smape"])
+    reversed_ranking = _top_checkpoints(plan, dataclasses.replace(results, trials=reversed_scores))
+    assert [trial_id for trial_id, _ in reversed_ranking] == by_last[::-1]
+    assert "the mean forecast of the top 4 trials' best models (ranked on their last epoch's validation)" in out
     assert all(epochs >= 1 for epochs in refit["epochs"]) and refit["series_as_trained"] == []
     assert refit["trained_on"] == ["cpu"]
     assert "The trials have ended; training the top 4 configurations again through the validation part, " in out
