@@ -139,6 +139,10 @@ def test_a_value_taken_in_turn_gives_each_value_an_equal_share_of_the_trials():
         ("direct", 8),
         ("direct", 12),
     }
+    optuna = pytest.importorskip("optuna")
+    trial = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0)).ask()
+    to_optuna(resolved)(trial)
+    assert trial.params["shape"] in ("recurrent", "direct")  # TPE learns which, from a plain categorical
     with pytest.raises(SpaceError, match="InTurn takes turns over the whole sweep; give a Choice inside ByValue"):
         check_structure({"shape": Choice("a", "b"), "lr": ByValue("shape", {"a": InTurn(1e-3, 2e-3), "b": 1e-3})})
 
