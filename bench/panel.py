@@ -158,6 +158,7 @@ def answer_rules(folder: str) -> dict:
     analysis = ExperimentAnalysis(folder, default_metric=ranked, default_mode="min")
     by_id = {trial.trial_id: trial for trial in analysis.trials}
     forecasts, shapes, last = [], [], []
+    last_scores = trials.set_index("trial_id")[f"last_val_{plan.sweep.metric}"]
     for trial_id in trials["trial_id"]:  # best first
         checkpoint = analysis.get_last_checkpoint(by_id[trial_id]) if trial_id in by_id else None
         path = Path(checkpoint.path) / BEST_MODEL_FILE if checkpoint else None
@@ -166,7 +167,7 @@ def answer_rules(folder: str) -> dict:
         model = RNNNet.load_best_model(path)
         forecasts.append(model.forecast_part(seen, test))
         shapes.append(model.config.shape)
-        last.append(trials.set_index("trial_id").at[trial_id, f"last_val_{plan.sweep.metric}"])
+        last.append(last_scores[trial_id])
     h, series = int(test.lengths.max()), len(test)
     actual = test.values.reshape(series, h).T
     scales = mase_scales(seen)

@@ -183,10 +183,10 @@ SWEEPS: dict[str, Sweep] = {
             name="panel",
             purpose=(
                 "One global RNN for any panel (--data FILE --horizon H, or a built-in panel): both shapes of model, "
-                "half the trials each, with lookbacks in horizons, ranked by validation sMAPE on the H points before "
-                "each series' test window; the answer (the mean forecast of the top trials by their last epoch's "
-                "validation, refit through the validation part) is scored on the test window beside seasonal naive, "
-                "AutoETS, Theta and AutoCES."
+                "half the trials each, with lookbacks in horizons, ranked by validation sMAPE (MASE where a value is "
+                "below 0) on the H points before each series' test window; the answer (the mean forecast of the top "
+                "trials by their last epoch's validation, refit through the validation part) is scored on the test "
+                "window beside seasonal naive, AutoETS, Theta and AutoCES."
             ),
             space={
                 # Taken in turn, half the trials each: which shape wins differs by panel (the direct one by 1-2 points

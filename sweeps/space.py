@@ -235,6 +235,8 @@ def check_structure(space: Space) -> None:
             raise SpaceError(f"{name}: a log-uniform range must be positive, got low={inner.low}")
         if isinstance(inner, Choice) and not inner.values:
             raise SpaceError(f"{name}: a choice needs at least one value")
+        if isinstance(value, OnlyWhen) and isinstance(value.then, InTurn):
+            raise SpaceError(f"{name}: InTurn takes turns over the whole sweep; give a Choice inside OnlyWhen")
         if isinstance(value, Offset) and not isinstance(value.extra, IntRange):
             raise SpaceError(f"{name}: an offset is a whole number, give its extra as IntRange(low, high)")
         if isinstance(value, _DEPENDENT):

@@ -145,6 +145,8 @@ def test_a_value_taken_in_turn_gives_each_value_an_equal_share_of_the_trials():
     assert trial.params["shape"] in ("recurrent", "direct")  # TPE learns which, from a plain categorical
     with pytest.raises(SpaceError, match="InTurn takes turns over the whole sweep; give a Choice inside ByValue"):
         check_structure({"shape": Choice("a", "b"), "lr": ByValue("shape", {"a": InTurn(1e-3, 2e-3), "b": 1e-3})})
+    with pytest.raises(SpaceError, match="InTurn takes turns over the whole sweep; give a Choice inside OnlyWhen"):
+        check_structure({"layers": Choice(1, 2), "dropout": OnlyWhen("layers", 1, InTurn(0.1, 0.2), 0.0)})
 
 
 DATA_SHAPES = [
