@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 import ray
 
-from sweeps.answer import _top_checkpoints
+from sweeps.answer import _left_out, _ranking, _top_checkpoints
 from sweeps.plan import PlanError, make_plan
 from sweeps.results import collect
 from sweeps.run import describe_data, main
@@ -323,9 +323,24 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
     results = collect(plan)
     by_last = results.trials.sort_values("last_val_smape")["trial_id"].tolist()
     assert [trial_id for trial_id, _ in _top_checkpoints(plan, results)] == answer["trials"] == by_last
-    reversed_scores = results.trials.assign(last_val_smape=-results.trials["last_val_smape"])
+    reversed_scores = results.trials.assign(last_val_smape=1 / results.trials["last_val_smape"])
     reversed_ranking = _top_checkpoints(plan, dataclasses.replace(results, trials=reversed_scores))
     assert [trial_id for trial_id, _ in reversed_ranking] == by_last[::-1]
+    # A trial over twice the best's score has not learnt the data: left out of the answer, and the summary names it.
+    far_scores = results.trials.assign(
+        last_val_smape=np.where(
+            results.trials["trial_id"] == by_last[1],
+            2.01 * results.trials["last_val_smape"].min(),
+            results.trials["last_val_smape"],
+        )
+    )
+    far_results = dataclasses.replace(results, trials=far_scores)
+    assert [trial_id for trial_id, _ in _top_checkpoints(plan, far_results)] == [by_last[0], *by_last[2:]]
+    left_out = _left_out({"selection": {"far_behind": _ranking(plan, far_results)[1]}}, plan)
+    assert left_out == [
+        f"  left out: {by_last[1]}, its validation sMAPE over 2 times the best trial's (too far behind to average in)"
+    ]
+    assert answer["selection"]["far_behind"] == [] and "left out:" not in out
     assert "the mean forecast of the top 4 trials' best models (ranked on their last epoch's validation)" in out
     assert all(epochs >= 1 for epochs in refit["epochs"]) and refit["series_as_trained"] == []
     assert refit["trained_on"] == ["cpu"]
