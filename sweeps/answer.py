@@ -623,19 +623,16 @@ def _where(plan: SweepPlan, scores: dict[str, Any]) -> tuple[str, str]:
     )
 
 
-def _who(scores: dict[str, Any], plan: SweepPlan) -> str:
+def _who(k: int, plan: SweepPlan) -> str:
     """What the answer is, in words."""
-    k = len(scores["trials"])
     if k == 1:
-        who = (
+        return (
             "the best trial's model"
             if plan.sweep.answer_scope == "all"
             else "the model of the best trial by its last epoch"
         )
-    else:
-        last = " (ranked on their last epoch's validation)" if plan.sweep.answer_scope == "last" else ""
-        who = f"the mean forecast of the top {k} trials' best models{last}"
-    return who
+    last = " (ranked on their last epoch's validation)" if plan.sweep.answer_scope == "last" else ""
+    return f"the mean forecast of the top {k} trials' best models{last}"
 
 
 def _left_out(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
@@ -652,7 +649,8 @@ def _left_out(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
 def _describe_one(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
     """One series, in the sweep's ranking metric: the answer on both parts, and each baseline's margin (the answer
     before a refit forecasts the test window only)."""
-    who = _who(scores, plan)
+    k = len(scores["trials"])
+    who = _who(k, plan)
     metric = scores["metric"]
     has_test = scores[f"test_{metric}"] is not None
     validation, test = _where(plan, scores)
@@ -690,7 +688,8 @@ def _describe_one(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
 
 
 def _describe_panel(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
-    who = _who(scores, plan)
+    k = len(scores["trials"])
+    who = _who(k, plan)
     validation, test = _where(plan, scores)
     has_test = scores["test_smape"] is not None
     judged = "test" if has_test else "validation"
