@@ -20,7 +20,7 @@ TARGET_TRANSFORMS = ("none", "log", "diff", "log_diff", "seasonal_diff", "log_se
 WINDOW_NORMS = ("none", "subtract", "divide")
 LOSSES = ("mse", "l1", "smape", "mase")
 ORIGINAL_UNIT_LOSSES = ("smape", "mase")
-"""Losses computed on the forecasts in original units (the metrics the field scores with), over a whole block."""
+"""Losses computed on the predictions in original units (the metrics the field scores with)."""
 ACTIVATIONS = ("ReLU", "Tanh", "Sigmoid", "none")
 MAX_RANDOM_STATE = 2**32 - 1
 
@@ -48,8 +48,9 @@ class ForecasterConfig:
     loss: str = _field(
         "mse",
         "training loss: mse (Darts' default) or l1 (whose forecasts aim at the median, as sMAPE and MASE reward), in "
-        "the net's units; with shape=direct also smape or mase, over each window's whole output block in original "
-        "units (MASE: each series' errors divided by its in-sample seasonal naive error), as the metrics are scored",
+        "the net's units; or smape or mase in original units, as the metrics are scored (MASE: each series' errors "
+        "divided by its in-sample seasonal naive error), over a direct window's output block or a recurrent one's "
+        "next-step predictions",
     )
     loss_after_context: bool = _field(
         False,
@@ -150,11 +151,6 @@ class ForecasterConfig:
             value = getattr(self, name)
             if value not in choices:
                 raise ConfigError(f"{name}={value!r} is not one of {', '.join(choices)}")
-        if self.loss in ORIGINAL_UNIT_LOSSES and self.shape != "direct":
-            raise ConfigError(
-                f"loss={self.loss!r} scores a whole forecast block in original units: it needs shape='direct' (the "
-                "recurrent shape trains on next-step predictions; use mse or l1 there)"
-            )
         if self.loss in ORIGINAL_UNIT_LOSSES and self.target_transform.endswith("diff"):
             raise ConfigError(
                 f"loss={self.loss!r} with target_transform={self.target_transform!r}: a window of differences does not "

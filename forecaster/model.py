@@ -2,7 +2,8 @@
 position (the recurrent shape), or a whole block of points from one read of its input (the direct shape).
 
 Recurrent training (teacher forcing): each window of training_length + 1 scaled points gives the inputs
-x_0..x_{L-1} and the targets x_1..x_L; the loss is the MSE of the next-step predictions at all L positions.
+x_0..x_{L-1} and the targets x_1..x_L; the loss scores the next-step predictions at all L positions (or those after
+the input chunk): their MSE or L1 in the net's units, or sMAPE or MASE in original units.
 Forecasting: read the last input_chunk_length points, then feed each prediction back as the next input,
 carrying the hidden state, for as many steps as asked.
 Direct training: each window of input_chunk_length + output_chunk_length points gives the input chunk and the
@@ -65,8 +66,8 @@ class EpochBatch:
     mape_defined: bool
     """False where a series has a zero in its validation part: MAPE is then reported as NaN."""
     originals: list[tuple[ForecastInputs, Tensor]] | None = None
-    """For a loss in original units (the direct shape's smape and mase), per mini-batch: what takes its blocks back
-    to original units, and each window's MASE scale."""
+    """For a loss in original units (smape and mase), per mini-batch: what takes the scored points of its windows
+    back to original units, and each window's MASE scale."""
 
 
 class RNNForecaster(RNNNet, L.LightningModule):
@@ -94,26 +95,38 @@ class RNNForecaster(RNNNet, L.LightningModule):
         if originals is None:
             errors = (predictions - targets).abs() if self.config.loss == "l1" else (predictions - targets) ** 2
         else:
-            inputs, error_scale = originals
-            forecast = self.transform.from_model(predictions, inputs)
-            actual = self.transform.from_model(targets, inputs)
-            error = (actual - forecast).abs()
-            if self.config.loss == "mase":
-                errors = error / error_scale
-            else:
-                total = actual.abs() + forecast.abs()
-                errors = torch.where(total > 0, 200.0 * error / total.clamp(min=1e-12), 0.0)
+            errors = self.original_unit_errors(predictions, targets, originals)
         return (errors * real).sum() / real.sum()
+
+    def next_step_loss(self, batch: Tensor, originals: tuple[ForecastInputs, Tensor] | None) -> Tensor:
+        """The recurrent shape's loss of its next-step predictions (teacher forcing) from `scored_from` on: mse or l1
+        in the net's units, smape or mase in original units."""
+        inputs, targets = batch[:-1], batch[1:, :, :1]  # (L, B, 1 + C) and (L, B, 1), shifted by one step
+        predictions = self(inputs)[self.scored_from :]
+        if originals is None:
+            return self.loss(predictions, targets[self.scored_from :])
+        return self.original_unit_errors(predictions[..., 0], targets[self.scored_from :, :, 0], originals).mean()
+
+    def original_unit_errors(
+        self, predictions: Tensor, targets: Tensor, originals: tuple[ForecastInputs, Tensor]
+    ) -> Tensor:
+        """(steps, B): each prediction's error in original units, as MASE (over its series' in-sample seasonal naive
+        error) or sMAPE scores it; both (steps, B) in the net's units, with what takes them back."""
+        inputs, error_scale = originals
+        forecast = self.transform.from_model(predictions, inputs)
+        actual = self.transform.from_model(targets, inputs)
+        error = (actual - forecast).abs()
+        if self.config.loss == "mase":
+            return error / error_scale
+        total = actual.abs() + forecast.abs()
+        return torch.where(total > 0, 200.0 * error / total.clamp(min=1e-12), 0.0)
 
     def training_step(self, epoch: EpochBatch, batch_index: int) -> None:
         optimizer = self.optimizers()
         loss_sum, windows = torch.zeros((), device=self.device), 0
         for index, batch in enumerate(epoch.windows):
-            if self.direct:
-                loss = self.block_loss(batch, epoch.originals[index] if epoch.originals else None)
-            else:
-                inputs, targets = batch[:-1], batch[1:, :, :1]  # (L, B, 1 + C) and (L, B, 1), shifted by one step
-                loss = self.loss(self(inputs)[self.scored_from :], targets[self.scored_from :])
+            originals = epoch.originals[index] if epoch.originals else None
+            loss = self.block_loss(batch, originals) if self.direct else self.next_step_loss(batch, originals)
             optimizer.zero_grad()
             self.manual_backward(loss)
             optimizer.step()

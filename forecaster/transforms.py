@@ -413,7 +413,10 @@ class TrainingWindows:
     padded: bool
     """The direct shape's layout: padding where a window leaves its series, and the mask input."""
     originals: OriginalUnits | None = None
-    """What a loss in original units needs of each series (the direct shape's smape and mase); None otherwise."""
+    """What a loss in original units needs of each series (smape and mase); None otherwise."""
+    first_scored: int = 0
+    """The first row of a window that such a loss scores: the direct shape's block, or the recurrent shape's first
+    next-step target (after its input chunk with loss_after_context, else row 1)."""
 
     @classmethod
     def of(cls, transform: TargetTransform, train: Panel, config: ForecasterConfig) -> TrainingWindows:
@@ -437,6 +440,7 @@ class TrainingWindows:
         originals = None
         if config.loss in ORIGINAL_UNIT_LOSSES:
             originals = OriginalUnits.of(transform, train)
+        direct_or_after_context = config.shape == "direct" or config.loss_after_context
         return cls(
             values=torch.as_tensor(scaled, dtype=torch.float64),
             starts=torch.as_tensor(offsets[:-1]),
@@ -450,6 +454,7 @@ class TrainingWindows:
             input_chunk_length=config.input_chunk_length,
             padded=config.shape == "direct",
             originals=originals,
+            first_scored=config.input_chunk_length if direct_or_after_context else 1,
         )
 
     @property
@@ -501,17 +506,16 @@ class TrainingWindows:
         return parts[0] if len(parts) == 1 else torch.cat(parts, -1)
 
     def in_original_units(self, series: Tensor, positions: Tensor, windows: Tensor) -> tuple[ForecastInputs, Tensor]:
-        """What takes the output blocks of `windows` (cut at these positions of these series) back to original
-        units (the inputs of `TargetTransform.from_model`, as for a forecast from each window's input chunk), and
-        the MASE scale of each window's series (E,)."""
+        """What takes the scored rows of `windows` (cut at these positions of these series: from `first_scored` on)
+        back to original units (the inputs of `TargetTransform.from_model`, as for a forecast from each window's
+        input chunk), and the MASE scale of each window's series (E,)."""
         values, real, positions = self._points(series, positions)
         _, level = self.transform.normalise(values, self.input_chunk_length, real)
         originals, icl = self.originals, self.input_chunk_length
         seasonal = shifts = None
-        if originals.seasonal is not None:  # the block's point j is y's point k + icl + j + lag of its series
-            place = (self.phases[series] - 1 + positions)[None, :] + torch.arange(icl, self.span, device=level.device)[
-                :, None
-            ]
+        if originals.seasonal is not None:  # scored point j is y's point k + first_scored + j + lag of its series
+            rows = torch.arange(self.first_scored, self.span, device=level.device)[:, None]
+            place = (self.phases[series] - 1 + positions)[None, :] + rows
             where = series[None, :], place % self.transform.season
             seasonal = originals.seasonal[where]
             if originals.shifts is not None:

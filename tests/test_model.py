@@ -15,7 +15,7 @@ from forecaster.model import RNNForecaster
 from forecaster.net import RNNNet
 from forecaster.parts import fit_parts
 from forecaster.train import EpochBatches, PanelDataModule
-from forecaster.transforms import MinMaxScaler, TargetTransform
+from forecaster.transforms import ForecastInputs, MinMaxScaler, TargetTransform
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -174,6 +174,37 @@ def test_forward_predicts_the_next_point_at_every_position():
     model = RNNForecaster(ForecasterConfig(model="GRU", hidden_dim=7, n_rnn_layers=2))
     assert model(torch.rand(20, 16, 1)).shape == (20, 16, 1)
     assert sum(p.numel() for p in RNNForecaster(ForecasterConfig()).parameters()) == 481
+
+
+def test_every_next_step_loss_is_what_a_hand_computation_gives():
+    """A net whose next-step prediction is always 2 (zero weights into its head), on windows of 4 points read 2 at a
+    time (the loss after the context: the targets are points 2 and 3), in the net's units and, through a scaler of
+    minimum 10 and scale 5, in original units."""
+    windows = torch.tensor([[[0.5], [0.7]], [[0.6], [0.9]], [[1.0], [3.0]], [[8.0], [0.0]]])  # (4 points, 2 windows)
+    inputs = ForecastInputs(
+        context=windows[:2],
+        level=torch.zeros(2),
+        history=torch.zeros(0, 2),
+        minimum=torch.full((2,), 10.0),
+        scale=torch.full((2,), 5.0),
+        future=None,
+    )
+    for loss in ("mse", "l1", "smape", "mase"):
+        config = ForecasterConfig(input_chunk_length=2, training_length=3, loss_after_context=True, loss=loss)
+        model = RNNForecaster(config, scaler_minimum=10.0, scaler_scale=5.0)
+        with torch.no_grad():
+            model.head.weight.zero_()
+            model.head.bias.fill_(2.0)
+        originals = (inputs, torch.tensor([2.0, 4.0])) if loss in ("smape", "mase") else None
+        got = float(model.next_step_loss(windows, originals).detach())
+        # Targets 1, 8 (window 0) and 3, 0 (window 1); in original units 20 forecast against 15, 50, 25 and 10.
+        expected = {
+            "mse": (1 + 36 + 1 + 4) / 4,
+            "l1": (1 + 6 + 1 + 2) / 4,
+            "smape": 200 * (5 / 35 + 30 / 70 + 5 / 45 + 10 / 30) / 4,
+            "mase": (5 / 2 + 30 / 2 + 5 / 4 + 10 / 4) / 4,
+        }[loss]
+        assert got == pytest.approx(expected, rel=1e-6), loss
 
 
 def test_forecast_feeds_predictions_back_with_the_hidden_state():

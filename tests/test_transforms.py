@@ -135,6 +135,52 @@ def test_training_windows_carry_the_next_points_month():
     torch.testing.assert_close(windows[11, 0, 1:], torch.tensor([0.0, 1.0]), atol=1e-6, rtol=0)  # Dec -> January
 
 
+@pytest.mark.parametrize(
+    "shape, after_context",
+    [("direct", True), ("recurrent", True), ("recurrent", False)],
+    ids=["direct", "recurrent", "recurrent-every-position"],
+)
+def test_a_loss_in_original_units_reads_each_window_back_as_its_own_points(shape, after_context):
+    """The points a loss in original units scores (the direct shape's block, the recurrent shape's next-step
+    targets), taken back through what `in_original_units` gives each window, are the series' own values there: each
+    with its own place's seasonal index or shift, its series' scaler and log, the window's level."""
+    from tests.test_panel import monthly_panel_frame
+
+    frame = monthly_panel_frame(lengths=(60, 72, 66), start=("2001-01", "2000-03", "2000-07"))
+    crossing = frame["unique_id"] == "s2"  # a seasonal series below 0 at times: not logged, less its shifts
+    frame.loc[crossing, "y"] = 50 * np.sin(np.arange(crossing.sum()) * np.pi / 6) + np.arange(crossing.sum()) - 20
+    train = load_panel(frame)
+    config = ForecasterConfig(
+        shape=shape,
+        input_chunk_length=6,
+        training_length=10,
+        output_chunk_length=0 if shape == "recurrent" else 6,
+        loss="mase",
+        loss_after_context=after_context,
+        target_transform="log_if_positive",
+        deseasonalise=True,
+        calendar=True,
+    )
+    target = TargetTransform.fit(config, train)
+    assert target.logged.tolist() == [True, True, False] and (target.shifts[2] != 0).all()
+    assert (np.abs(target.seasonal[1] - 1) > 0.05).any()  # s1's indices: a misplaced one would show
+    windows = TrainingWindows.of(target, train, config)
+    series = torch.repeat_interleave(torch.arange(len(windows.counts)), windows.counts)
+    positions = torch.cat([torch.arange(int(n)) for n in windows.counts])
+    cut = windows.cut(series, positions)
+    inputs, _ = windows.in_original_units(series, positions, cut)
+    first = windows.first_scored
+    assert first == (6 if after_context else 1)
+    got = target.from_model(cut[first:, :, 0].double(), inputs).numpy()
+    # Row r of the window of series i at position p is the series' point first[i] + p + r.
+    points = (windows.first[series] + positions)[None, :] + torch.arange(first, windows.span)[:, None]
+    real = (points >= 0) & (points < windows.lengths[series][None, :])
+    inside = torch.minimum(points.clamp(min=0), windows.lengths[series][None, :] - 1)
+    expected = train.values[(windows.starts[series][None, :] + inside).numpy()]
+    assert real.all() if shape == "recurrent" else real.any(0).all()
+    np.testing.assert_allclose(got[real.numpy()], expected[real.numpy()], rtol=1e-4, atol=1e-3)
+
+
 def test_forecast_inputs_give_each_origin_its_own_context_and_history():
     config = ForecasterConfig(target_transform="log_seasonal_diff", calendar=True, input_chunk_length=14)
     target = TargetTransform.fit(config, TRAIN_PART)
