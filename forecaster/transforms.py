@@ -440,7 +440,6 @@ class TrainingWindows:
         originals = None
         if config.loss in ORIGINAL_UNIT_LOSSES:
             originals = OriginalUnits.of(transform, train)
-        direct_or_after_context = config.shape == "direct" or config.loss_after_context
         return cls(
             values=torch.as_tensor(scaled, dtype=torch.float64),
             starts=torch.as_tensor(offsets[:-1]),
@@ -454,7 +453,7 @@ class TrainingWindows:
             input_chunk_length=config.input_chunk_length,
             padded=config.shape == "direct",
             originals=originals,
-            first_scored=config.input_chunk_length if direct_or_after_context else 1,
+            first_scored=config.input_chunk_length if config.shape == "direct" or config.loss_after_context else 1,
         )
 
     @property

@@ -173,6 +173,20 @@ def test_no_window_of_either_shape_reaches_a_validation_or_test_point(config):
     assert torch.isfinite(module.validation.inputs.context).all()
 
 
+def scaled_inputs(context):
+    """What takes a window's points back through a scaler of minimum 10 and scale 5, at level 0: the hand-computed
+    losses' way to original units."""
+    columns = context.shape[1]
+    return ForecastInputs(
+        context=context,
+        level=torch.zeros(columns),
+        history=torch.zeros(0, columns),
+        minimum=torch.full((columns,), 10.0),
+        scale=torch.full((columns,), 5.0),
+        future=None,
+    )
+
+
 def test_every_loss_of_a_block_is_what_a_hand_computation_gives():
     """A net whose block is always [2, 4] (zero weights into the last layer), against targets [1, 8] and [3, 0],
     the last point padding: in the net's units and, through a scaler of minimum 10 and scale 5, in original units."""
@@ -185,14 +199,7 @@ def test_every_loss_of_a_block_is_what_a_hand_computation_gives():
         windows = torch.tensor(  # (4 points, 2 windows, value and mask)
             [[[0.5, 1], [0.7, 1]], [[0.6, 1], [0.9, 1]], [[1.0, 1], [3.0, 1]], [[8.0, 1], [0.0, 0]]]
         )
-        inputs = ForecastInputs(
-            context=windows[:2],
-            level=torch.zeros(2),
-            history=torch.zeros(0, 2),
-            minimum=torch.full((2,), 10.0),
-            scale=torch.full((2,), 5.0),
-            future=None,
-        )
+        inputs = scaled_inputs(windows[:2])
         error_scale = torch.tensor([2.0, 4.0])
         got = float(model.block_loss(windows, (inputs, error_scale) if loss in ("smape", "mase") else None).detach())
         # Real points: (forecast 2, target 1), (4, 8) in window 0 and (2, 3) in window 1; in original units

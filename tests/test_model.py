@@ -15,7 +15,8 @@ from forecaster.model import RNNForecaster
 from forecaster.net import RNNNet
 from forecaster.parts import fit_parts
 from forecaster.train import EpochBatches, PanelDataModule
-from forecaster.transforms import ForecastInputs, MinMaxScaler, TargetTransform
+from forecaster.transforms import MinMaxScaler, TargetTransform
+from tests.test_direct import scaled_inputs
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -181,14 +182,7 @@ def test_every_next_step_loss_is_what_a_hand_computation_gives():
     time (the loss after the context: the targets are points 2 and 3), in the net's units and, through a scaler of
     minimum 10 and scale 5, in original units."""
     windows = torch.tensor([[[0.5], [0.7]], [[0.6], [0.9]], [[1.0], [3.0]], [[8.0], [0.0]]])  # (4 points, 2 windows)
-    inputs = ForecastInputs(
-        context=windows[:2],
-        level=torch.zeros(2),
-        history=torch.zeros(0, 2),
-        minimum=torch.full((2,), 10.0),
-        scale=torch.full((2,), 5.0),
-        future=None,
-    )
+    inputs = scaled_inputs(windows[:2])
     for loss in ("mse", "l1", "smape", "mase"):
         config = ForecasterConfig(input_chunk_length=2, training_length=3, loss_after_context=True, loss=loss)
         model = RNNForecaster(config, scaler_minimum=10.0, scaler_scale=5.0)

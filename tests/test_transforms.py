@@ -22,6 +22,7 @@ from forecaster.transforms import (
     forecast_inputs,
     seasonal_components,
 )
+from tests.test_panel import monthly_panel_frame
 
 SERIES = load_series("air_passengers")
 TRAIN, VAL = (part.series(0) for part in load_panel("air_passengers").cut_after("1959-01-01"))
@@ -144,8 +145,6 @@ def test_a_loss_in_original_units_reads_each_window_back_as_its_own_points(shape
     """The points a loss in original units scores (the direct shape's block, the recurrent shape's next-step
     targets), taken back through what `in_original_units` gives each window, are the series' own values there: each
     with its own place's seasonal index or shift, its series' scaler and log, the window's level."""
-    from tests.test_panel import monthly_panel_frame
-
     frame = monthly_panel_frame(lengths=(60, 72, 66), start=("2001-01", "2000-03", "2000-07"))
     crossing = frame["unique_id"] == "s2"  # a seasonal series below 0 at times: not logged, less its shifts
     frame.loc[crossing, "y"] = 50 * np.sin(np.arange(crossing.sum()) * np.pi / 6) + np.arange(crossing.sum()) - 20
