@@ -1,8 +1,11 @@
 """One fit of the seed config (and its LSTM and GRU variants): time, CPU, speed, accuracy, memory.
 
 Each measurement is a fresh process, `python -m forecaster.fit --threads 1 --json`, as a user runs it.
-Each fit also runs with FORECASTER_PLAIN_RNN=1 (PyTorch's own nn.RNN/nn.GRU instead of the hand-written
-layers of forecaster/recurrence.py), interleaved, to show what those layers save. With a Darts environment
+Each fit also runs on PyTorch's own nn.RNN/nn.GRU instead of the hand-written layers of
+forecaster/recurrence.py, interleaved, to show what those layers save: a fresh process of this script,
+`python bench/single_trial.py --plain-modules-child FIT_ARGS...`, replaces
+`forecaster.recurrence.fast_path_applies` with a function that returns False, then runs
+`forecaster.fit.main(FIT_ARGS)`, the same fit with the same arguments. With a Darts environment
 (`make darts-env`), the peer runs in the same loop, interleaved, so the CPU ratio compares two figures taken
 side by side on the same noisy machine; the peer runs both at torch's default thread count (the reference
 condition) and on one thread. Medians over --runs.
@@ -24,29 +27,32 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DARTS = ROOT / ".darts-venv" / "bin" / "python"
+PLAIN_MODULES_CHILD = "--plain-modules-child"
+"""The first argument of this script's own child process that fits on PyTorch's modules (`plain_modules_child`)."""
 
 
-def run_json(command: list[str], env: dict | None = None) -> dict:
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env)
+def run_json(command: list[str]) -> dict:
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def ours(model: str, seed: int = 42, plain_modules: bool = False) -> dict:
-    command = [
-        sys.executable,
-        "-m",
-        "forecaster.fit",
-        "--model",
-        model,
-        "--threads",
-        "1",
-        "--random-state",
-        str(seed),
-        "--json",
-    ]
-    return run_json(command, env=dict(os.environ, FORECASTER_PLAIN_RNN="1" if plain_modules else "0"))
+    fit_args = ["--model", model, "--threads", "1", "--random-state", str(seed), "--json"]
+    if plain_modules:
+        return run_json([sys.executable, str(Path(__file__).resolve()), PLAIN_MODULES_CHILD, *fit_args])
+    return run_json([sys.executable, "-m", "forecaster.fit", *fit_args])
+
+
+def plain_modules_child(fit_args: list[str]) -> int:
+    """`python -m forecaster.fit FIT_ARGS` with every recurrent module running itself (PyTorch's nn.RNN/nn.GRU), never
+    the hand-written layers: forecaster.recurrence.hidden_states looks fast_path_applies up at call time."""
+    sys.path.insert(0, str(ROOT))  # as `python -m` from ROOT finds the package
+    from forecaster import fit, recurrence
+
+    recurrence.fast_path_applies = lambda *args: False
+    return fit.main(fit_args)
 
 
 def peer(darts_python: str, model: str, *extra: str) -> dict:
@@ -145,4 +151,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == [PLAIN_MODULES_CHILD]:
+        sys.exit(plain_modules_child(sys.argv[2:]))
     main()

@@ -5,10 +5,11 @@ series of a panel at once.
   data); where the data has no season, or a series is shorter than one, the last value (naive). It costs nothing,
   and a model that does not beat it has learned nothing worth deploying.
 - statsforecast's AutoETS (exponential smoothing, its form chosen automatically), Theta (the standard Theta method,
-  the winner of the M3 competition; not AutoTheta, which chooses among variants and scores worse on M3) and AutoCES
-  (complex exponential smoothing), untuned, fit on every series in parallel (StatsForecast with n_jobs processes).
-  statsforecast is an optional extra (`pip install '.[baselines]'`, about 60 MB with statsmodels and scipy); without
-  it these say so.
+  the winner of the M3 competition; not AutoTheta, which chooses among variants and scores worse on M3 monthly:
+  README, "Panels: one model for many series") and AutoCES (complex exponential smoothing), untuned, fit on every
+  series in parallel (StatsForecast with n_jobs processes). statsforecast is an optional extra (`pip install
+  '.[baselines]'`, with statsmodels and scipy; README, "A held-out test window", says what it costs to install);
+  without it these say so.
 
 Forecasts are (steps, S): one column per series of the history, `steps` points after each series' end.
 """

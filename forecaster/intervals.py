@@ -53,7 +53,9 @@ def interval_scales(train: Panel, horizon: int, validation_error: np.ndarray) ->
     difference over the whole of `train` (its MASE scale: forecaster.transforms.error_scales), the same over its last
     `horizon` differences, and `validation_error` (S,), the answer's mean absolute error on its validation part.
     Each of the last two stands in for the first where it is undefined or 0 (a tail shorter than a season, a flat
-    stretch, a perfect forecast). Chosen on the inner splits of four panels (README, "Prediction intervals")."""
+    stretch, a perfect forecast). Each part covers what the others miss: the whole history how much a series moves,
+    the last horizon a series whose swings grew or calmed, the validation error how hard the series is for the answer
+    itself (README, "Prediction intervals", compares this scale with the alternatives)."""
     from forecaster.transforms import error_scales
 
     whole = error_scales(train)

@@ -1,7 +1,8 @@
 """The recurrent net of the forecaster and its forecasts, in plain PyTorch.
 
 forecaster/model.py trains it (RNNForecaster, its LightningModule); a sweep's driver loads the best models of its
-trials into it to forecast its answer, without importing Lightning (4 CPU-seconds in every driver process).
+trials into it to forecast its answer, without importing Lightning, whose import is a large part of a driver's CPU
+time (README, Benchmarks, "Sweeps").
 Forecasting: read the last input_chunk_length points, then feed each prediction back as the next input, carrying
 the hidden state, for as many steps as asked, in original units (see the TargetTransform of
 forecaster/transforms.py).
@@ -27,8 +28,8 @@ from forecaster.transforms import CALENDAR_FEATURES, ForecastInputs, MinMaxScale
 
 _CELLS = {"RNN": nn.RNN, "LSTM": nn.LSTM, "GRU": nn.GRU}
 CPU_FORECAST_COLUMNS = 2048
-"""A CPU forecast of many series runs in blocks of this many: one block of 100,000 took 2.1 s (a GRU of 32, 18 + 18
-steps, one thread), 49 blocks of 2048 0.9 s; per forecast the same 9 us as for 1,000 series (2026-11-24)."""
+"""A CPU forecast of many series runs in blocks of this many: each block's states stay in the cache, so the time per
+forecast stays the same however many series there are (README, Benchmarks, "One fit on a panel")."""
 
 
 class RNNNet(nn.Module):
@@ -103,7 +104,8 @@ class RNNNet(nn.Module):
         """A model saved as a sweep's trials save their best (its weights and hyperparameters), on the CPU.
 
         What `load_from_checkpoint` gives for the same file, without Lightning's guard around it, which walks the
-        whole call stack with its source lines on every call (inspect.stack): 0.5 s a model in a sweep's driver."""
+        whole call stack with its source lines on every call (inspect.stack), a cost a sweep's driver would pay for
+        every model it loads (README, Benchmarks, "Sweeps")."""
         saved = torch.load(path, map_location="cpu", weights_only=True)
         model = cls(**saved["hyper_parameters"])
         model.load_state_dict(saved["state_dict"])

@@ -2,29 +2,25 @@
 
 For a model of a few hundred parameters the arithmetic is negligible and the cost is the number of
 tensor operations per time step. `torch.nn.RNN` and `nn.GRU` on CPU record four to ten autograd nodes
-per step; the layers here take two to five operations per step each way and cut the CPU time of a
-whole fit of the seed config by 1.3x (RNN) and 1.8x (GRU) (bench/single_trial.py, its plain_modules row:
-FORECASTER_PLAIN_RNN=1; medians of 3, 2026-11-24). `nn.LSTM` needs no such help: on CPU it runs oneDNN's
-fused kernel, faster than anything written op by op. The layers read the weights of the `nn.RNN`/
-`nn.GRU` module, so parameters, optimizers and checkpoints are the standard ones; off CPU (cuDNN,
-XLA) the module itself runs.
+per step; the layers here take two to five operations per step each way, which is what makes a whole fit
+cheaper in CPU time (bench/single_trial.py's plain_modules row measures it against PyTorch's modules: README,
+Benchmarks, "One fit"). `nn.LSTM` needs no such help: on CPU it runs oneDNN's fused kernel, faster than
+anything written op by op. The layers read the weights of the `nn.RNN`/`nn.GRU` module, so parameters,
+optimizers and checkpoints are the standard ones; off CPU (cuDNN, XLA) the module itself runs.
 
 All tensors are time-major, (time, batch, features), and every sequence starts from a zero state:
 Darts' RNNModel trains each window from scratch.
 
-`FORECASTER_PLAIN_RNN=1` in the environment turns the layers here off: every module then runs itself, which
-is how bench/single_trial.py measures what they save.
+`fast_path_applies` decides, per call, whether the layers here or the module itself run. `hidden_states` looks it
+up at call time, so a benchmark or a test that wants PyTorch's modules everywhere replaces it with a function that
+returns False.
 """
 
 from __future__ import annotations
 
-import os
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-
-PLAIN_MODULES = "FORECASTER_PLAIN_RNN"
 
 
 def hidden_states(rnn: nn.RNNBase, inputs: Tensor) -> Tensor:
@@ -50,10 +46,9 @@ def hidden_states(rnn: nn.RNNBase, inputs: Tensor) -> Tensor:
 
 GRU_MODULE_FROM = 8192
 """Batch x hidden_size from which a GRU runs nn.GRU itself: oneDNN's fused GRU overtakes the hand-written layer where
-the arithmetic, not the number of operations, is the cost (a panel's batches of 256-512 windows). Measured on
-M3 monthly, CPU seconds per epoch of 4096 windows, hand-written / nn.GRU: hidden 16 x batch 64 0.21 / 0.32,
-64 x 32 0.57 / 0.69, 32 x 256 0.27 / 0.24, 64 x 128 0.60 / 0.46, 64 x 512 0.63 / 0.40 (2026-11-24). The tanh
-layer stayed ahead at every size tried (up to 64 x 512: 0.14 / 0.16)."""
+the arithmetic, not the number of operations, is the cost (a panel's batches of 256-512 windows). The tanh layer
+stayed ahead at every size measured, so it has no such threshold. README, Benchmarks, "One fit on a panel", has the
+timings."""
 
 
 def fast_path_applies(rnn: nn.RNNBase, inputs: Tensor) -> bool:
@@ -69,7 +64,6 @@ def fast_path_applies(rnn: nn.RNNBase, inputs: Tensor) -> bool:
         and not rnn.bidirectional
         and rnn.bias
         and not getattr(rnn, "proj_size", 0)
-        and os.environ.get(PLAIN_MODULES) != "1"
     )
 
 

@@ -1,10 +1,10 @@
 """What the net sees instead of the raw series, and the exact way back to original units, for every series of a
 panel at once.
 
-The mission's plain path is min-max scaling fit on the training part. A growing series (Air Passengers
-grows about 10 % a year) then puts the months to forecast at 1.2-1.3, beyond anything a tanh net saw in
-training. The options here keep the net's inputs in the range it trained on; each is a hyperparameter
-(`ForecasterConfig.target_transform`, `window_norm`, `calendar`):
+By default the net sees min-max scaling fit on the training part alone, which puts the points to forecast of a
+growing series above the training range, beyond anything a tanh net saw in training (README, "The `air_rnn` sweep
+and why its defaults are what they are", shows it on Air Passengers). The options here keep the net's inputs in the
+range it trained on; each is a hyperparameter (`ForecasterConfig.target_transform`, `window_norm`, `calendar`):
 
     y --less its seasonal shifts, over its seasonal indices (deseasonalise)--> a --log (target_transform log*)--> z
       --differences at lag 1 or the season (*diff)--> d --min-max, fit on each series' training part--> s
@@ -23,9 +23,10 @@ at the season beyond 1.645 of its standard error, over at least 3 seasons of val
 above 0, as visitors or sales that stop some months). A seasonal series that this cannot divide (a value below 0, a
 trend at or below 0, a place in the season with an index of 0: profits, flows, anomalies that cross 0) gets an
 additive decomposition instead: each point's difference from the trend averaged by place, centred, subtracted as its
-seasonal shifts (the `panel` sweep on M3 monthly's series less their means: MASE 0.910 against 0.934 without them;
-README). Other series keep indices of 1 and shifts of 0. A window shows the net one or two seasons;
-the indices come from the whole training part.
+seasonal shifts, so that such a series too leaves its season to the decomposition rather than to the net (README,
+"The `panel` sweep: one space for any panel, and why its defaults are what they are", measures what the shifts gain).
+Other series keep indices of 1 and shifts of 0. A window shows the net one or two seasons; the indices come from the
+whole training part.
 
 With `calendar`, every input also carries where the *next* point falls in the season (month of year for
 monthly data; on a plain time index, points since the series' start) as a sine and a cosine, so the net knows
