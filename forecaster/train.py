@@ -32,7 +32,7 @@ import torch
 from torch import Tensor
 
 from forecaster.config import ForecasterConfig
-from forecaster.data import DEFAULT_SPLIT_AFTER, as_panel, load_panel, naming
+from forecaster.data import AIR_PASSENGERS_SPLIT_AFTER, as_panel, load_panel, naming
 from forecaster.metrics import METRICS, mase_scales
 from forecaster.model import EpochBatch, RNNForecaster
 from forecaster.panel import Panel
@@ -320,9 +320,9 @@ def quiet_lightning() -> None:
 
 def fit(
     config: ForecasterConfig | Mapping[str, Any] = ForecasterConfig(),
-    data: Panel | pd.Series | pd.DataFrame | None = None,
+    data: Panel | pd.Series | pd.DataFrame | FitParts | None = None,
     *,
-    split_after: str | int | None = DEFAULT_SPLIT_AFTER,
+    split_after: str | int | None = None,
     val_size: int | None = None,
     test_size: int = 0,
     metric: str | None = None,
@@ -335,8 +335,10 @@ def fit(
     prepare_trainer: Callable[[L.Trainer], L.Trainer] | None = None,
     ckpt_path: str | None = None,
 ) -> FitResult:
-    """Train one forecaster on `data` (default: Air Passengers): a Panel, a long DataFrame (unique_id, ds, y) or a
-    dated Series.
+    """Train one forecaster on `data`: a Panel, a long DataFrame (unique_id, ds, y) or a dated Series, cut and checked
+    here; or `FitParts` already cut and checked for this configuration (a sweep's plan checks every corner of its space
+    on the one cut it gives its trials), used as they are. Without `data`, Air Passengers, split after
+    AIR_PASSENGERS_SPLIT_AFTER unless told otherwise.
 
     Each series is cut as forecaster.parts.fit_parts says: the last `test_size` points of each never reach the fit;
     it validates on the last `val_size` points of the rest, or on everything after `split_after`. `metric` (mape,
@@ -350,18 +352,22 @@ def fit(
     resumes from a Lightning checkpoint.
     """
     config = config if isinstance(config, ForecasterConfig) else ForecasterConfig.from_dict(config)
-    data = load_panel("air_passengers") if data is None else data
-    panel = as_panel(data)
-    with naming(panel.source):
-        parts = fit_parts(
-            config,
-            panel,
-            split_after=split_after,
-            val_size=val_size,
-            test_size=test_size,
-            metric=metric,
-            drop_short=drop_short,
-        )
+    if isinstance(data, FitParts):
+        parts = data
+    else:
+        if data is None and split_after is None and val_size is None:
+            split_after = AIR_PASSENGERS_SPLIT_AFTER
+        panel = as_panel(load_panel("air_passengers") if data is None else data)
+        with naming(panel.source):
+            parts = fit_parts(
+                config,
+                panel,
+                split_after=split_after,
+                val_size=val_size,
+                test_size=test_size,
+                metric=metric,
+                drop_short=drop_short,
+            )
     check_accelerator(accelerator)
     if threads is not None:
         torch.set_num_threads(threads)

@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from forecaster.data import DEFAULT_SPLIT_AFTER
+from forecaster.data import AIR_PASSENGERS_SPLIT_AFTER
 from sweeps.space import (
     ByValue,
     Choice,
@@ -48,7 +48,7 @@ class Sweep:
     dataset: str | None = "air_passengers"
     """A built-in series or panel (forecaster.data), or a file, that `--data` replaces; None: a sweep for the user's
     data, which needs --data."""
-    split_after: str = DEFAULT_SPLIT_AFTER
+    split_after: str = AIR_PASSENGERS_SPLIT_AFTER
     test_after: str | None = None
     """The points after this date are held out: no trial, scheduler or ranking sees them; the answer is scored on
     them after the sweep (None: no test window)."""

@@ -10,7 +10,7 @@ import torch
 
 from forecaster import recurrence
 from forecaster.config import ForecasterConfig
-from forecaster.data import load_panel
+from forecaster.data import AIR_PASSENGERS_SPLIT_AFTER, load_panel
 from forecaster.model import RNNForecaster
 from forecaster.net import RNNNet
 from forecaster.parts import fit_parts
@@ -128,7 +128,7 @@ def test_the_hand_written_backward_passes_gradcheck(layer):
 
 
 def seed_data(config=ForecasterConfig()):
-    parts = fit_parts(config, load_panel("air_passengers"))
+    parts = fit_parts(config, load_panel("air_passengers"), split_after=AIR_PASSENGERS_SPLIT_AFTER)
     transform = TargetTransform.fit(config, parts.train)
     return PanelDataModule(config, parts, transform), transform.scaler
 

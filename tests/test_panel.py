@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from forecaster.config import TARGET_TRANSFORMS, WINDOW_NORMS, ForecasterConfig
-from forecaster.data import SeriesError, load_panel
+from forecaster.data import AIR_PASSENGERS_SPLIT_AFTER, SeriesError, load_panel
 from forecaster.fit import main as fit_cli
 from forecaster.metrics import mase_scales, panel_scores
 from forecaster.model import RNNForecaster
@@ -647,8 +647,8 @@ def test_the_cli_refuses_bad_panels_with_exit_code_2(tmp_path, capsys):
     error = capsys.readouterr().err
     assert f"error: {duplicated}, line 14: series 'a': date 2000-03-01 00:00:00 already appears on line 4" in error
     plain = write_text(tmp_path, HEADER + "".join(f"a,{t},{t}\n" for t in range(1, 40)), "plain.csv")
-    assert fit_cli(["--data", plain, "--season-length", "12"]) == 2
-    assert "has a plain time index: give --horizon H" in capsys.readouterr().err
+    assert fit_cli(["--data", plain, "--season-length", "12"]) == 2  # no horizon, no split: the options that cut it
+    assert "plain.csv comes with no horizon or split: give --horizon H" in capsys.readouterr().err
 
 
 @pytest.mark.gpu
@@ -792,6 +792,7 @@ def test_a_single_series_reports_its_first_fault_as_before():
         fit_parts(
             TINY.replace(target_transform="log", training_length=130, input_chunk_length=5),
             load_panel(pd.DataFrame({"unique_id": "a", "ds": spoiled.index, "y": spoiled.to_numpy()})),
+            split_after=AIR_PASSENGERS_SPLIT_AFTER,
         )
     yearly = pd.DataFrame({"unique_id": "y", "ds": pd.date_range("2000", periods=30, freq="YS"), "y": 1.0})
     with pytest.raises(SeriesError, match="split_after=1990-01-01 is before the first date"):

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from forecaster.config import ForecasterConfig
-from forecaster.data import SeriesError, load_panel, load_series
+from forecaster.data import AIR_PASSENGERS_SPLIT_AFTER, SeriesError, load_panel, load_series
 from forecaster.fit import main as fit_cli
 from forecaster.model import RNNForecaster
 from forecaster.train import AcceleratorError, fit
@@ -89,7 +89,7 @@ def test_zeros_in_validation_refused_before_training():
     series = load_series("air_passengers").copy()
     series.iloc[-3] = 0
     with pytest.raises(SeriesError, match="MAPE is undefined"):
-        fit(SHORT, series)
+        fit(SHORT, series, split_after=AIR_PASSENGERS_SPLIT_AFTER)
 
 
 def spoiled(change):
@@ -137,7 +137,7 @@ def test_an_lr_scheduler_is_refused_rather_than_never_stepped():
             optimizer = torch.optim.Adam(self.parameters(), lr=self.config.lr)
             return {"optimizer": optimizer, "lr_scheduler": torch.optim.lr_scheduler.StepLR(optimizer, 1)}
 
-    parts = fit_parts(SHORT, load_panel("air_passengers"))
+    parts = fit_parts(SHORT, load_panel("air_passengers"), split_after=AIR_PASSENGERS_SPLIT_AFTER)
     transform = TargetTransform.fit(SHORT, parts.train)
     scaler = transform.scaler
     trainer = L.Trainer(max_epochs=2, logger=False, enable_checkpointing=False, enable_progress_bar=False)

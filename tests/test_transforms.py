@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from forecaster.config import TARGET_TRANSFORMS, WINDOW_NORMS, ConfigError, ForecasterConfig
-from forecaster.data import SeriesError, load_panel, load_series
+from forecaster.data import AIR_PASSENGERS_SPLIT_AFTER, SeriesError, load_panel, load_series
 from forecaster.model import RNNForecaster
 from forecaster.parts import fit_parts
 from forecaster.seasons import season_length, season_phase
@@ -196,7 +196,7 @@ def test_validation_origins_are_evenly_spaced_from_the_end_of_training():
     assert validation_origins([23], 1).tolist() == [[0]]
     assert validation_origins([24, 8], 4).tolist() == [[0, 0], [6, 2], [12, 4], [18, 6]]  # per series
     config = ForecasterConfig(val_origins=4)
-    parts = fit_parts(config, PANEL)
+    parts = fit_parts(config, PANEL, split_after=AIR_PASSENGERS_SPLIT_AFTER)
     data = PanelDataModule(config, parts, TargetTransform.fit(config, parts.train))
     weights = data.validation.weights
     assert weights.shape == (23, 4) and weights.sum(0).tolist() == [23.0, 17.0, 11.0, 6.0]
@@ -226,7 +226,7 @@ def test_options_the_data_cannot_take_are_refused_before_training():
     shifted = SERIES - 200.0  # negative values in the training part
     shifted.attrs = {}
     with pytest.raises(SeriesError, match=r"target_transform='log' needs values above 0, and the value at 1949-01-01"):
-        fit(ForecasterConfig(target_transform="log", n_epochs=1), shifted)
+        fit(ForecasterConfig(target_transform="log", n_epochs=1), shifted, split_after=AIR_PASSENGERS_SPLIT_AFTER)
     yearly = pd.Series(np.arange(1.0, 41.0), index=pd.date_range("1960-01-01", periods=40, freq="YS"))
     with pytest.raises(SeriesError, match="calendar=True needs a series with a season"):
         fit(
