@@ -15,7 +15,7 @@ benchmarks extra): the work that a GPU serves, against the seed model's few hund
 windows trained per second.
 
 Where torch sees no GPU, `--logical` runs the same code on logical GPUs (Ray's num_gpus with trials training on
-the CPU, SWEEPS_LOGICAL_ACCELERATORS=1): the placement is real, the speeds are the CPU's. The tests run it so.
+the CPU, the sweep's --train-on-cpu): the placement is real, the speeds are the CPU's. The tests run it so.
 """
 
 from __future__ import annotations
@@ -66,7 +66,8 @@ def run(
     import ray
 
     from sweeps.plan import make_plan
-    from sweeps.run import run_sweep
+    from sweeps.results import collect
+    from sweeps.run import run_trials
 
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     cpus = max(trials, 1)
@@ -91,12 +92,16 @@ def run(
             cpus_per_trial=1,
             storage_path=storage,
             name=f"{trials}-{gpus_per_trial}",
+            train_on_cpu=logical,
         )
         with GpuBusy() if gpus_per_trial and not logical else contextlib.nullcontext() as busy:
-            result = run_sweep(plan, ["bench/gpu_packing.py"], progress=False, answer=False)  # training speed only
+            # The trials only: the answer and the baselines are no part of the training speed.
+            run = run_trials(plan, ["bench/gpu_packing.py"], progress=False)
+        fit_seconds = run.fit_seconds
+        results = collect(run.plan)
     finally:
         ray.shutdown()
-    histories = result.results.histories.values()
+    histories = results.histories.values()
     epochs_run = sum(len(history) for history in histories)
     memory = [float(h["gpu_memory_mb"].max()) for h in histories if "gpu_memory_mb" in h]
     windows = plan.sweep.space["windows_per_epoch"]
@@ -104,10 +109,10 @@ def run(
         "workload": workload,
         "trials": trials,
         "gpus_per_trial": gpus_per_trial,
-        "tuner_fit_seconds": result.fit_seconds,
+        "tuner_fit_seconds": fit_seconds,
         "epochs": epochs_run,
-        "aggregate_epochs_per_second": epochs_run / result.fit_seconds,
-        "aggregate_windows_per_second": epochs_run * windows / result.fit_seconds if workload == "panel" else None,
+        "aggregate_epochs_per_second": epochs_run / fit_seconds,
+        "aggregate_windows_per_second": epochs_run * windows / fit_seconds if workload == "panel" else None,
         "nodes": sorted({str(h["node"].iloc[-1]) for h in histories}),
         "gpu_memory_mb_per_trial": statistics.median(memory) if memory else None,
         "trained_on": "cpu (logical GPUs)" if logical else ("cuda" if gpus_per_trial else "cpu"),
@@ -126,9 +131,7 @@ def main(argv: list[str] | None = None) -> dict:
         "--placements", nargs="+", choices=["gpu", "cpu"], default=["gpu", "cpu"], help="on the card, the CPUs, or both"
     )
     args = parser.parse_args(argv)
-    if args.logical:
-        os.environ["SWEEPS_LOGICAL_ACCELERATORS"] = "1"
-    else:
+    if not args.logical:
         import torch
 
         if not torch.cuda.is_available():

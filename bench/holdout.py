@@ -71,7 +71,7 @@ def main() -> None:
     parser.add_argument("--cpus", type=int, default=os.cpu_count())
     args = parser.parse_args()
 
-    from sweeps.plan import parse_pins
+    from sweeps.options import parse_pins
 
     pins = parse_pins(args.pins)
     report = {"benchmark": "holdout", "cpus": args.cpus, "pins": pins, "series": {}}

@@ -72,7 +72,7 @@ def fixed_settings() -> dict:
 
 def setting_values(changes: list[str], horizon: int) -> dict:
     """A setting's changes (KEY=VALUE, values in horizons where they end in H) over the fixed settings."""
-    from sweeps.plan import parse_pins
+    from sweeps.options import parse_pins
 
     pins = parse_pins([change for change in changes if not change.endswith("H")])
     for change in changes:

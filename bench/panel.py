@@ -143,25 +143,23 @@ def answer_rules(folder: str) -> dict:
     for several k, of the top k by their last epoch's validation, of the top k of each shape, and the median of the
     top 10."""
     import numpy as np
-    from ray.tune import ExperimentAnalysis
 
     from forecaster.metrics import mase_scales, panel_scores
     from forecaster.net import RNNNet
+    from sweeps.plan_record import read_plan
     from sweeps.results import CHOOSABLE, collect
-    from sweeps.storage import BEST_MODEL_FILE, SweepFolder
+    from sweeps.storage import BEST_MODEL_FILE
 
-    plan = SweepFolder(folder).load_plan()
+    plan = read_plan(folder)
     results = collect(plan)
-    _, _, seen, test = plan.parts()
+    seen, test = plan.parts.seen, plan.parts.test
     ranked = plan.sweep.ranked
     trials = results.trials[results.trials["status"].isin(CHOOSABLE) & results.trials[ranked].notna()]
-    analysis = ExperimentAnalysis(folder, default_metric=ranked, default_mode="min")
-    by_id = {trial.trial_id: trial for trial in analysis.trials}
     forecasts, shapes, last = [], [], []
     last_scores = trials.set_index("trial_id")[f"last_val_{plan.sweep.metric}"]
     for trial_id in trials["trial_id"]:  # best first
-        checkpoint = analysis.get_last_checkpoint(by_id[trial_id]) if trial_id in by_id else None
-        path = Path(checkpoint.path) / BEST_MODEL_FILE if checkpoint else None
+        checkpoint = results.checkpoints.get(trial_id)
+        path = Path(checkpoint) / BEST_MODEL_FILE if checkpoint else None
         if path is None or not path.exists():
             continue
         model = RNNNet.load_best_model(path)
@@ -188,7 +186,8 @@ def answer_rules(folder: str) -> dict:
         each = [i for shape in sorted(set(shapes)) for i in [j for j in order if shapes[j] == shape][:k]]
         rules[f"mean of top {k} of each shape"] = score(each)
     found = {"shapes_ranked": shapes, "rules": rules}
-    if plan.levels:
+    levels = plan.options.levels
+    if levels:
         found["interval_methods"] = interval_methods(
             folder, plan, [forecasts[i] for i in order[: plan.sweep.answer_top_k]]
         )
@@ -210,7 +209,7 @@ def interval_methods(folder: str, plan, top: list) -> dict:
     from forecaster.metrics import mase_scales
     from forecaster.transforms import error_scales
 
-    train, _, seen, test = plan.parts()
+    train, seen, test, levels = plan.parts.train, plan.parts.seen, plan.parts.test, plan.options.levels
     h, series = int(test.lengths.max()), len(test)
     grid = lambda flat: np.asarray(flat).reshape(series, h).T  # noqa: E731 (every series' windows are H long here)
     frame = pd.read_parquet(Path(folder, "forecasts.parquet"))
@@ -232,23 +231,23 @@ def interval_methods(folder: str, plan, top: list) -> dict:
     local = _local_scales(folder, test, now, then)
     methods = {
         "conformal on the validation errors (which ranked the trials)": bands(
-            answer, scales, conformal_quantiles(np.abs(signed), plan.levels)
+            answer, scales, conformal_quantiles(np.abs(signed), levels)
         ),
-        "the same, each side from its own signed errors": _sided(answer, scales, signed, plan.levels),
+        "the same, each side from its own signed errors": _sided(answer, scales, signed, levels),
         f"spread of the top {len(top)} models, normal": {
             level: (answer - norm.ppf(0.5 + level / 200) * spread, answer + norm.ppf(0.5 + level / 200) * spread)
-            for level in plan.levels
+            for level in levels
         },
     }
     lowest = np.minimum.reduceat(seen.values, seen.offsets[:-1])
     floor = np.where(lowest >= 0, 0.0, -np.inf)  # as the sweep's own bands: none below 0 where the series never was
     for name, (series_scale, calibration_scores) in local.items():
         methods[f"conformal on the calibration points, each series' scale {name}"] = bands(
-            answer, series_scale, conformal_quantiles(np.abs(calibration_scores), plan.levels), floor=floor
+            answer, series_scale, conformal_quantiles(np.abs(calibration_scores), levels), floor=floor
         )
         if name == SWEEPS_SCALE:
             methods[f"conformal on the calibration points, each series' scale {name}, each side from its own"] = _sided(
-                answer, series_scale, calibration_scores, plan.levels, floor
+                answer, series_scale, calibration_scores, levels, floor
             )
     found = {}
     for method, by_level in methods.items():

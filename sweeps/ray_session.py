@@ -24,7 +24,7 @@ WARM_WORKERS = {"preload_python_modules": ["sweeps.warm"], "prestart_worker_firs
 and the trial's code as it starts (sweeps/warm.py), and the raylet prestarts none with the job's plain environment,
 which no trial could use. The sweep's own Ray passes them to ray.init; a cluster's `ray start` lines set them as
 RAY_preload_python_modules and RAY_prestart_worker_first_driver. SWEEPS_WARM_WORKERS=0 turns them off (each idle
-warm worker holds torch in memory, about 0.5 GB)."""
+warm worker holds torch in memory: bench/sweep.py reports how much)."""
 
 
 def warm_workers_enabled() -> bool:

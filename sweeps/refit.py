@@ -22,14 +22,15 @@ def main(argv: list[str] | None = None) -> int:
     from forecaster.config import ForecasterConfig
     from forecaster.metrics import METRIC_NAMES
     from forecaster.train import fit, quiet_lightning
+    from sweeps.plan import PlanError
+    from sweeps.plan_record import read_plan
     from sweeps.storage import SweepFolder
 
     folder = args.results_dir.rstrip("/")
     try:
-        stored = SweepFolder(folder)
-        plan = stored.load_plan()
-        best = stored.best_config()
-    except (FileNotFoundError, OSError) as error:
+        plan = read_plan(folder)
+        best = SweepFolder(folder).best_config()
+    except (FileNotFoundError, OSError, PlanError) as error:
         print(
             f"error: {error} (run python -m sweeps.report {folder} first if the sweep was interrupted)", file=sys.stderr
         )
@@ -39,8 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     threads = plan.resources.trainer_arguments()["threads"]
     sweep = plan.sweep
     metric = sweep.metric
-    split = {"val_size": sweep.horizon} if sweep.horizon else {"split_after": sweep.split_after}
-    result = fit(config, plan.seen, metric=metric, threads=threads, **split)
+    result = fit(config, plan.parts.without_test(), threads=threads)
     score, stored_score = result.history[-1][f"val_{metric}"], best[sweep.ranked]
     difference = score - stored_score
     reproduced = abs(difference) <= args.tolerance

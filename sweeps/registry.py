@@ -48,7 +48,8 @@ class Sweep:
     dataset: str | None = "air_passengers"
     """A built-in series or panel (forecaster.data), or a file, that `--data` replaces; None: a sweep for the user's
     data, which needs --data."""
-    split_after: str = AIR_PASSENGERS_SPLIT_AFTER
+    split_after: str | None = None
+    """Without a horizon, on its own data: the last date of every series' training part."""
     test_after: str | None = None
     """The points after this date are held out: no trial, scheduler or ranking sees them; the answer is scored on
     them after the sweep (None: no test window)."""
@@ -136,11 +137,12 @@ SWEEPS: dict[str, Sweep] = {
                 "loss_after_context": False,
                 **RECURRENT_SHAPE,
             },
-            # Every configuration forecasts a flat line (about 11 % MAPE) for its first 20-30 epochs and the
-            # good ones break below 8 % between epochs 50 and 200: ASHA judges at epochs 60 and 180.
+            # Every configuration forecasts a flat line for its first few dozen epochs and the good ones break away
+            # later: ASHA's first judgement waits until then (README, "The air_rnn sweep").
             max_epochs=300,
             num_samples=64,
             scheduler_options={"grace_period": 60, "reduction_factor": 3},
+            split_after=AIR_PASSENGERS_SPLIT_AFTER,
             answer_top_k=10,
         ),
         Sweep(
@@ -189,8 +191,8 @@ SWEEPS: dict[str, Sweep] = {
                 "window beside seasonal naive, AutoETS, Theta and AutoCES."
             ),
             space={
-                # Taken in turn, half the trials each: which shape wins differs by panel (the direct one by 1-2 points
-                # on Tourism, level on M3), and a random draw of 10 left one shape 2 (README, "The panel sweep").
+                # Taken in turn, half the trials each: which shape wins differs by panel, and a random draw of a few
+                # trials can leave one shape almost none (README, "The panel sweep").
                 "shape": InTurn("recurrent", "direct"),
                 "model": Choice("GRU", "LSTM"),
                 "hidden_dim": 64,
@@ -208,8 +210,8 @@ SWEEPS: dict[str, Sweep] = {
                 "training_length": Fitting(Horizons(1.6), less=1, least=2),
                 "output_chunk_length": 0,
                 # The direct shape trains on the MASE loss (each series' errors over its in-sample seasonal naive
-                # error, in original units): better than mse on all ten inner windows of four panels, and than the
-                # smape loss on average (README, "The panel sweep").
+                # error, in original units), what it is judged by; chosen on inner windows (README, "The panel
+                # sweep").
                 "loss": ByValue("shape", {"recurrent": "mse", "direct": "mase"}),
                 "loss_after_context": True,
                 "random_state": IntRange(0, 9999),
@@ -221,8 +223,8 @@ SWEEPS: dict[str, Sweep] = {
                 "val_origins": 1,
                 "windows_per_epoch": 16384,
                 # The direct shape trains on windows whose forecast starts in each series' last 4 horizons (N-BEATS'
-                # L_H): the recent dynamics rather than the whole history's growth; chosen on two or three inner
-                # windows of each of four panels (README, "The panel sweep").
+                # L_H): the recent dynamics rather than the whole history's growth; chosen on inner windows (README,
+                # "The panel sweep").
                 "windows_from_last": ByValue("shape", {"recurrent": 0, "direct": Horizons(4)}),
                 "hidden_fc_sizes": (),
                 "activation": "ReLU",
@@ -234,9 +236,8 @@ SWEEPS: dict[str, Sweep] = {
             drops_unusable_series=True,
             metric="smape",
             answer_top_k=5,
-            # Ranked by the last epoch's validation: never worse than by the best epoch's in 23 sweeps on inner windows
-            # of four panels, better in 12 (most on Tourism, where recurrent trials whose validation dipped early and
-            # rose after ranked first and forecast worst; README, "The panel sweep").
+            # Ranked by the last epoch's validation: a trial whose validation dipped once early and rose after does not
+            # rank first on its one lucky epoch; chosen on inner windows (README, "The panel sweep").
             answer_scope="last",
             refit_answer=True,
         ),

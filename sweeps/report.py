@@ -1,6 +1,8 @@
 """`python -m sweeps.report RESULTS_DIR`: rebuild a sweep's tables and plots from its storage.
 
-Works on a finished, interrupted or still-running sweep, local or on s3:// / gs://.
+Works on a finished, interrupted or still-running sweep, local or on s3:// / gs://. It reads the folder as data (the
+plan's JSON and Parquet, Tune's state as plain JSON, the trials' CSV files and checkpoints loaded with
+weights_only=True): nothing in it runs code.
 """
 
 from __future__ import annotations
@@ -23,21 +25,23 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from sweeps.answer import build_answer
-    from sweeps.plan import PlanError, check_interval_levels
+    from sweeps.answer.scores import scores as score
+    from sweeps.plan import check_interval_levels
+    from sweeps.plan_record import read_plan
     from sweeps.results import collect
-    from sweeps.storage import SweepFolder
     from sweeps.summary import summary, write_results
 
     try:
-        plan = SweepFolder(args.results_dir).load_plan()
+        plan = read_plan(args.results_dir)
         if args.levels is not None:
-            plan = dataclasses.replace(plan, levels=check_interval_levels(args.levels, plan.sweep))
-    except (FileNotFoundError, PlanError) as error:
+            levels = check_interval_levels(args.levels, plan.sweep)
+            plan = dataclasses.replace(plan, options=dataclasses.replace(plan.options, levels=levels))
+        results = collect(plan)
+    except (OSError, ValueError) as error:  # no plan, one refused (PlanError), no Tune state, a storage's own errors
         print(f"error: {error}", file=sys.stderr)
         return 2
-    results = collect(plan)
     answer = build_answer(plan, results)
-    scores = answer.scores(plan) if answer else None
+    scores = score(answer, plan) if answer else None
     written = write_results(plan, results, answer, scores)
     seconds = float(results.trials["seconds"].fillna(0).sum()) if len(results.trials) else 0.0
     print(summary(plan, results, written, took=f"({seconds:.1f} s inside trials)", scores=scores))

@@ -30,6 +30,9 @@ class TrialResources:
     """TPU chips per trial: 1, 2, 4 or 8."""
     workers: int = 0
     """Data-parallel workers; 0 means one per GPU when there are several GPUs, else a single process."""
+    train_on_cpu: bool = False
+    """Place the trial by its GPU or TPU request, train it on the CPU: on a local twin of a GPU or TPU cluster, whose
+    accelerators are logical resources (Ray's fake_multinode provider)."""
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.cpus) and self.cpus > 0):
@@ -90,6 +93,8 @@ class TrialResources:
     def trainer_arguments(self) -> dict[str, object]:
         """accelerator, devices and CPU threads for forecaster.fit in one trial process (or worker)."""
         threads = max(1, int(self.cpus))
+        if self.train_on_cpu:
+            return {"accelerator": "cpu", "devices": 1, "threads": threads}
         if self.tpu_chips:
             return {"accelerator": "tpu", "devices": self.tpu_chips, "threads": threads}
         if self.gpus:
@@ -105,5 +110,5 @@ class TrialResources:
         workers = self.data_parallel_workers
         if workers > 1:
             unit = "1 GPU" if self.gpus else f"{self.cpus:g} CPU"
-            return f"{workers} data-parallel workers of {unit} each (Ray Train, DDP)"
-        return per
+            per = f"{workers} data-parallel workers of {unit} each (Ray Train, DDP)"
+        return per + (", trained on the CPU" if self.train_on_cpu and (self.gpus or self.tpu_chips) else "")

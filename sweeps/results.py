@@ -297,7 +297,8 @@ def _notes(status: str, history, watchdog_kills: int, plan: SweepPlan) -> str:
         )
     if watchdog_kills:
         notes.append(
-            f"reported nothing for {plan.trial_timeout_s:g} s and was killed by the watchdog {watchdog_kills} time(s)"
+            f"reported nothing for {plan.options.trial_timeout:g} s and was killed by the watchdog "
+            f"{watchdog_kills} time(s)"
         )
     return "; ".join(notes)
 

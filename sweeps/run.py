@@ -27,187 +27,39 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from forecaster.data import BUILTIN_DATASETS
-from forecaster.metrics import METRIC_NAMES, METRICS
+from forecaster.metrics import METRIC_NAMES
 from forecaster.transforms import seasonal_components
 from sweeps.answer import build_answer
+from sweeps.answer.scores import scores as score
 from sweeps.cluster_probe import CapacityError, cluster_capacity
-from sweeps.plan import (
-    PlanError,
-    SweepPlan,
-    find_sweep,
-    free_name,
-    make_plan,
-    parse_pins,
-    scheduler_options_from,
-    taken_message,
-)
+from sweeps.options import SweepOptions, changed_on_resume, from_args, resumed
+from sweeps.options import build_parser as build_options_parser
+from sweeps.plan import PlanError, SweepPlan, find_sweep, free_name, make_plan, taken_message
+from sweeps.plan_record import read_plan, store_plan
 from sweeps.ray_session import RaySession, RaySessionError, dashboard_line, start_ray
-from sweeps.registry import ANSWER_SCOPES, SWEEPS
+from sweeps.registry import SWEEPS
 from sweeps.resources import TrialResources
 from sweeps.results import SweepResults, collect
-from sweeps.schedulers import SCHEDULERS, scheduler_of
-from sweeps.searches import SEARCHES
+from sweeps.schedulers import scheduler_of
 from sweeps.space import describe, is_relative
-from sweeps.storage import DEFAULT_STORAGE, SweepFolder, experiment_path, latest_run, located
+from sweeps.storage import DEFAULT_STORAGE, experiment_path, latest_run, located
 from sweeps.summary import interrupted, report_command, resume_command, summary, write_results
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    """Every declared option (sweeps.options), and --list."""
+    parser = build_options_parser(
         prog="python -m sweeps.run",
         description="Run a named hyperparameter sweep of the RNN forecaster with Ray Tune.",
         epilog=__doc__.split("\n", 2)[2],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("sweep", nargs="?", help="the sweep to run (--list shows them)")
     parser.add_argument("--list", action="store_true", help="list the sweeps and exit")
-    budget = parser.add_argument_group("budget and search (defaults: the sweep's own)")
-    budget.add_argument("--num-samples", type=int, help="how many trials")
-    budget.add_argument("--max-epochs", type=int, help="epochs per trial at most (the scheduler's max_t)")
-    budget.add_argument("--scheduler", choices=list(SCHEDULERS), help="trial scheduler: asha stops weak trials early")
-    budget.add_argument("--search", choices=SEARCHES, help="random search, or Optuna's TPE (pip install optuna)")
-    budget.add_argument("--seed", type=int, help="seed of the search: the same seed samples the same trials")
-    budget.add_argument(
-        "--set",
-        dest="pins",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="pin a hyperparameter instead of searching it (repeatable), e.g. --set model=GRU",
-    )
-    budget.add_argument(
-        "--scheduler-option",
-        dest="scheduler_options",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a setting of the scheduler (repeatable): grace_period, reduction_factor (asha, hyperband, median), "
-        "perturbation_interval (pbt)",
-    )
-    budget.add_argument("--smoke-test", action="store_true", help="a tiny budget (4 trials, 6 epochs) to check a setup")
-    hardware = parser.add_argument_group("hardware per trial")
-    hardware.add_argument("--cpus-per-trial", type=float, help="CPUs per trial (torch threads); default 1")
-    hardware.add_argument(
-        "--gpus-per-trial",
-        type=float,
-        help="GPUs per trial: 0.25 packs four trials on a card; 2 or more trains data-parallel",
-    )
-    hardware.add_argument("--tpu-chips-per-trial", type=float, help="TPU chips per trial: 1, 2, 4 or 8")
-    hardware.add_argument(
-        "--workers-per-trial",
-        type=int,
-        default=0,
-        help="data-parallel workers (Ray Train, DDP); default: one per GPU when a trial has several",
-    )
-    hardware.add_argument("--max-concurrent-trials", type=int, help="run at most this many trials at once")
-    faults = parser.add_argument_group("faults")
-    faults.add_argument(
-        "--max-failures",
-        type=int,
-        default=1,
-        help="retries of a failed trial, each from its latest checkpoint (default 1)",
-    )
-    faults.add_argument(
-        "--trial-timeout",
-        type=float,
-        default=600.0,
-        metavar="SECONDS",
-        help="kill and retry a trial that reports nothing for this long (default 600)",
-    )
-    cluster = parser.add_argument_group("cluster and storage")
-    cluster.add_argument(
-        "--address",
-        help="join a running Ray cluster ('auto': the one started here with `ray start`, or host:port); 'local': a "
-        "new Ray of the sweep's own. Default: RAY_ADDRESS inside a Ray job, else a new Ray of the sweep's own",
-    )
-    cluster.add_argument(
-        "--dashboard-host",
-        default="127.0.0.1",
-        help="where a local Ray's dashboard listens (default 127.0.0.1: this machine only)",
-    )
-    cluster.add_argument(
-        "--dashboard-port",
-        type=int,
-        help="the dashboard's port on a Ray of the sweep's own (default 8265, or the next free one when taken)",
-    )
-    cluster.add_argument("--storage-path", help="where results go: a folder, s3://... or gs://... (default ./results)")
-    cluster.add_argument(
-        "--mlflow-uri",
-        help="also log every trial as an MLflow run there (e.g. http://mlflow:5000 or sqlite:///mlflow.db; "
-        "pip install '.[mlflow]')",
-    )
-    cluster.add_argument("--name", help="the sweep's folder name in the storage (default: SWEEP-date-time)")
-    cluster.add_argument(
-        "--resume",
-        action="store_true",
-        help="continue a stopped sweep (--name, default the latest of this sweep): finished "
-        "trials are kept, unfinished ones continue from their checkpoints",
-    )
-    data = parser.add_argument_group("data (default: the sweep's dataset)")
-    data.add_argument(
-        "--data",
-        help="a CSV or Parquet file (one series, or a panel in long format: unique_id, ds, y), or a built-in dataset",
-    )
-    data.add_argument("--id-column", help="a panel's series id column (found by itself when named unique_id)")
-    data.add_argument("--date-column", help="the date (or time) column (found by itself when named ds, or with 2)")
-    data.add_argument("--value-column", help="the value column (found by itself when named y, or with 2 columns)")
-    data.add_argument("--freq", help="pandas frequency of the dates (default: inferred)")
-    data.add_argument(
-        "--season-length", type=int, help="points per season of a plain integer time index (12 for monthly data)"
-    )
-    data.add_argument(
-        "--horizon",
-        type=int,
-        help="points per series: each series' last H are its test window (no trial sees them) and the H before them "
-        "its validation part (default: the sweep's, or a benchmark panel's official hold-out; else the dates)",
-    )
-    data.add_argument("--split-after", help="without a horizon: the last date of every series' training part")
-    data.add_argument(
-        "--test-after",
-        help="without a horizon: hold out the points after this date: no trial sees them; the answer and the "
-        "baselines are scored on them after the sweep (default: no test window)",
-    )
-    data.add_argument(
-        "--metric",
-        choices=METRICS,
-        help="what ranks the trials and stops weak ones: mape, smape or mase (default: the sweep's; on other data, "
-        "mape for one series and smape for a panel; mase where a value is below 0)",
-    )
-    data.add_argument(
-        "--drop-short-series",
-        action="store_true",
-        help="leave out the series too short for some configuration of the space, instead of refusing the panel",
-    )
-    data.add_argument(
-        "--levels",
-        type=float,
-        nargs="+",
-        metavar="LEVEL",
-        help="prediction intervals at these levels (percent, e.g. 80 95) for the answer and every baseline, scored on "
-        "the test window: coverage, width and MSIS",
-    )
-    budget.add_argument(
-        "--answer-top-k",
-        type=int,
-        help="the sweep's answer is the mean forecast of the best models of the top K trials (default: the sweep's)",
-    )
-    budget.add_argument(
-        "--answer-scope",
-        choices=ANSWER_SCOPES,
-        help="what ranks the trials for the answer, as Tune's scope: all (each trial's best validation score over its "
-        "epochs) or last (its last epoch's) (default: the sweep's; the panel sweep ranks on the last)",
-    )
-    budget.add_argument(
-        "--refit-answer",
-        action=argparse.BooleanOptionalAction,
-        help="train the answer's configurations again through the validation part before they forecast the test "
-        "window (default: the sweep's; the panel sweep does)",
-    )
     return parser
 
 
@@ -220,7 +72,7 @@ def list_sweeps() -> str:
             f"{sweep.scheduler} scheduler ({options}), {sweep.search} search, ranking on {sweep.ranked} "
             f"({sweep.mode}), "
             + (f"data {sweep.dataset}" if sweep.dataset else "on your data (--data, --horizon)")
-            + (f" split after {sweep.split_after}" if sweep.dataset in BUILTIN_DATASETS else "")
+            + (f" split after {sweep.split_after}" if sweep.split_after else "")
             + ", "
             f"{TrialResources(sweep.cpus_per_trial, sweep.gpus_per_trial, sweep.tpu_chips_per_trial).describe()} "
             "per trial"
@@ -230,99 +82,55 @@ def list_sweeps() -> str:
     return "\n".join(lines)
 
 
-RESUMABLE_OPTIONS = ("sweep", "resume", "name", "storage_path", "address", "dashboard_host", "dashboard_port")
-"""What --resume may change: where the sweep is stored and where it runs. The rest is the stored plan's."""
+def plan_from_args(args: argparse.Namespace, arguments: Sequence[str]) -> SweepPlan:
+    """The plan of a command line: a new one, or with --resume the stored one (only where it runs may change)."""
+    options = from_args(args)
+    if options.resume:
+        return _resumed_plan(options, arguments)
+    return dataclasses.replace(make_plan(options), arguments=tuple(arguments))
 
 
-def plan_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser, arguments: list[str]) -> SweepPlan:
-    if args.resume:
-        plan = _resumed_plan(args)
-        # The same command with --resume added is fine; an option that would change the plan is refused.
-        defaults, stored = parser.parse_args([]), parser.parse_args(list(plan.arguments))
-        changed = [
-            name
-            for name, value in vars(args).items()
-            if name not in RESUMABLE_OPTIONS and value != getattr(defaults, name) and value != getattr(stored, name)
-        ]
-        if changed:
-            options = ", ".join("--" + name.replace("_", "-").replace("pins", "set") for name in changed)
-            raise PlanError(
-                f"--resume continues {plan.name} as it was planned ({' '.join(plan.arguments)}), so "
-                f"{options} cannot change; drop {'it' if len(changed) == 1 else 'them'}, or start a "
-                "new sweep with another --name"
-            )
-        return dataclasses.replace(plan, address=args.address)
-    plan = make_plan(
-        args.sweep,
-        num_samples=args.num_samples,
-        max_epochs=args.max_epochs,
-        scheduler=args.scheduler,
-        scheduler_options=scheduler_options_from(args.scheduler_options, args.sweep, args.scheduler, args.smoke_test),
-        search=args.search,
-        cpus_per_trial=args.cpus_per_trial,
-        gpus_per_trial=args.gpus_per_trial,
-        tpu_chips_per_trial=args.tpu_chips_per_trial,
-        workers_per_trial=args.workers_per_trial,
-        max_concurrent_trials=args.max_concurrent_trials,
-        data=args.data,
-        id_column=args.id_column,
-        date_column=args.date_column,
-        value_column=args.value_column,
-        freq=args.freq,
-        season_length=args.season_length,
-        split_after=args.split_after,
-        test_after=args.test_after,
-        horizon=args.horizon,
-        metric=args.metric,
-        drop_short=args.drop_short_series,
-        answer_top_k=args.answer_top_k,
-        refit_answer=args.refit_answer,
-        answer_scope=args.answer_scope,
-        pins=parse_pins(args.pins),
-        seed=args.seed,
-        name=args.name,
-        storage_path=args.storage_path,
-        smoke_test=args.smoke_test,
-        max_failures=args.max_failures,
-        trial_timeout_s=args.trial_timeout,
-        mlflow_uri=args.mlflow_uri,
-        levels=args.levels or (),
-    )
-    return dataclasses.replace(plan, address=args.address, arguments=tuple(arguments))
-
-
-def _resumed_plan(args: argparse.Namespace) -> SweepPlan:
-    """The stored plan of the sweep to resume: the same trials, data and resources as when it started."""
-    find_sweep(args.sweep)
-    storage = located(args.storage_path or DEFAULT_STORAGE)
-    name = args.name or latest_run(storage, args.sweep)
+def _resumed_plan(asked: SweepOptions, arguments: Sequence[str]) -> SweepPlan:
+    """The stored plan of the sweep to resume: the same trials, data and resources as when it started. The same command
+    with --resume added is fine; an option that would change the plan is refused by the flag the user typed."""
+    find_sweep(asked.sweep)
+    storage = located(asked.storage_path or DEFAULT_STORAGE)
+    name = asked.name or latest_run(storage, asked.sweep)
     if name is None:
-        raise PlanError(f"--resume: no earlier run of {args.sweep!r} in {storage}; give its --name and --storage-path")
+        raise PlanError(f"--resume: no earlier run of {asked.sweep!r} in {storage}; give its --name and --storage-path")
     try:
-        plan = SweepFolder(experiment_path(storage, name)).load_plan()
-    except FileNotFoundError as error:
+        plan = read_plan(experiment_path(storage, name))
+    except (OSError, PlanError) as error:
         raise PlanError(f"--resume: {error}") from None
-    if plan.sweep.name != args.sweep:
-        raise PlanError(f"--resume: {name} is a run of {plan.sweep.name!r}, not of {args.sweep!r}")
-    return dataclasses.replace(plan, resume=True)  # load_plan pointed it at the folder it was read from
+    if plan.sweep.name != asked.sweep:
+        raise PlanError(f"--resume: {name} is a run of {plan.sweep.name!r}, not of {asked.sweep!r}")
+    changed = changed_on_resume(plan.options, asked, arguments)
+    if changed:
+        raise PlanError(
+            f"--resume continues {plan.name} as it was planned ({' '.join(plan.arguments)}), so "
+            f"{', '.join(changed)} cannot change; drop {'it' if len(changed) == 1 else 'them'}, or start a "
+            "new sweep with another --name"
+        )
+    return dataclasses.replace(plan, options=resumed(plan.options, asked))
 
 
 def banner(plan: SweepPlan, at_once: int, cluster: str, session: RaySession) -> str:
     sweep = plan.sweep
     scheduler = scheduler_of(sweep)
-    options = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in scheduler.settings(sweep).items())
+    settings = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in scheduler.settings(sweep).items())
     searched = ", ".join(plan.searched)
-    pinned = ", ".join(f"{k}={v}" for k, v in plan.pinned.items())
+    options = plan.options
+    pinned = ", ".join(f"{k}={v}" for k, v in options.pins.items())
     purpose = sweep.purpose
     if sweep.dataset and plan.data_label != sweep.dataset:  # its purpose names its own data
         purpose = f"its space and budget on {plan.data_label} (its own data is {sweep.dataset})"
     lines = [
-        f"Sweep {sweep.name}{' (smoke test)' if plan.smoke_test else ''}{' - resuming' if plan.resume else ''}: "
+        f"Sweep {sweep.name}{' (smoke test)' if options.smoke_test else ''}{' - resuming' if options.resume else ''}: "
         f"{purpose}",
         *describe_data(plan),
         f"  budget     {sweep.num_samples} trials of up to {sweep.max_epochs} epochs; {sweep.search} search"
-        f"{f' (seed {plan.seed})' if plan.seed is not None else ''}; {sweep.scheduler} scheduler"
-        f"{f' ({options})' if options else ''}, ranking on {scheduler.metric(sweep)}",
+        f"{f' (seed {options.seed})' if options.seed is not None else ''}; {sweep.scheduler} scheduler"
+        f"{f' ({settings})' if settings else ''}, ranking on {scheduler.metric(sweep)}",
         f"  searching  {searched}" + (f"; pinned {pinned}" if pinned else ""),
         *resolved_lines(plan),
         *transform_lines(plan),
@@ -353,7 +161,7 @@ def transform_lines(plan: SweepPlan) -> list[str]:
 def _log_lines(plan: SweepPlan) -> list[str]:
     if plan.sweep.space.get("target_transform") != "log_if_positive":
         return []
-    _, _, given, _ = plan.parts()
+    given = plan.parts.seen
     positive = np.minimum.reduceat(given.values, given.offsets[:-1]) > 0
     if positive.all():
         return [f"  transform  the log of every series (all {len(given)} are above 0)"]
@@ -366,7 +174,7 @@ def _log_lines(plan: SweepPlan) -> list[str]:
 def _season_lines(plan: SweepPlan) -> list[str]:
     if plan.sweep.space.get("deseasonalise") is not True:
         return []
-    train = plan.parts()[0]
+    train = plan.parts.train
     indices, shifts = seasonal_components(train)
     divided = (indices != 1).any(axis=1)
     subtracted = np.zeros(len(train), dtype=bool) if shifts is None else (shifts != 0).any(axis=1)
@@ -382,7 +190,7 @@ def describe_data(plan: SweepPlan) -> list[str]:
     """The banner's lines about the data the sweep really runs on: for one series its dates and parts, as always; for
     a panel its series, their lengths, and the points of each that train, validate and are held out."""
     sweep, panel = plan.sweep, plan.panel
-    train, val, _, test = plan.parts()
+    train, val, test, untrained = plan.parts.train, plan.parts.val, plan.parts.test, plan.parts.untrained
     dropped = (
         f"; {len(panel.dropped)} dropped as too short ({panel.id_list(list(panel.dropped))})" if panel.dropped else ""
     )
@@ -402,10 +210,10 @@ def describe_data(plan: SweepPlan) -> list[str]:
     time = (
         f"dates ({panel.freq}), season {panel.season}" if panel.dated else f"a plain time index, season {panel.season}"
     )
-    if plan.untrained:
+    if untrained:
         dropped += (
-            f"; {len(plan.untrained)} shorter than the recurrent shape's training window "
-            f"({panel.id_list(list(plan.untrained))}): its trials forecast them without training on them"
+            f"; {len(untrained)} shorter than the recurrent shape's training window "
+            f"({panel.id_list(list(untrained))}): its trials forecast them without training on them"
         )
     if sweep.horizon:
         cut = (
@@ -463,7 +271,7 @@ def claim_folder(plan: SweepPlan, command: list[str]) -> SweepPlan:
     sweeps started in the same second), a name the user gave is refused."""
     while True:
         try:
-            SweepFolder(plan.experiment_path).save_plan(plan, plan.resolved(command))
+            store_plan(plan, command)
             return plan
         except FileExistsError:
             if plan.named_by_user:
@@ -471,42 +279,58 @@ def claim_folder(plan: SweepPlan, command: list[str]) -> SweepPlan:
             plan = dataclasses.replace(plan, name=free_name(plan.storage_path, plan.name))
 
 
-def run_sweep(
-    plan: SweepPlan, command: list[str], progress: bool = True, shared: bool = False, answer: bool = True
-) -> SweepRun:
-    """Run (or resume) the sweep on the Ray session of this process; write and return its results. `shared`: on
-    a cluster that other sweeps may use at the same time, it keeps to its fair share (sweeps.sharing). Without
-    `answer`, the trials only: no answer and no baselines (a benchmark of the trials' speed)."""
+@dataclasses.dataclass(frozen=True)
+class TrialsRun:
+    plan: SweepPlan
+    """The plan as run: in the folder it claimed."""
+    fit_seconds: float
+    """Wall time inside Tuner.fit."""
+    driver_cpu_seconds: float
+    """CPU time of this process inside Tuner.fit: Tune's controller, scheduler, loggers and reporter."""
+    fit_started_at: float
+    """When Tuner.fit started, in seconds since the epoch (as the trials' reported_at)."""
+
+
+def run_trials(plan: SweepPlan, command: list[str], progress: bool = True, shared: bool = False) -> TrialsRun:
+    """Run (or resume) the sweep's trials on the Ray session of this process, its plan stored in its folder first.
+    `shared`: on a cluster that other sweeps may use at the same time, it keeps to its fair share (sweeps.sharing)."""
     from sweeps.ray_session import warm_workers_enabled
     from sweeps.tuner import build_tuner
     from sweeps.warm_pool import warm_up
 
     if warm_workers_enabled():
         warm_up(plan.resources, plan.most_at_once)  # the trials' workers import torch while the Tuner is built
-    if not plan.resume:
+    if not plan.options.resume:
         plan = claim_folder(plan, command)
     tuner = build_tuner(plan, progress=progress, shared=shared)
     started_at, wall, cpu = time.time(), time.perf_counter(), time.process_time()
     with signals_given_back():
         tuner.fit()
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return TrialsRun(plan, time.perf_counter() - wall, time.process_time() - cpu, started_at)
+
+
+def run_sweep(plan: SweepPlan, command: list[str], progress: bool = True, shared: bool = False) -> SweepRun:
+    """Run (or resume) the sweep (`run_trials`), then make and score its answer; write and return its results."""
+    trials = run_trials(plan, command, progress, shared)
+    plan = trials.plan
     results = None
     try:
         results = collect(plan)
-        if progress and answer and len(plan.panel) > 1 and not interrupted(plan, results):
+        if progress and len(plan.panel) > 1 and not interrupted(plan, results):
             refit = (
                 f"training the top {min(plan.sweep.answer_top_k, plan.sweep.num_samples)} configurations again through "
                 "the validation part, "
-                if plan.sweep.refit_answer and plan.parts()[3] is not None
+                if plan.sweep.refit_answer and plan.parts.test is not None
                 else ""
             )
             print(
                 f"The trials have ended; {refit}scoring the answer and the baselines on {len(plan.panel)} series...",
                 flush=True,
             )
-        found = build_answer(plan, results) if answer else None
-        scores = found.scores(plan) if found else None
-        return SweepRun(results, write_results(plan, results, found, scores), scores, wall, cpu, started_at)
+        found = build_answer(plan, results)
+        scores = score(found, plan) if found else None
+        written = write_results(plan, results, found, scores)
+        return SweepRun(results, written, scores, trials.fit_seconds, trials.driver_cpu_seconds, trials.fit_started_at)
     except KeyboardInterrupt:
         if results is None or interrupted(plan, results):
             raise ScoringInterrupted(
@@ -553,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     try:
-        plan = plan_from_args(args, parser, sys.argv[1:] if argv is None else argv)
+        plan = plan_from_args(args, sys.argv[1:] if argv is None else argv)
     except PlanError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -564,10 +388,11 @@ def main(argv: list[str] | None = None) -> int:
     importing = threading.Thread(target=import_for_later, daemon=True)
     importing.start()
     try:
-        session = start_ray(args.address, args.dashboard_host, args.dashboard_port)
+        options = plan.options
+        session = start_ray(options.address, options.dashboard_host, options.dashboard_port)
         importing.join()
         at_once, cluster = cluster_capacity(
-            plan.resources, plan.max_concurrent_trials, session.address, own=session.own
+            plan.resources, options.max_concurrent_trials, session.address, own=session.own
         )
         print(banner(plan, at_once, cluster, session), flush=True)
         run = run_sweep(plan, [sys.executable, "-m", "sweeps.run", *plan.arguments], shared=not session.own)

@@ -421,3 +421,55 @@ def _independent_first(space: Space) -> list[tuple[str, Any]]:
     return [item for item in items if not isinstance(item[1], _DEPENDENT)] + [
         item for item in items if isinstance(item[1], _DEPENDENT)
     ]
+
+
+SPACE_TYPES = {kind.__name__: kind for kind in (*_DISTRIBUTIONS, InTurn, *RELATIVE)}
+"""Every type a space holds besides constants, by name: what `to_data` writes and `from_data` reads back."""
+
+
+def to_data(value: Any) -> Any:
+    """A value of a space as JSON-ready data, nothing in it that runs code when read: a constant as it is (a tuple as
+    {"tuple": [...]}), a distribution or a relative value as {"kind": its type's name, its fields...}."""
+    if isinstance(value, tuple):
+        return {"tuple": [to_data(item) for item in value]}
+    if type(value).__name__ in SPACE_TYPES and dataclasses.is_dataclass(value):
+        if isinstance(value, Choice):
+            return {"kind": type(value).__name__, "values": [to_data(item) for item in value.values]}
+        data = {"kind": type(value).__name__}
+        for field in dataclasses.fields(value):
+            inner = getattr(value, field.name)
+            if isinstance(value, ByValue) and field.name == "values":  # keys of any type: pairs, not an object
+                data["values"] = [[to_data(key), to_data(item)] for key, item in inner.items()]
+            else:
+                data[field.name] = to_data(inner)
+        return data
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise SpaceError(f"{value!r} ({type(value).__name__}) cannot be stored as a value of a search space")
+
+
+def from_data(data: Any) -> Any:
+    """The value `to_data` wrote."""
+    if isinstance(data, list):
+        return [from_data(item) for item in data]
+    if not isinstance(data, dict):
+        return data
+    if set(data) == {"tuple"}:
+        return tuple(from_data(item) for item in data["tuple"])
+    kind = SPACE_TYPES.get(data.get("kind"))
+    if kind is None:
+        raise SpaceError(f"not a value of a search space: {data!r}")
+    fields = {name: value for name, value in data.items() if name != "kind"}
+    if issubclass(kind, Choice):
+        return kind(*(from_data(item) for item in fields["values"]))
+    if kind is ByValue:
+        return ByValue(fields["key"], {from_data(key): from_data(item) for key, item in fields["values"]})
+    return kind(**{name: from_data(value) for name, value in fields.items()})
+
+
+def space_to_data(space: Space) -> dict[str, Any]:
+    return {name: to_data(value) for name, value in space.items()}
+
+
+def space_from_data(data: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: from_data(value) for name, value in data.items()}

@@ -1,7 +1,8 @@
 """A sweep's folder, local or on s3:// or gs://: every file a sweep keeps there, by name, written and read back.
 
     <storage>/<name>/
-      sweep_plan.pkl        the plan, the series included: resume, report and refit need nothing but the folder
+      sweep_plan.json       the plan as data (sweeps.plan_record): options, the resolved sweep, the cut, the resources
+      panel.parquet         the data it runs on: resume, report and refit need nothing but the folder
       resolved_sweep.json   the same for people: options, data, resources, git commit, library versions
       faults.json           every trial failure, retry and watchdog kill, appended as they happen
       <trial folders>/      Tune's: progress.csv, and checkpoints holding checkpoint.ckpt and best_model.ckpt
@@ -18,12 +19,14 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import time
 from typing import Any
 
 DEFAULT_STORAGE = "results"
-PLAN_FILE = "sweep_plan.pkl"
+PLAN_FILE = "sweep_plan.json"
+PANEL_FILE = "panel.parquet"
+PICKLED_PLAN_FILE = "sweep_plan.pkl"
+"""Where versions before the plan was data kept it, as a pickle: such a folder is refused, never unpickled."""
 RESOLVED_FILE = "resolved_sweep.json"
 FAULTS_FILE = "faults.json"
 RESULTS_CSV = "results.csv"
@@ -83,36 +86,49 @@ class SweepFolder:
         with self.filesystem.open_input_stream(f"{self.root}/{name}") as stream:
             return stream.read()
 
-    def holds_sweep(self) -> bool:
+    def exists(self, name: str) -> bool:
         import pyarrow.fs
 
-        return self.filesystem.get_file_info(f"{self.root}/{PLAN_FILE}").type != pyarrow.fs.FileType.NotFound
+        return self.filesystem.get_file_info(f"{self.root}/{name}").type != pyarrow.fs.FileType.NotFound
 
-    def save_plan(self, plan: Any, resolved: dict[str, Any]) -> None:
+    def holds_sweep(self) -> bool:
+        return self.exists(PLAN_FILE) or self.exists(PICKLED_PLAN_FILE)
+
+    def save_plan(self, record: bytes, panel: bytes, resolved: dict[str, Any]) -> None:
         """Claim the folder for a new sweep: FileExistsError if a sweep holds it already. On a local disk the
         claim is atomic (two sweeps started at once with one name cannot both have it); on a bucket, a check."""
-        data = pickle.dumps(plan)
+        if self.exists(PICKLED_PLAN_FILE):
+            raise FileExistsError(f"{self.path} holds a sweep already")
         if isinstance(self.filesystem, _local_filesystem()):
             os.makedirs(self.root, exist_ok=True)
             with open(os.path.join(self.root, PLAN_FILE), "xb") as stream:  # "x": fails if it exists
-                stream.write(data)
+                stream.write(record)
         elif self.holds_sweep():
             raise FileExistsError(f"{self.path} holds a sweep already")
         else:
-            self.write(PLAN_FILE, data)
+            self.write(PLAN_FILE, record)
+        self.write(PANEL_FILE, panel)
         self.write(RESOLVED_FILE, json.dumps(resolved, indent=2, default=str).encode())
 
-    def load_plan(self) -> Any:
-        """The plan stored here, pointing at this folder wherever it is now (a local copy of a sweep run on
-        s3://, a folder moved since)."""
-        import dataclasses
-
-        try:
-            plan = pickle.loads(self.read(PLAN_FILE))
-        except (FileNotFoundError, OSError):
-            raise FileNotFoundError(f"{self.path} holds no {PLAN_FILE}: is it the folder of a sweep?") from None
-        storage_path, _, name = self.path.rpartition("/")
-        return dataclasses.replace(plan, storage_path=storage_path, name=name)
+    def load_plan(self) -> tuple[bytes, bytes]:
+        """The stored plan's record and data, as bytes (sweeps.plan_record reads them); FileNotFoundError saying what
+        the folder holds instead. Other errors of the storage (a bucket's permissions) are its own."""
+        if self.exists(PLAN_FILE):
+            if not self.exists(PANEL_FILE):
+                raise FileNotFoundError(
+                    f"{self.path} holds {PLAN_FILE} but not {PANEL_FILE}: the sweep stopped while it stored its plan, "
+                    "before any trial ran; start it again"
+                )
+            return self.read(PLAN_FILE), self.read(PANEL_FILE)
+        if self.exists(PICKLED_PLAN_FILE):
+            raise FileNotFoundError(
+                f"{self.path} is a sweep of an earlier version, which stored its plan as a pickle "
+                f"({PICKLED_PLAN_FILE}); this version never loads one (unpickling runs whatever code the file "
+                "holds). Its results.csv, best_config.json and forecasts.parquet are plain files, readable as they "
+                "are; to report, refit or resume it, use the version that ran it (git_commit in its "
+                "resolved_sweep.json), or run the sweep again with this one"
+            )
+        raise FileNotFoundError(f"{self.path} holds no {PLAN_FILE} and {PANEL_FILE}: is it the folder of a sweep?")
 
     def faults(self) -> list[dict[str, Any]]:
         """Every recorded fault, oldest first: {"trial_id", "event", "time", ...}, the event one of "retried",

@@ -17,7 +17,10 @@ import numpy as np
 import pandas as pd
 
 from forecaster.metrics import METRIC_NAMES, format_score
-from sweeps.answer import COMBINATION, Answer, describe
+from sweeps.answer import Answer
+from sweeps.answer.combination import COMBINATION
+from sweeps.answer.scores import per_series as series_scores
+from sweeps.answer.text import describe
 from sweeps.plan import SweepPlan
 from sweeps.results import SweepResults
 from sweeps.storage import (
@@ -57,7 +60,7 @@ def report_command(plan: SweepPlan) -> str:
 
 
 def resume_command(plan: SweepPlan) -> str:
-    address = f" --address {plan.address}" if plan.address else ""
+    address = f" --address {plan.options.address}" if plan.options.address else ""
     return (
         f"python -m sweeps.run {plan.sweep.name} --resume --name {plan.name} "
         f"--storage-path {plan.storage_path}{address}"
@@ -73,7 +76,7 @@ def more_trials_command(plan: SweepPlan) -> str:
                 next(given, None)  # its value
             continue
         arguments.append(shlex.quote(argument))
-    seed = (plan.seed if plan.seed is not None else 0) + 1
+    seed = (plan.options.seed if plan.options.seed is not None else 0) + 1
     arguments += [
         "--seed",
         str(seed),
@@ -92,7 +95,7 @@ def summary(
     took: str,
     scores: dict[str, Any] | None = None,
 ) -> str:
-    """What the sweep prints at its end; `scores`: the answer's (sweeps.answer.Answer.scores)."""
+    """What the sweep prints at its end; `scores`: the answer's (sweeps.answer.scores.scores)."""
     counts = results.trials["status"].value_counts().to_dict() if len(results.trials) else {}
     wording = {status: words.format(scheduler=plan.sweep.scheduler) for status, words in STATUS_WORDING.items()}
     ended = "stopped before its end" if interrupted(plan, results) else "finished"
@@ -221,7 +224,7 @@ def _answer_files(plan: SweepPlan, answer: Answer, scores: dict[str, Any], folde
         buffer = io.BytesIO()
         answer.calibration_points.to_parquet(buffer, index=False)
         written[CALIBRATION_PARQUET] = folder.write(CALIBRATION_PARQUET, buffer.getvalue())
-    per_series = answer.per_series(plan)
+    per_series = series_scores(answer, plan)
     written[METRICS_CSV] = folder.write(METRICS_CSV, per_series.to_csv(index=False).encode())
     if len(plan.panel) == 1:
         written[FORECAST_PLOT] = folder.write(FORECAST_PLOT, _forecast_plot(plan, answer, scores))
@@ -236,7 +239,7 @@ def _forecast_plot(plan: SweepPlan, answer: Answer, scores: dict[str, Any]) -> b
     the validation part, against the truth."""
     from forecaster.plot import plot_forecast
 
-    train, val, _, test = plan.parts()
+    train, val, test = plan.parts.train, plan.parts.val, plan.parts.test
     title = f"{plan.name}: validation MAPE {scores['validation_mape']:.2f} % (chosen on it)"
     test_forecast, test_bands = None, None
     if test is not None:
@@ -286,8 +289,8 @@ def _series_plot(plan: SweepPlan, answer: Answer, per_series: pd.DataFrame, scor
     from forecaster.plot import plot_series_forecasts
 
     metric, part = plan.sweep.metric, _judged(scores)
-    _, val, seen, test = plan.parts()
-    window, history = (test, seen) if part == "test" else (val, plan.parts()[0])
+    parts = plan.parts
+    window, history = (parts.test, parts.seen) if part == "test" else (parts.val, parts.train)
     ours = per_series[(per_series["part"] == part) & (per_series["method"] == "answer")].reset_index(drop=True)
     order = ours[metric].sort_values(kind="stable").index
     picks = {"best": order[0], "median": order[len(order) // 2], "worst": order[-1]}

@@ -1,9 +1,10 @@
 """One trial of a sweep: train the forecaster with the trial's hyperparameters, reporting every epoch to Tune.
 
-The data (a Panel: every series up to its test window, never the window) reaches trials through Ray's object
-store (`tune.with_parameters` puts it there once per sweep; every trial on a node maps the same copy): trials never
-read the data file, which may not exist on the node they run on. torch and Lightning are imported inside the
-functions: the driver only pickles `train_trial` by name, and must not spend seconds importing them.
+The data (the plan's parts, cut and checked once: every series' training and validation parts, never its test window)
+reaches trials through Ray's object store (`tune.with_parameters` puts it there once per sweep; every trial on a node
+maps the same copy): trials never read the data file, which may not exist on the node they run on, and never check
+again what the plan checked. torch and Lightning are imported inside the functions: the driver only pickles
+`train_trial` by name, and must not spend seconds importing them.
 """
 
 from __future__ import annotations
@@ -15,36 +16,25 @@ import os
 import sys
 from typing import Any
 
-from forecaster.panel import Panel
+from forecaster.parts import FitParts
 from sweeps.resources import TrialResources
 from sweeps.schedulers import CheckpointSchedule
 from sweeps.storage import CHECKPOINT_FILE
-
-LOGICAL_ACCELERATORS = "SWEEPS_LOGICAL_ACCELERATORS"
-"""Set to 1 where the cluster's GPUs and TPU chips are only logical resources, as on the local twins of the
-cloud clusters (Ray's fake_multinode provider): trials are placed by their GPU or TPU request exactly as
-on the real cluster, and train on the CPU."""
 
 
 @dataclasses.dataclass(frozen=True)
 class TrialSettings:
     """What every trial of a sweep shares, besides the data."""
 
-    split_after: str | None
-    """Where every series' validation part starts, by date (without val_size)."""
     max_epochs: int
     resources: TrialResources
     checkpoints: CheckpointSchedule
     """When to checkpoint: so that a trial stopped by its scheduler has its best model in its last checkpoint."""
     storage_path: str | None = None
     """Where data-parallel trials keep their Ray Train runs (the sweep's storage)."""
-    val_size: int | None = None
-    """Every series' last val_size points validate (the sweep's horizon), instead of a date."""
-    metric: str = "mape"
-    """The metric trials are ranked on."""
 
 
-def train_trial(config: dict[str, Any], *, panel: Panel, settings: TrialSettings) -> None:
+def train_trial(config: dict[str, Any], *, parts: FitParts, settings: TrialSettings) -> None:
     """Tune's trainable: fit the forecaster, resuming from the trial's checkpoint when Tune restarts it."""
     warm = "lightning" in sys.modules  # imported before the trial came: a warm worker (sweeps/warm_pool.py)
     from ray import tune
@@ -52,13 +42,13 @@ def train_trial(config: dict[str, Any], *, panel: Panel, settings: TrialSettings
     from sweeps.epoch_reporter import EpochReporter
 
     if settings.resources.data_parallel_workers > 1:
-        _run_data_parallel(config, panel, settings)
+        _run_data_parallel(config, parts, settings)
         return
     arguments = _trainer_arguments(settings.resources)
     report = _with_node(tune.report, warm)
     trial = tune.get_context().get_trial_id()
-    reporter = EpochReporter(report, tune.Checkpoint, settings.checkpoints, trial, settings.metric)
-    _fit(config, panel, settings, reporter, tune.get_checkpoint(), **arguments)
+    reporter = EpochReporter(report, tune.Checkpoint, settings.checkpoints, trial, parts.metric)
+    _fit(config, parts, settings, reporter, tune.get_checkpoint(), **arguments)
 
 
 def _with_node(report, warm: bool):
@@ -70,7 +60,7 @@ def _with_node(report, warm: bool):
     return lambda metrics, **options: report({**metrics, "node": node, "warm_start": int(warm)}, **options)
 
 
-def _fit(config, panel: Panel, settings: TrialSettings, reporter, checkpoint, **arguments) -> None:
+def _fit(config, parts: FitParts, settings: TrialSettings, reporter, checkpoint, **arguments) -> None:
     from forecaster.config import ForecasterConfig
     from forecaster.train import fit, quiet_lightning
 
@@ -80,10 +70,7 @@ def _fit(config, panel: Panel, settings: TrialSettings, reporter, checkpoint, **
     with checkpoint.as_directory() if checkpoint else contextlib.nullcontext() as folder:
         fit(
             hyperparameters,
-            panel,
-            split_after=settings.split_after,
-            val_size=settings.val_size,
-            metric=settings.metric,
+            parts,
             callbacks=[reporter],
             ckpt_path=os.path.join(folder, CHECKPOINT_FILE) if folder else None,
             **arguments,
@@ -92,8 +79,6 @@ def _fit(config, panel: Panel, settings: TrialSettings, reporter, checkpoint, **
 
 def _trainer_arguments(resources: TrialResources) -> dict[str, Any]:
     arguments = resources.trainer_arguments()
-    if os.environ.get(LOGICAL_ACCELERATORS) == "1":
-        return {**arguments, "accelerator": "cpu", "devices": 1}
     _check_hardware(arguments["accelerator"])
     return arguments
 
@@ -114,7 +99,7 @@ def _check_hardware(accelerator: str) -> None:
         raise AcceleratorError(f"this trial was given {given}: {error}") from None
 
 
-def _run_data_parallel(config: dict[str, Any], panel: Panel, settings: TrialSettings) -> None:
+def _run_data_parallel(config: dict[str, Any], parts: FitParts, settings: TrialSettings) -> None:
     """A trial of several GPUs: this process drives a Ray Train run whose workers train with DDP."""
     import ray.train
     from ray import tune
@@ -125,7 +110,7 @@ def _run_data_parallel(config: dict[str, Any], panel: Panel, settings: TrialSett
     trial = tune.get_context().get_trial_id()
     trainer = TorchTrainer(
         _data_parallel_worker,
-        train_loop_config={"config": config, "panel": panel, "settings": settings, "trial": trial},
+        train_loop_config={"config": config, "parts": parts, "settings": settings, "trial": trial},
         scaling_config=ray.train.ScalingConfig(
             num_workers=resources.data_parallel_workers,
             use_gpu=resources.gpus > 0,
@@ -152,10 +137,11 @@ def _data_parallel_worker(loop_config: dict[str, Any]) -> None:
     arguments = _trainer_arguments(settings.resources)
     arguments["devices"] = "auto"  # Ray Train gives each worker its device
     report = _with_node(ray.train.report, warm="lightning" in sys.modules)
-    reporter = EpochReporter(report, ray.train.Checkpoint, settings.checkpoints, loop_config["trial"], settings.metric)
+    parts: FitParts = loop_config["parts"]
+    reporter = EpochReporter(report, ray.train.Checkpoint, settings.checkpoints, loop_config["trial"], parts.metric)
     _fit(
         loop_config["config"],
-        loop_config["panel"],
+        parts,
         settings,
         reporter,
         ray.train.get_checkpoint(),

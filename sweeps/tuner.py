@@ -47,19 +47,16 @@ class ProgressLog(CSVLoggerCallback):
 
 
 def trial_inputs(plan: SweepPlan) -> dict:
-    """What every trial is given besides its configuration: every series up to its test window only (nothing a
-    trial, the scheduler or the ranking does can see the windows), and the settings the trials share."""
+    """What every trial is given besides its configuration: the plan's parts without the test windows (nothing a
+    trial, the scheduler or the ranking does can see them), and the settings the trials share."""
     sweep = plan.sweep
     settings = TrialSettings(
-        split_after=None if sweep.horizon else sweep.split_after,
         max_epochs=sweep.max_epochs,
         resources=plan.resources,
         checkpoints=scheduler_of(sweep).checkpoints(sweep),
         storage_path=plan.storage_path,
-        val_size=sweep.horizon,
-        metric=sweep.metric,
     )
-    return {"panel": plan.seen, "settings": settings}
+    return {"parts": plan.parts.without_test(), "settings": settings}
 
 
 def make_trainable(plan: SweepPlan):
@@ -103,7 +100,7 @@ def mlflow_logger(plan: SweepPlan):
     experiment named after the sweep."""
     from ray.air.integrations.mlflow import MLflowLoggerCallback
 
-    return MLflowLoggerCallback(tracking_uri=plan.mlflow_uri, experiment_name=plan.name, save_artifact=False)
+    return MLflowLoggerCallback(tracking_uri=plan.options.mlflow_uri, experiment_name=plan.name, save_artifact=False)
 
 
 def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False):
@@ -124,7 +121,7 @@ def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False):
     # TensorBoard's files are written, the JSON is not.
     os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"
     trainable = make_trainable(plan)
-    if plan.resume:
+    if plan.options.resume:
         if not tune.Tuner.can_restore(plan.experiment_path):
             raise PlanError(f"--resume: nothing to resume at {plan.experiment_path}")
         # Restored with its stored RunConfig, whose callbacks (loggers, fault log, watchdog) come back with it.
@@ -132,20 +129,21 @@ def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False):
         return tune.Tuner.restore(
             plan.experiment_path,
             trainable=trainable,
-            param_space=tune_param_space(plan.sweep.search, plan.sweep.space, plan.seed),
+            param_space=tune_param_space(plan.sweep.search, plan.sweep.space, plan.options.seed),
             resume_unfinished=True,
             resume_errored=False,
         )
     sweep, scheduler = plan.sweep, scheduler_of(plan.sweep)
-    fair_share = FairShare(plan.experiment_path, plan.resources, plan.max_concurrent_trials) if shared else None
+    options = plan.options
+    fair_share = FairShare(plan.experiment_path, plan.resources, options.max_concurrent_trials) if shared else None
     try:
         search, param_space = build_search(
             sweep.search,
             sweep.space,
-            plan.seed,
+            options.seed,
             scheduler.metric(sweep),
             sweep.mode,
-            max_concurrent=plan.max_concurrent_trials,
+            max_concurrent=options.max_concurrent_trials,
             fair_share=fair_share,
         )
     except SearchError as error:
@@ -159,7 +157,7 @@ def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False):
             scheduler=scheduler.build(sweep),
             search_alg=search,
             num_samples=sweep.num_samples,
-            max_concurrent_trials=None,  # the search keeps to plan.max_concurrent_trials (sweeps.searches)
+            max_concurrent_trials=None,  # the search keeps to --max-concurrent-trials (sweeps.searches)
             # A fresh worker per trial costs seconds of process start and imports; on a shared cluster a
             # trial's slot must return to the cluster when it ends, for another sweep's trial to take it.
             reuse_actors=not shared,
@@ -171,16 +169,16 @@ def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False):
             callbacks=[
                 ProgressLog(),
                 TBXLoggerCallback(),  # `tensorboard --logdir <results folder>`: every trial's curves
-                *([mlflow_logger(plan)] if plan.mlflow_uri else []),
+                *([mlflow_logger(plan)] if options.mlflow_uri else []),
                 FaultLog(),
-                HangWatchdog(plan.trial_timeout_s),
+                HangWatchdog(options.trial_timeout),
                 *(
                     [WarmPool(plan.resources, plan.most_at_once, actors_reused=not shared)]
                     if warm_workers_enabled()
                     else []
                 ),
             ],
-            failure_config=tune.FailureConfig(max_failures=plan.max_failures),
+            failure_config=tune.FailureConfig(max_failures=options.max_failures),
             progress_reporter=progress_reporter(plan) if progress else None,
             verbose=1 if progress else 0,
         ),

@@ -1,8 +1,8 @@
 """Warm trial processes: a trial placed on any node, new or retried, trains within a second or two.
 
 A trial runs in a Ray actor, in a worker process of the sweep's job. A fresh one first imports torch and
-Lightning (which brings torch._dynamo, torchmetrics, scipy and matplotlib with it): 3-6 s on an idle core, more
-on a busy node, on the critical path of every new and every retried trial. Two Ray settings and one call take
+Lightning (which brings torch._dynamo, torchmetrics, scipy and matplotlib with it): seconds, more on a busy node,
+on the critical path of every new and every retried trial. Two Ray settings and one call take
 it off that path:
 
 - `preload_python_modules` (sweeps/warm.py): every worker a node starts imports torch, Lightning and the

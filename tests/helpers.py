@@ -245,3 +245,13 @@ def commands(pids: set[int], width: int = 200) -> dict[int, str]:
 
 def all_pids() -> set[int]:
     return {int(entry) for entry in os.listdir("/proc") if entry.isdigit()}
+
+
+class LeavesAMark:
+    """What a pickle can do when it is loaded: run code (here, create a file at `path`)."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (str(self.path), "w"))

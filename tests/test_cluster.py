@@ -158,16 +158,12 @@ def test_a_gcp_node_on_the_default_network_and_a_file_ray_refuses_are_caught(tmp
 # --- real Ray clusters started with the `ray` command ------------------------------------------------
 
 
-def submit(
-    env: dict, head: RayHead, *args: str, runtime_env: dict | None = None, timeout: float = 300
-) -> subprocess.CompletedProcess:
-    options = ["--runtime-env-json", json.dumps(runtime_env)] if runtime_env else []
+def submit(env: dict, head: RayHead, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     return ray_command(
         "job",
         "submit",
         "--address",
         head.dashboard,
-        *options,
         "--",
         "python",
         "-m",
@@ -226,9 +222,9 @@ def test_the_local_twin_autoscales_accelerator_workers_for_a_sweep_submitted_wit
             "--address",
             "auto",
             *request_,
+            "--train-on-cpu",  # the twins' accelerators are logical
             "--storage-path",
             str(tmp_path / "results"),
-            runtime_env={"env_vars": {"SWEEPS_LOGICAL_ACCELERATORS": "1"}},
             timeout=240,
         )
         assert job.returncode == 0, (job.stdout + job.stderr)[-3000:]

@@ -10,7 +10,8 @@ import shutil
 
 import torch
 
-from forecaster.data import load_series
+from forecaster.data import AIR_PASSENGERS_SPLIT_AFTER, load_panel
+from forecaster.parts import Cut, cut_parts
 from sweeps.epoch_reporter import EpochReporter
 from sweeps.resources import TrialResources
 from sweeps.schedulers import CheckpointSchedule
@@ -55,14 +56,15 @@ EVERY_THIRD_EPOCH = CheckpointSchedule(every=3, every_seconds=math.inf, first_af
 def fit_and_record(storage, checkpoint=None, max_epochs=6, schedule=EVERY_THIRD_EPOCH, trial="trial_a"):
     """A trial's fit as train_trial runs it; returns every (metrics, checkpoint) it reported."""
     reports = []
-    settings = TrialSettings("1959-01-01", max_epochs, TrialResources(), schedule)
+    settings = TrialSettings(max_epochs, TrialResources(), schedule)
     reporter = EpochReporter(
         lambda metrics, checkpoint=None: reports.append((metrics, checkpoint)),
         checkpoints_kept_in(storage),
         settings.checkpoints,
         trial,
     )
-    _fit(CONFIG, load_series("air_passengers"), settings, reporter, checkpoint, accelerator="cpu", devices=1)
+    parts = cut_parts(load_panel("air_passengers"), Cut(split_after=AIR_PASSENGERS_SPLIT_AFTER))  # as a plan cuts it
+    _fit(CONFIG, parts, settings, reporter, checkpoint, accelerator="cpu", devices=1)
     return reports
 
 

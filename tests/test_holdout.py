@@ -52,8 +52,8 @@ def holdout(local_ray, tmp_path_factory):
 
 def test_no_trial_is_given_a_point_of_the_test_window(holdout):
     plan, _ = holdout
-    given = trial_inputs(plan)["panel"].series(0)
-    test = plan.test.series(0)
+    given = trial_inputs(plan)["parts"].seen.series(0)
+    test = plan.parts.test.series(0)
     assert given.index.max() == pd.Timestamp("1959-01-01") and len(test) == 23
     assert not given.index.isin(test.index).any()
     assert len(given) + len(test) == len(plan.panel.values)
@@ -81,8 +81,8 @@ def test_the_answer_and_the_baselines_are_scored_on_the_test_window(holdout):
         folder = next(Path(plan.experiment_path).glob(f"*{trial_id}*"))
         checkpoint = max(folder.glob("checkpoint_*"))
         models.append(RNNForecaster.load_from_checkpoint(checkpoint / BEST_MODEL_FILE, map_location="cpu"))
-    forecast = np.mean([model.forecast(plan.seen.series(0), 23) for model in models], axis=0)
-    assert answer["test_mape"] == pytest.approx(float(mape(plan.test.values, forecast)), rel=1e-6)
+    forecast = np.mean([model.forecast(plan.parts.seen.series(0), 23) for model in models], axis=0)
+    assert answer["test_mape"] == pytest.approx(float(mape(plan.parts.test.values, forecast)), rel=1e-6)
     # Seasonal naive on this window is the reference figure.
     assert answer["baselines"]["seasonal naive"]["test_mape"] == pytest.approx(15.75, abs=0.005)
     assert "combination" not in answer  # one series: the answer and its baselines, as before panels
@@ -110,7 +110,7 @@ def test_mlflow_holds_a_run_per_trial_with_every_epoch(holdout):
     from mlflow.tracking import MlflowClient
 
     plan, run = holdout
-    client = MlflowClient(tracking_uri=plan.mlflow_uri)
+    client = MlflowClient(tracking_uri=plan.options.mlflow_uri)
     experiment = client.get_experiment_by_name(plan.name)
     runs = client.search_runs([experiment.experiment_id])
     assert len(runs) == len(run.results.trials) == 4

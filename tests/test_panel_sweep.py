@@ -16,11 +16,13 @@ import pandas as pd
 import pytest
 import ray
 
-from sweeps.answer import _left_out, _ranking, _top_checkpoints
+from sweeps.answer.members import ranking, top_checkpoints
+from sweeps.answer.text import _left_out
 from sweeps.plan import PlanError, make_plan
+from sweeps.plan_record import read_plan
 from sweeps.results import collect
 from sweeps.run import describe_data, main
-from sweeps.storage import CHECKPOINT_FILE, SweepFolder
+from sweeps.storage import CHECKPOINT_FILE
 from sweeps.tuner import trial_inputs
 from tests.helpers import trial_histories
 from tests.test_sweep_cli import ENV, sweeps_run
@@ -77,15 +79,16 @@ def test_no_trial_is_given_a_test_point_of_any_series(tmp_path, sweep):
         assert set(plan.sweep.space["shape"].values) == {"recurrent", "direct"}
     else:
         plan = plan_of(tmp_path, path)
-    given, test, whole = trial_inputs(plan)["panel"], plan.test, plan.panel
+    inputs = trial_inputs(plan)
+    given, test, whole = inputs["parts"].seen, plan.parts.test, plan.panel
+    assert inputs["parts"].test is None and inputs["parts"].train.lengths.sum() < given.lengths.sum()
     assert list(given.ids) == list(test.ids) == list(whole.ids) and len(whole) == 5
     assert (test.lengths == HORIZON).all() and (given.lengths + test.lengths == whole.lengths).all()
     for index in range(len(whole)):
         seen, held = given.series(index), test.series(index)
         assert seen.index.max() < held.index.min()
         assert list(seen.index.append(held.index)) == list(whole.series(index).index)
-    settings = trial_inputs(plan)["settings"]
-    assert settings.val_size == HORIZON and settings.metric == "smape"
+    assert inputs["parts"].cut.val_size == HORIZON and inputs["parts"].metric == "smape"
 
 
 @pytest.mark.parametrize(
@@ -125,7 +128,7 @@ def test_series_too_short_for_the_space_are_refused_or_dropped_and_counted(tmp_p
     path = panel_csv(tmp_path, lengths=(60, 72, 23, 80, 64))  # store2: 11 points before validating, 12 to read
     with pytest.raises(PlanError, match=r"1 of 5 series are too short for this fit: 'store2' \(with 23 points\)"):
         plan_of(tmp_path, path)
-    plan = plan_of(tmp_path, path, drop_short=True)
+    plan = plan_of(tmp_path, path, drop_short_series=True)
     assert plan.panel.dropped == ("store2",) and len(plan.panel) == 4
     assert "4 series of 60-80 points" in describe_data(plan)[0] and "1 dropped as too short" in describe_data(plan)[0]
     assert plan.describe_data()["dropped_series"] == ["store2"]
@@ -134,14 +137,14 @@ def test_series_too_short_for_the_space_are_refused_or_dropped_and_counted(tmp_p
 def test_mase_of_a_constant_series_is_undefined_for_every_method_alike():
     """A series whose training part is constant has no seasonal naive error to divide by: its MASE is NaN whether a
     forecast misses (x / 0, inf before) or hits it exactly (0 / 0), so the panel's mean is None for every method."""
-    from sweeps.answer import _mean, _series_scores
+    from sweeps.answer.scores import mean, part_scores
     from tests.test_panel import panel_of
 
     part = panel_of(np.array([5.0, 5.0]), np.array([1.0, 2.0]), season=2)
     scales = np.array([0.0, 2.0])  # the first series' training part was constant
-    missed, exact = (_series_scores(part, np.array([first, first, 1.0, 3.0]), scales) for first in (6.0, 5.0))
+    missed, exact = (part_scores(part, np.array([first, first, 1.0, 3.0]), scales) for first in (6.0, 5.0))
     assert np.isnan(missed["mase"][0]) and np.isnan(exact["mase"][0]) and missed["mase"][1] == 0.25
-    assert _mean(pd.Series(missed["mase"])) is None and _mean(pd.Series(missed["smape"])) is not None
+    assert mean(pd.Series(missed["mase"])) is None and mean(pd.Series(missed["smape"])) is not None
 
 
 @pytest.mark.slow
@@ -319,12 +322,12 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
     intervals, refit = answer["intervals"], answer["refit"]
     assert refit["trials"] == answer["trials"] and len(refit["epochs"]) == len(answer["trials"]) >= 1
     # The answer's trials ranked on their last epoch's validation (the panel sweep's answer_scope), not their best's.
-    plan = SweepFolder(str(folder)).load_plan()
+    plan = read_plan(str(folder))
     results = collect(plan)
     by_last = results.trials.sort_values("last_val_smape")["trial_id"].tolist()
-    assert [trial_id for trial_id, _ in _top_checkpoints(plan, results)] == answer["trials"] == by_last
+    assert [trial_id for trial_id, _ in top_checkpoints(plan, results)] == answer["trials"] == by_last
     reversed_scores = results.trials.assign(last_val_smape=1 / results.trials["last_val_smape"])
-    reversed_ranking = _top_checkpoints(plan, dataclasses.replace(results, trials=reversed_scores))
+    reversed_ranking = top_checkpoints(plan, dataclasses.replace(results, trials=reversed_scores))
     assert [trial_id for trial_id, _ in reversed_ranking] == by_last[::-1]
     # A trial over twice the best's score has not learnt the data: left out of the answer, and the summary names it.
     far_scores = results.trials.assign(
@@ -335,8 +338,8 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
         )
     )
     far_results = dataclasses.replace(results, trials=far_scores)
-    assert [trial_id for trial_id, _ in _top_checkpoints(plan, far_results)] == [by_last[0], *by_last[2:]]
-    left_out = _left_out({"selection": {"far_behind": _ranking(plan, far_results)[1]}}, plan)
+    assert [trial_id for trial_id, _ in top_checkpoints(plan, far_results)] == [by_last[0], *by_last[2:]]
+    left_out = _left_out({"selection": {"far_behind": ranking(plan, far_results)[1]}}, plan)
     assert left_out == [
         f"  left out: {by_last[1]}, its validation sMAPE over 2 times the best trial's (too far behind to average in)"
     ]

@@ -114,7 +114,7 @@ def faulted_sweep(local_ray, tmp_path_factory):
     preempted node would), killed at every attempt, frozen once (SIGSTOP, as a deadlock would leave it; the watchdog
     is set to 8 s)."""
     plan = plan_for(
-        tmp_path_factory.mktemp("faults"), "faults", num_samples=3, max_epochs=120, scheduler="fifo", trial_timeout_s=8
+        tmp_path_factory.mktemp("faults"), "faults", num_samples=3, max_epochs=120, scheduler="fifo", trial_timeout=8
     )
     faults = {
         CRASHED: Fault(signal.SIGKILL, after_epoch=30),

@@ -85,18 +85,18 @@ def test_a_checkpoint_is_due_at_the_last_epoch_at_scheduler_points_and_by_time()
 
 
 def test_scheduler_options_from_the_command_line_merge_over_the_sweeps_own(tmp_path, capsys):
-    from sweeps.plan import scheduler_options_from
+    from sweeps.options import parse_scheduler_options
     from sweeps.run import main
 
-    assert scheduler_options_from(["grace_period=3"], "air_rnn", None, False) == {
-        "grace_period": 3,
-        "reduction_factor": 3,
-    }
-    assert scheduler_options_from([], "air_rnn", None, False) is None
+    given = parse_scheduler_options(["grace_period=3"])
+    plan = make_plan("air_rnn", scheduler_options=given, storage_path=str(tmp_path))
+    assert plan.sweep.scheduler_options == {"grace_period": 3, "reduction_factor": 3}
+    own = make_plan("air_rnn", storage_path=str(tmp_path)).sweep.scheduler_options
+    assert own == {"grace_period": 60, "reduction_factor": 3}
     with pytest.raises(
         PlanError, match="--scheduler-option perturbation_interval: the asha scheduler takes grace_period"
     ):
-        scheduler_options_from(["perturbation_interval=3"], "air_rnn", None, False)
+        make_plan("air_rnn", scheduler_options={"perturbation_interval": 3}, storage_path=str(tmp_path))
     assert (
         main(
             ["air_rnn", "--scheduler", "fifo", "--scheduler-option", "grace_period=3", "--storage-path", str(tmp_path)]

@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 
 from forecaster.config import ForecasterConfig
-from sweeps.plan import PlanError, make_plan, parse_pins
+from sweeps.options import parse_pins
+from sweeps.plan import PlanError, make_plan
 from sweeps.registry import SWEEPS
 from sweeps.resources import ResourceError, TrialResources
 from sweeps.space import (
@@ -218,14 +219,14 @@ def test_the_panel_sweep_resolves_on_each_panel_and_says_what_it_needs(tmp_path)
         make_plan("panel", data=str(yearly), horizon=7, storage_path=str(tmp_path))
 
 
-def test_pins_parse_numbers_and_refuse_unknown_keys():
+def test_pins_parse_numbers_and_refuse_unknown_keys(tmp_path):
     assert parse_pins(["model=GRU", "lr=0.005", "n_rnn_layers=2"]) == {"model": "GRU", "lr": 0.005, "n_rnn_layers": 2}
-    with pytest.raises(PlanError, match=r"unknown hyperparameter 'hiden_dim' \(did you mean 'hidden_dim'\?\)"):
-        parse_pins(["hiden_dim=4"])
     with pytest.raises(PlanError, match="write KEY=VALUE"):
         parse_pins(["lr"])
+    with pytest.raises(PlanError, match=r"unknown hyperparameter 'hiden_dim' \(did you mean 'hidden_dim'\?\)"):
+        make_plan("air_rnn", pins=parse_pins(["hiden_dim=4"]), storage_path=str(tmp_path))
     with pytest.raises(PlanError, match="--max-epochs"):
-        parse_pins(["n_epochs=5"])
+        make_plan("air_rnn", pins={"n_epochs": 5}, storage_path=str(tmp_path))
 
 
 def test_a_space_that_can_produce_an_impossible_config_is_refused(tmp_path):
@@ -298,7 +299,7 @@ def test_pins_and_budget_reach_the_plan(tmp_path):
         name="x",
     )
     assert plan.sweep.space["model"] == "GRU" and "model" not in plan.searched
-    assert (plan.sweep.num_samples, plan.sweep.max_epochs, plan.seed) == (5, 40, 7)
+    assert (plan.sweep.num_samples, plan.sweep.max_epochs, plan.options.seed) == (5, 40, 7)
     assert plan.sweep.scheduler_options["grace_period"] == 10  # the default 60 shrinks with a 40-epoch budget
     assert plan.experiment_path == f"{tmp_path}/x"
 
@@ -356,6 +357,9 @@ def test_a_run_that_ended_before_creating_every_trial_is_unfinished(tmp_path):
         plan,
         SweepResults(trials=pd.DataFrame({"status": ["COMPLETED", "UNFINISHED", "ERROR"]}), histories={}, best=None),
     )
+    from sweeps.answer import build_answer
+
+    assert build_answer(plan, SweepResults(trials=pd.DataFrame([]), histories={}, best=None)) is None  # none started
 
 
 def test_the_command_for_more_trials_repeats_the_sweep_with_a_new_seed_and_name(tmp_path):
@@ -402,7 +406,7 @@ def test_a_series_with_two_points_to_train_on_is_kept_and_forecast_by_the_recurr
     monthly_panel_frame(lengths=(40, 52, 14)).to_csv(path, index=False)  # s2: 2 points, then 6 validate, 6 test
     plan = make_plan("panel", data=str(path), horizon=6, storage_path=str(tmp_path))
     assert plan.sweep.space["training_length"] == 2 and plan.panel.dropped == () and len(plan.panel) == 3
-    assert plan.untrained == ("s2",) and plan.describe_data()["untrained_series"] == ["s2"]
+    assert plan.parts.untrained == ("s2",) and plan.describe_data()["untrained_series"] == ["s2"]
     assert (
         "1 shorter than the recurrent shape's training window ('s2'): its trials forecast them"
         in describe_data(plan)[0]

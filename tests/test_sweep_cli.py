@@ -150,7 +150,7 @@ BAD_OPTIONS = {  # name: (options, what the error says)
 def test_bad_data_is_refused_before_ray_starts(tmp_path, capsys, name):
     change, message = BAD_DATA[name]
     path = air_passengers_with(tmp_path, name, change)
-    assert main(["air_rnn", "--data", path, "--storage-path", str(tmp_path)]) == 2
+    assert main(["air_rnn", "--data", path, "--split-after", "1959-01-01", "--storage-path", str(tmp_path)]) == 2
     error = capsys.readouterr().err
     assert path in error and message in error
     assert not ray.is_initialized() and not (tmp_path / "air_rnn").exists()

@@ -69,7 +69,6 @@ def test_the_gpu_packing_bench_runs_on_logical_gpus(monkeypatch):
     if ray.is_initialized():
         ray.shutdown()  # the bench starts a Ray of its own for each count
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
-    monkeypatch.setenv("SWEEPS_LOGICAL_ACCELERATORS", "1")  # the bench sets it too: restored after the test
     report = main(["--logical", "--trials", "2", "--epochs", "4"])
     for placed in (report["gpu"], report["cpu"]):
         assert [(measured["trials"], measured["epochs"]) for measured in placed] == [(2, 8)]

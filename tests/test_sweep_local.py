@@ -3,6 +3,7 @@ the best trial is chosen over all epochs and its checkpoint reproduces it."""
 
 import json
 import math
+import pickle
 import signal
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from sweeps.plan import make_plan
 from sweeps.run import run_sweep
+from tests.helpers import LeavesAMark
 
 pytestmark = pytest.mark.slow  # every test here runs a real sweep
 
@@ -105,9 +107,19 @@ def test_report_rebuilds_the_same_table_from_storage(asha_sweep, capsys):
     assert f"Best: trial {results.best['trial_id']}" in capsys.readouterr().out
 
 
+def test_the_folder_holds_no_pickle_of_the_sweeps_own(asha_sweep):
+    """Ray Tune's own state (tuner.pkl, which only --resume reads) is the one pickle; checkpoints are torch files
+    that load with weights_only=True."""
+    plan, _, _ = asha_sweep
+    files = [path for path in Path(plan.experiment_path).rglob("*") if path.is_file()]
+    assert [path.name for path in files if path.suffix in (".pkl", ".pickle")] == ["tuner.pkl"]
+    assert {"sweep_plan.json", "panel.parquet", "resolved_sweep.json"} <= {path.name for path in files}
+
+
 def test_report_and_refit_work_on_a_copy_of_the_folder(asha_sweep, tmp_path, capsys, monkeypatch):
-    """As with a sweep's folder fetched from s3:// to a laptop, named by a relative path: the copy's plan
-    points at the copy."""
+    """As with a sweep's folder fetched from s3:// to a laptop, named by a relative path: the copy's plan points at
+    the copy. Its tuner.pkl left behind and a pickle planted in Tune's experiment state, as whoever can write to a
+    shared bucket could: both commands read the folder as data, and nothing planted runs."""
     import shutil
 
     from sweeps.refit import main as refit
@@ -115,7 +127,18 @@ def test_report_and_refit_work_on_a_copy_of_the_folder(asha_sweep, tmp_path, cap
 
     plan, _, _ = asha_sweep
     copy = tmp_path / "fetched"
-    shutil.copytree(plan.experiment_path, copy, ignore=shutil.ignore_patterns("results.*", "*.png", "best_config.json"))
+    shutil.copytree(
+        plan.experiment_path,
+        copy,
+        ignore=shutil.ignore_patterns("results.*", "*.png", "best_config.json", "tuner.pkl"),
+    )
+    mark = tmp_path / "unpickled"
+    [state] = copy.glob("experiment_state-*.json")
+    experiment = json.loads(state.read_text())
+    trial, metadata = experiment["trial_data"][0]
+    planted = {"_type": "CLOUDPICKLE_FALLBACK", "value": pickle.dumps(LeavesAMark(mark)).hex()}
+    experiment["trial_data"][0] = [json.dumps({**json.loads(trial), "storage": planted}), metadata]
+    state.write_text(json.dumps(experiment))
     monkeypatch.chdir(tmp_path)
     assert report(["fetched"]) == 0
     assert f"Written to {copy}:" in capsys.readouterr().out
@@ -123,6 +146,7 @@ def test_report_and_refit_work_on_a_copy_of_the_folder(asha_sweep, tmp_path, cap
     best = json.loads((copy / "best_config.json").read_text())
     assert best["checkpoint"].startswith(str(copy)) and (copy / "forecast.png").exists()
     assert refit(["fetched"]) == 0
+    assert not mark.exists() and not (copy / "tuner.pkl").exists()
 
 
 def best_model_of(best):

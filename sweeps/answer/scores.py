@@ -1,0 +1,163 @@
+"""How good the answer and every baseline are: MAPE, sMAPE and MASE per series and as the mean over series
+(forecaster.metrics), on the validation parts and the test windows; beside each baseline, the share of series on which
+the answer (and the combination) beats it; and the intervals' coverage, width and MSIS.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from forecaster.metrics import METRICS, mase_scales, series_scores
+from forecaster.panel import Panel
+from sweeps.answer import Answer
+from sweeps.answer.combination import COMBINATION, COMBINED
+from sweeps.plan import SweepPlan
+
+PARTS = ("validation", "test")
+
+
+def per_series(answer: Answer, plan: SweepPlan) -> pd.DataFrame:
+    """One row per series, part and method: unique_id, part, method, mape, smape, mase (NaN where undefined)."""
+    parts = plan.parts
+    rows = []
+    for part_name, part, history in (("validation", parts.val, parts.train), ("test", parts.test, parts.seen)):
+        if part is None:
+            continue
+        scales = mase_scales(history)
+        for method, forecast in answer.forecasts[part_name].items():
+            scores = part_scores(part, forecast, scales)
+            rows.append(pd.DataFrame({"unique_id": part.ids, "part": part_name, "method": method, **scores}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def scores(answer: Answer, plan: SweepPlan) -> dict[str, Any]:
+    """JSON-ready: the mean over series of every metric for the answer and every baseline, on both parts, and the share
+    of series on which the answer beats each baseline (on the test windows where there are)."""
+    val, test = plan.parts.val, plan.parts.test
+    table = per_series(answer, plan)
+    means = {
+        (part, method): {metric: mean(group[metric]) for metric in METRICS}
+        for (part, method), group in table.groupby(["part", "method"], sort=False)
+    }
+
+    def flat(method: str) -> dict[str, Any]:
+        return {f"{part}_{metric}": means.get((part, method), {}).get(metric) for part in PARTS for metric in METRICS}
+
+    judged = "test" if test is not None else "validation"
+
+    def judged_scores(method: str) -> pd.DataFrame:
+        return table[(table["part"] == judged) & (table["method"] == method)].set_index("unique_id")
+
+    def shares(ours: pd.DataFrame, name: str) -> dict[str, float | None]:
+        theirs = judged_scores(name)
+        return {metric: share_beaten(ours[metric], theirs[metric]) for metric in METRICS}
+
+    ours = judged_scores("answer")
+    names = [name for name in answer.forecasts[judged] if name not in ("answer", COMBINATION)]
+    baselines: dict[str, Any] = {
+        name: flat(name) | {f"{judged}_beaten_by_answer": shares(ours, name), "fell_back": answer.fell_back[name]}
+        for name in names
+    }
+    baselines.update({name: {"unavailable": why} for name, why in answer.unavailable.items()})
+    extra = {}
+    if COMBINATION in answer.forecasts[judged]:
+        combined = judged_scores(COMBINATION)
+        extra[COMBINATION] = (
+            {"of": ["answer", *COMBINED]}
+            | flat(COMBINATION)
+            | {f"{judged}_beats": {name: shares(combined, name) for name in ["answer", *names]}}
+        )
+    if answer.bounds:
+        extra["intervals"] = interval_scores(answer, plan)
+    sweep = plan.sweep
+    return {
+        "trials": answer.trial_ids,
+        **flat("answer"),
+        "metric": sweep.metric,
+        "series": len(val),
+        "dropped_series": list(plan.panel.dropped),
+        "horizon": sweep.horizon,
+        "test_after": None if sweep.horizon else sweep.test_after,
+        "validation_points": int(val.lengths.max()),
+        "test_points": None if test is None else int(test.lengths.max()),
+        "baselines": dict(sorted(baselines.items(), key=lambda item: _order(item[0]))),
+        "selection": answer.selection,
+        **({"refit": answer.refit} if answer.refit else {}),
+        **extra,
+    }
+
+
+def interval_scores(answer: Answer, plan: SweepPlan) -> dict[str, Any]:
+    """JSON-ready: for the answer and each baseline, at each level, the coverage of the test points (pooled over
+    series and steps), the mean width relative to each series' scale, and MSIS; and how the answer's were
+    calibrated."""
+    from forecaster.intervals import interval_scores as scored
+    from forecaster.intervals import level_name
+
+    seen, test = plan.parts.seen, plan.parts.test
+    scales = mase_scales(seen)
+    scales = np.where(scales > 0, scales, np.nan)  # MSIS is undefined where MASE is
+    steps, columns = int(test.lengths.max()), np.repeat(np.arange(len(test)), test.lengths)
+
+    def grid(flat: np.ndarray) -> np.ndarray:
+        values = np.full((steps, len(test)), np.nan)
+        values[test.positions, columns] = flat
+        return values
+
+    actual, count = grid(test.values), len(test.values)
+    methods = {}
+    for method, by_level in answer.bounds.items():
+        found = {}
+        for level, (lower, upper) in by_level.items():
+            name = level_name(level)
+            result = scored(actual, grid(lower), grid(upper), scales, level)
+            inside = (test.values >= lower) & (test.values <= upper)
+            found[f"coverage_{name}"] = float(inside.sum() / count)
+            found[f"width_{name}"] = mean(pd.Series(result["width"]))
+            found[f"msis_{name}"] = mean(pd.Series(result["msis"]))
+        methods[method] = found
+    return {"levels": list(plan.options.levels), "calibration": answer.calibration, **methods}
+
+
+def part_scores(part: Panel, forecast: np.ndarray, scales: np.ndarray) -> dict[str, np.ndarray]:
+    """Per series of `part`: MAPE (NaN where the part has a zero), sMAPE and MASE (NaN where the series' training part
+    has no seasonal naive error: a constant series) of a flat forecast."""
+    import torch
+
+    steps, columns = int(part.lengths.max()), np.repeat(np.arange(len(part)), part.lengths)
+    actual, predicted, weights = np.ones((steps, len(part))), np.ones((steps, len(part))), np.zeros((steps, len(part)))
+    actual[part.positions, columns] = part.values
+    predicted[part.positions, columns] = forecast
+    weights[part.positions, columns] = 1.0
+    found = series_scores(
+        *(torch.as_tensor(x) for x in (actual, predicted, weights)),
+        torch.arange(len(part)),
+        len(part),
+        torch.as_tensor(scales),
+    )
+    values = {name: value.numpy() for name, value in found.items()}
+    for name in ("mape", "mase"):  # undefined alike for every method, not inf for some and NaN for an exact one
+        values[name] = np.where(np.isfinite(values[name]), values[name], np.nan)
+    return values
+
+
+def mean(values: pd.Series) -> float | None:
+    """The mean over series, None where the metric is undefined on some series (MAPE with a zero, MASE of a constant
+    series)."""
+    return None if values.isna().any() else float(values.mean())
+
+
+def share_beaten(ours: pd.Series, theirs: pd.Series) -> float | None:
+    """The share of series on which the answer's error is lower than the baseline's."""
+    if ours.isna().any() or theirs.isna().any():
+        return None
+    return float((ours < theirs.reindex(ours.index)).mean())
+
+
+def _order(name: str) -> int:
+    from forecaster.baselines import BASELINES
+
+    return BASELINES.index(name) if name in BASELINES else len(BASELINES)

@@ -1,0 +1,226 @@
+"""The answer's lines of the summary: for one series its score and each baseline's margin; for a panel a table of
+every metric's mean over series and the share of series on which the answer beats each baseline; with intervals,
+their coverage, width and MSIS, and how the answer's were calibrated. They read the answer's scores
+(sweeps.answer.scores), as stored in best_config.json.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from forecaster.metrics import METRIC_LABELS, METRIC_NAMES, format_score
+from sweeps.answer.combination import COMBINATION, COMBINED
+from sweeps.answer.members import FAR_BEHIND
+from sweeps.answer.refits import AS_TRAINED
+from sweeps.plan import SweepPlan
+
+
+def describe(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
+    """The answer's lines of the summary: for one series its MAPE and each baseline's margin; for a panel a table of
+    every metric's mean over series, and the share of series on which the answer beats each baseline; with
+    intervals, their coverage, width and MSIS."""
+    lines = _describe_one(scores, plan) if scores["series"] == 1 else _describe_panel(scores, plan)
+    return lines + _describe_intervals(scores.get("intervals"))
+
+
+def _describe_intervals(intervals: dict[str, Any] | None) -> list[str]:
+    """A table of every method's intervals on the test windows, and how the answer's were calibrated."""
+    if not intervals:
+        return []
+    from forecaster.intervals import level_name
+
+    names = [level_name(level) for level in intervals["levels"]]
+    columns = [(f"coverage_{n}", f"cover {n} %", "{:.1%}") for n in names]
+    columns += [(f"width_{n}", f"width {n}", "{:.2f}") for n in names]
+    columns += [(f"msis_{n}", f"MSIS {n}", "{:.2f}") for n in names if n == "95" or len(names) == 1]
+    lines = [
+        "Prediction intervals on the test window: coverage (the share of its points inside), mean width and MSIS (in "
+        "each series' scale)",
+        "  " + f"{'':<24}" + "".join(f"{label:>12}" for _, label, _ in columns),
+    ]
+    calibration = intervals["calibration"]
+    for method, values in intervals.items():
+        if method in ("levels", "calibration"):
+            continue
+        cells = [
+            ("-" if values.get(key) is None else form.format(values[key]).replace("%", " %"))
+            for key, _, form in columns
+        ]
+        lines.append("  " + f"{method:<24}" + "".join(f"{cell:>12}" for cell in cells))
+    if "unavailable" in calibration:
+        lines.append(f"  the answer's: none, {calibration['unavailable']}")
+    elif calibration:
+        pooled = ", every step's pooled" if calibration["steps_pooled"] else ""
+        lines.append(
+            f"  the answer's: conformal, from {len(calibration['refit_trials'])} of its configurations trained again, "
+            f"forecasting points that ranked no trial ({calibration['calibration_errors']} errors of "
+            f"{calibration['calibration_series']} series{pooled}; {calibration['seconds']:.0f} s)"
+        )
+        short = calibration.get("series", 0) - calibration["calibration_series"]
+        if short > 0:
+            lines.append(
+                f"  {short} series, too short to train with a horizon and a validation part's length less, take the "
+                "others' quantiles, in their own scale"
+            )
+        lines += [
+            f"  no {level_name(level)} % interval for the answer: {calibration['calibration_errors']} calibration "
+            f"errors cannot bound it (it takes {math.ceil(100 / (100 - level)) - 1}); lower the level"
+            for level in calibration["unbounded_levels"]
+        ]
+    return lines
+
+
+def _describe_refit(scores: dict[str, Any]) -> list[str]:
+    """How the answer was refit before the test window, where it was."""
+    refit = scores.get("refit")
+    if not refit:
+        return []
+    epochs = ", ".join(str(count) for count in refit["epochs"])
+    devices = refit.get("trained_on")  # a sweep of the day before says nothing of it
+    where = f" on {' and '.join(devices)}" if devices else ""
+    lines = [
+        f"  refit: its {len(refit['trials'])} configurations trained again through the validation part ({epochs} "
+        f"epochs, each its trial's best; {refit['seconds']:.0f} s{where}), then forecasting the test window; "
+        f"'{AS_TRAINED}' is the answer as the trials trained it"
+    ]
+    if refit["series_as_trained"]:
+        lines.append(
+            f"  {len(refit['series_as_trained'])} series too short for a refit's training window keep the "
+            "as-trained forecast"
+        )
+    return lines
+
+
+def _where(plan: SweepPlan, scores: dict[str, Any]) -> tuple[str, str]:
+    """How the summary names the validation part and the test window."""
+    if plan.sweep.horizon:
+        h = plan.sweep.horizon
+        return f"the {h} points before the test window", f"the last {h} points"
+    return f"{scores['validation_points']} points after {plan.sweep.split_after}", (
+        f"{scores['test_points']} points after {scores['test_after']}"
+    )
+
+
+def _who(k: int, plan: SweepPlan) -> str:
+    """What the answer is, in words."""
+    if k == 1:
+        return (
+            "the best trial's model"
+            if plan.sweep.answer_scope == "all"
+            else "the model of the best trial by its last epoch"
+        )
+    last = " (ranked on their last epoch's validation)" if plan.sweep.answer_scope == "last" else ""
+    return f"the mean forecast of the top {k} trials' best models{last}"
+
+
+def _left_out(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
+    """The summary's line naming the trials of the top k too far behind the best to be in the answer, if any."""
+    far = scores["selection"].get("far_behind")  # a sweep of the day before says nothing of it
+    if not far:
+        return []
+    return [
+        f"  left out: {', '.join(far)}, {'its' if len(far) == 1 else 'their'} validation "
+        f"{METRIC_NAMES[plan.sweep.metric]} over {FAR_BEHIND:g} times the best trial's (too far behind to average in)"
+    ]
+
+
+def _describe_one(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
+    """One series, in the sweep's ranking metric: the answer on both parts, and each baseline's margin (the answer
+    before a refit forecasts the test window only)."""
+    k = len(scores["trials"])
+    who = _who(k, plan)
+    metric = scores["metric"]
+    has_test = scores[f"test_{metric}"] is not None
+    validation, test = _where(plan, scores)
+    lines = [
+        f"Answer: {who}, forecasting on from what the sweep saw ({METRIC_NAMES[metric]})",
+        *_left_out(scores, plan),
+        f"  on the validation part ({validation}, from the end of training): "
+        f"{format_score(metric, scores[f'validation_{metric}'])} (chosen on these points: optimistic)",
+    ]
+    if has_test:
+        lines.append(
+            f"  on the test window ({test}, which no trial saw): {format_score(metric, scores[f'test_{metric}'])}"
+        )
+        lines += _describe_refit(scores)
+    else:
+        lines.append(
+            "  no test window: give --test-after DATE to hold out the end of the series and score the answer on it"
+        )
+    lines.append("Baselines on the same points, and the answer's margin over each:")
+    window = "test" if has_test else "validation"
+    ours = scores[f"{window}_{metric}"]
+    for name, baseline in scores["baselines"].items():
+        if "unavailable" in baseline:
+            lines.append(f"  {name:<19} not run: {baseline['unavailable']}")
+            continue
+        theirs = baseline[f"{window}_{metric}"]
+        scored = [(part, baseline[f"{part}_{metric}"]) for part in ("validation", "test")[: 1 + has_test]]
+        lines.append(
+            f"  {name:<19} "
+            + "   ".join(f"{part} {format_score(metric, value):>8}" for part, value in scored if value is not None)
+            + f"   the answer is {abs(theirs - ours):.{3 if metric == 'mase' else 2}f} points "
+            f"{'better' if ours <= theirs else 'worse'} on {window} ({ours / theirs:.2f}x its error)"
+        )
+    return lines
+
+
+def _describe_panel(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
+    k = len(scores["trials"])
+    who = _who(k, plan)
+    validation, test = _where(plan, scores)
+    has_test = scores["test_smape"] is not None
+    judged = "test" if has_test else "validation"
+    dropped = len(scores["dropped_series"])
+    metric = plan.sweep.metric
+
+    def cell(value, metric_name):
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return f"{'-':>8}"
+        return f"{value:8.3f}" if metric_name == "mase" else f"{value:8.2f}"
+
+    header = "".join(f"{METRIC_LABELS[name]:>8}" for name in ("smape", "mase", "mape"))
+    lines = [
+        f"Answer: {who}, series by series, forecasting on from what the sweep saw",
+        *_left_out(scores, plan),
+        f"  {scores['series']} series{f' ({dropped} dropped as too short)' if dropped else ''}; validation: "
+        f"{validation} of each (chosen on them: optimistic)"
+        + (f"; test: {test} of each, which no trial saw" if has_test else ""),
+        f"  {'means over series':<38}{header}   answer better on (by {METRIC_LABELS[metric]})",
+    ]
+    for part in ("validation", "test") if has_test else ("validation",):
+        row = "".join(cell(scores[f"{part}_{name}"], name) for name in ("smape", "mase", "mape"))
+        lines.append(f"  {'answer, ' + part:<38}{row}")
+    lines += _describe_refit(scores)
+    if COMBINATION in scores:
+        row = "".join(cell(scores[COMBINATION][f"{judged}_{name}"], name) for name in ("smape", "mase", "mape"))
+        lines.append(f"  {'combination, ' + judged:<38}{row}")
+    for name, baseline in scores["baselines"].items():
+        if "unavailable" in baseline:
+            lines.append(f"  {name:<15} not run: {baseline['unavailable']}")
+            continue
+        row = "".join(
+            cell(baseline[f"{judged}_{metric_name}"], metric_name) for metric_name in ("smape", "mase", "mape")
+        )
+        share = baseline[f"{judged}_beaten_by_answer"][metric]
+        fell_back = f" ({len(baseline['fell_back'])} series by seasonal naive)" if baseline["fell_back"] else ""
+        lines.append(
+            f"  {name + ', ' + judged:<38}{row}   "
+            + (f"{100 * share:.0f} % of series" if share is not None else "-")
+            + fell_back
+        )
+    if COMBINATION in scores:
+        combined = scores[COMBINATION]
+        beats = [
+            f"{'the answer' if name == 'answer' else name} {100 * share[metric]:.0f} %"
+            for name, share in combined[f"{judged}_beats"].items()
+            if share[metric] is not None
+        ]
+        lines += [
+            f"  combination: the mean of the answer, {', '.join(COMBINED[:-1])} and {COMBINED[-1]}, point by point",
+            f"  combination better on (by {METRIC_LABELS[metric]}): {', '.join(beats)} of series",
+        ]
+    if not has_test:
+        lines.append("  no test window: give --horizon H to hold out every series' last H points and score on them")
+    return lines

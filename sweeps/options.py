@@ -1,0 +1,487 @@
+"""Every option of a sweep, declared once: its flag, type, default, help, group, whether `--resume` may change it, and
+where it goes (`DESTINATIONS`). From `SweepOptions`' fields come the command line (`build_parser`, `from_args`), what
+sweeps.plan.make_plan reads, the resume check (`changed_on_resume`, by the flag the user typed) and the record stored
+with the plan (`to_record`, `from_record`). Adding an option is one field here plus its use; an option that overrides a
+field of the registry entry (`sweep_field`) needs no use of its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from forecaster.metrics import METRICS
+from sweeps.registry import ANSWER_SCOPES
+from sweeps.schedulers import SCHEDULERS
+from sweeps.searches import SEARCHES
+from sweeps.space import Horizons, from_data, to_data
+
+
+class PlanError(ValueError):
+    """The sweep cannot run as asked; the message says what to change."""
+
+
+DESTINATIONS = {
+    "sweep": "what the sweep tries and how it spends its budget",
+    "data": "the data, how every series is cut and what ranks the trials",
+    "resources": "the hardware of every trial",
+    "answer": "how the answer is made and judged",
+    "run": "where and how the sweep runs: the cluster, the storage, faults",
+}
+"""Where an option goes: the `goes` of every declaration."""
+
+GROUPS = {
+    "budget": "budget and search (defaults: the sweep's own)",
+    "hardware": "hardware per trial (defaults: the sweep's own)",
+    "faults": "faults",
+    "cluster": "cluster and storage",
+    "data": "data (default: the sweep's dataset)",
+    "answer": "the answer (defaults: the sweep's own)",
+}
+"""The sections of `--help`, in order."""
+
+SMOKE_TEST = {"num_samples": 4, "max_epochs": 6, "scheduler_options": {"grace_period": 2, "reduction_factor": 2}}
+"""What --smoke-test sets, before the options given beside it."""
+
+
+def key_values(pairs: Sequence[str] | None, flag: str, example: str) -> dict[str, Any]:
+    """KEY=VALUE pairs of a repeatable option: numbers (and Python literals) become values, anything else stays
+    text."""
+    values: dict[str, Any] = {}
+    for pair in pairs or ():
+        key, sep, text = pair.partition("=")
+        if not sep or not key:
+            raise PlanError(f"{flag} {pair!r}: write KEY=VALUE, e.g. {example}")
+        try:
+            values[key.strip()] = ast.literal_eval(text.strip())
+        except (ValueError, SyntaxError):
+            values[key.strip()] = text.strip()
+    return values
+
+
+def parse_pins(pairs: Sequence[str] | None) -> dict[str, Any]:
+    """--set KEY=VALUE pairs: a length may be given in horizons (`--set input_chunk_length=3H`). The keys are checked by
+    the plan, as for pins given from Python."""
+    pins = key_values(pairs, "--set", "--set model=LSTM or --set lr=0.005")
+    for key, value in pins.items():
+        if isinstance(value, str) and re.fullmatch(r"\d+(\.\d+)?H", value):
+            pins[key] = Horizons(float(value[:-1]))
+    return pins
+
+
+def parse_scheduler_options(pairs: Sequence[str] | None) -> dict[str, Any]:
+    return key_values(pairs, "--scheduler-option", "--scheduler-option grace_period=30")
+
+
+def _option(
+    default: Any,
+    help: str,
+    *,
+    group: str,
+    goes: str,
+    flag: str | None = None,
+    resumable: bool = False,
+    sweep_field: bool = False,
+    parse: Callable[[Any], Any] | None = None,
+    factory: Callable[[], Any] | None = None,
+    **argparse_options: Any,
+) -> Any:
+    """A field of SweepOptions: `flag` defaults to the field's name with dashes (None for the positional `sweep`);
+    `parse` turns what argparse gives into the field's value; `sweep_field`: it replaces the registry entry's field of
+    the same name when given; `factory` makes a mutable default."""
+    assert group in GROUPS and goes in DESTINATIONS
+    metadata = {
+        "help": help,
+        "group": group,
+        "goes": goes,
+        "flag": flag,
+        "resumable": resumable,
+        "sweep_field": sweep_field,
+        "parse": parse,
+        "argparse": argparse_options,
+    }
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepOptions:
+    """What a sweep was asked to do: the command line's options, or the same given from Python. None (or empty): the
+    sweep's own value."""
+
+    sweep: str | None = _option(
+        None, "the sweep to run (--list shows them)", group="budget", goes="sweep", resumable=True, nargs="?"
+    )
+    num_samples: int | None = _option(None, "how many trials", group="budget", goes="sweep", sweep_field=True, type=int)
+    max_epochs: int | None = _option(
+        None,
+        "epochs per trial at most (the scheduler's max_t)",
+        group="budget",
+        goes="sweep",
+        sweep_field=True,
+        type=int,
+    )
+    scheduler: str | None = _option(
+        None,
+        "trial scheduler: asha stops weak trials early",
+        group="budget",
+        goes="sweep",
+        sweep_field=True,
+        choices=list(SCHEDULERS),
+    )
+    search: str | None = _option(
+        None,
+        "random search, or Optuna's TPE (pip install optuna)",
+        group="budget",
+        goes="sweep",
+        sweep_field=True,
+        choices=SEARCHES,
+    )
+    seed: int | None = _option(
+        None, "seed of the search: the same seed samples the same trials", group="budget", goes="sweep", type=int
+    )
+    pins: Mapping[str, Any] = _option(
+        None,
+        "pin a hyperparameter instead of searching it (repeatable), e.g. --set model=GRU; a length in horizons: "
+        "--set input_chunk_length=2H",
+        group="budget",
+        goes="sweep",
+        flag="--set",
+        parse=parse_pins,
+        factory=dict,
+        action="append",
+        metavar="KEY=VALUE",
+    )
+    scheduler_options: Mapping[str, Any] = _option(
+        None,
+        "a setting of the scheduler (repeatable): grace_period, reduction_factor (asha, hyperband, median), "
+        "perturbation_interval (pbt)",
+        group="budget",
+        goes="sweep",
+        flag="--scheduler-option",
+        parse=parse_scheduler_options,
+        factory=dict,
+        action="append",
+        metavar="KEY=VALUE",
+    )
+    smoke_test: bool = _option(
+        False,
+        f"a tiny budget ({SMOKE_TEST['num_samples']} trials, {SMOKE_TEST['max_epochs']} epochs) to check a setup",
+        group="budget",
+        goes="sweep",
+        action="store_true",
+    )
+    cpus_per_trial: float | None = _option(
+        None, "CPUs per trial (torch threads)", group="hardware", goes="resources", sweep_field=True, type=float
+    )
+    gpus_per_trial: float | None = _option(
+        None,
+        "GPUs per trial: 0.25 packs four trials on a card; 2 or more trains data-parallel",
+        group="hardware",
+        goes="resources",
+        sweep_field=True,
+        type=float,
+    )
+    tpu_chips_per_trial: float | None = _option(
+        None, "TPU chips per trial: 1, 2, 4 or 8", group="hardware", goes="resources", sweep_field=True, type=float
+    )
+    workers_per_trial: int = _option(
+        0,
+        "data-parallel workers (Ray Train, DDP); default: one per GPU when a trial has several",
+        group="hardware",
+        goes="resources",
+        type=int,
+    )
+    max_concurrent_trials: int | None = _option(
+        None, "run at most this many trials at once", group="hardware", goes="resources", type=int
+    )
+    train_on_cpu: bool = _option(
+        False,
+        "place each trial by its GPU or TPU request but train it on the CPU: for a local twin of a GPU or TPU cluster, "
+        "whose accelerators are logical resources (cluster/local-gpu.yaml, cluster/local-tpu.yaml)",
+        group="hardware",
+        goes="resources",
+        action="store_true",
+    )
+    max_failures: int = _option(
+        1,
+        "retries of a failed trial, each from its latest checkpoint (default %(default)s)",
+        group="faults",
+        goes="run",
+        type=int,
+    )
+    trial_timeout: float = _option(
+        600.0,
+        "kill and retry a trial that reports nothing for this long (default %(default)g)",
+        group="faults",
+        goes="run",
+        type=float,
+        metavar="SECONDS",
+    )
+    address: str | None = _option(
+        None,
+        "join a running Ray cluster ('auto': the one started here with `ray start`, or host:port); 'local': a new Ray "
+        "of the sweep's own. Default: RAY_ADDRESS inside a Ray job, else a new Ray of the sweep's own",
+        group="cluster",
+        goes="run",
+        resumable=True,
+    )
+    dashboard_host: str = _option(
+        "127.0.0.1",
+        "where a local Ray's dashboard listens (default %(default)s: this machine only)",
+        group="cluster",
+        goes="run",
+        resumable=True,
+    )
+    dashboard_port: int | None = _option(
+        None,
+        "the dashboard's port on a Ray of the sweep's own (default 8265, or the next free one when taken)",
+        group="cluster",
+        goes="run",
+        resumable=True,
+        type=int,
+    )
+    storage_path: str | None = _option(
+        None,
+        "where results go: a folder, s3://... or gs://... (default ./results)",
+        group="cluster",
+        goes="run",
+        resumable=True,
+    )
+    mlflow_uri: str | None = _option(
+        None,
+        "also log every trial as an MLflow run there (e.g. http://mlflow:5000 or sqlite:///mlflow.db; pip install "
+        "'.[mlflow]')",
+        group="cluster",
+        goes="run",
+    )
+    name: str | None = _option(
+        None,
+        "the sweep's folder name in the storage (default: SWEEP-date-time)",
+        group="cluster",
+        goes="run",
+        resumable=True,
+    )
+    resume: bool = _option(
+        False,
+        "continue a stopped sweep (--name, default the latest of this sweep): finished trials are kept, unfinished "
+        "ones continue from their checkpoints. It loads Ray Tune's own state (tuner.pkl, a pickle): resume only "
+        "from storage you trust",
+        group="cluster",
+        goes="run",
+        resumable=True,
+        action="store_true",
+    )
+    data: str | None = _option(
+        None,
+        "a CSV or Parquet file (one series, or a panel in long format: unique_id, ds, y), or a built-in dataset",
+        group="data",
+        goes="data",
+    )
+    id_column: str | None = _option(
+        None, "a panel's series id column (found by itself when named unique_id)", group="data", goes="data"
+    )
+    date_column: str | None = _option(
+        None, "the date (or time) column (found by itself when named ds, or with 2)", group="data", goes="data"
+    )
+    value_column: str | None = _option(
+        None, "the value column (found by itself when named y, or with 2 columns)", group="data", goes="data"
+    )
+    freq: str | None = _option(None, "pandas frequency of the dates (default: inferred)", group="data", goes="data")
+    season_length: int | None = _option(
+        None,
+        "points per season of a plain integer time index (12 for monthly data)",
+        group="data",
+        goes="data",
+        type=int,
+    )
+    horizon: int | None = _option(
+        None,
+        "points per series: each series' last H are its test window (no trial sees them) and the H before them its "
+        "validation part (default: the sweep's, or a benchmark panel's official hold-out; else give --split-after)",
+        group="data",
+        goes="data",
+        type=int,
+    )
+    split_after: str | None = _option(
+        None,
+        "without a horizon: the last date of every series' training part (default: the sweep's own on its own data)",
+        group="data",
+        goes="data",
+    )
+    test_after: str | None = _option(
+        None,
+        "without a horizon: hold out the points after this date: no trial sees them; the answer and the baselines are "
+        "scored on them after the sweep (default: no test window)",
+        group="data",
+        goes="data",
+    )
+    metric: str | None = _option(
+        None,
+        "what ranks the trials and stops weak ones: mape, smape or mase (default: the sweep's; on other data, mape for "
+        "one series and smape for a panel; mase where a value is below 0)",
+        group="data",
+        goes="data",
+        choices=METRICS,
+    )
+    drop_short_series: bool = _option(
+        False,
+        "leave out the series too short for some configuration of the space, instead of refusing the panel",
+        group="data",
+        goes="data",
+        action="store_true",
+    )
+    levels: tuple[float, ...] = _option(
+        (),
+        "prediction intervals at these levels (percent, e.g. 80 95) for the answer and every baseline, scored on the "
+        "test window: coverage, width and MSIS",
+        group="answer",
+        goes="answer",
+        parse=lambda levels: tuple(sorted(set(levels or ()))),  # in order, once each, as the plan keeps them
+        type=float,
+        nargs="+",
+        metavar="LEVEL",
+    )
+    answer_top_k: int | None = _option(
+        None,
+        "the sweep's answer is the mean forecast of the best models of the top K trials",
+        group="answer",
+        goes="answer",
+        sweep_field=True,
+        type=int,
+    )
+    answer_scope: str | None = _option(
+        None,
+        "what ranks the trials for the answer, as Tune's scope: all (each trial's best validation score over its "
+        "epochs) or last (its last epoch's)",
+        group="answer",
+        goes="answer",
+        sweep_field=True,
+        choices=ANSWER_SCOPES,
+    )
+    refit_answer: bool | None = _option(
+        None,
+        "train the answer's configurations again through the validation part before they forecast the test window",
+        group="answer",
+        goes="answer",
+        sweep_field=True,
+        action=argparse.BooleanOptionalAction,
+    )
+
+    def sweep_overrides(self) -> dict[str, Any]:
+        """The given options that replace the registry entry's fields of the same name."""
+        return {
+            field.name: getattr(self, field.name)
+            for field in dataclasses.fields(self)
+            if field.metadata["sweep_field"] and getattr(self, field.name) is not None
+        }
+
+
+def declared() -> tuple[dataclasses.Field, ...]:
+    return dataclasses.fields(SweepOptions)
+
+
+def flag_of(field: dataclasses.Field) -> str | None:
+    """The option's flag (None for the positional sweep name)."""
+    if field.name == "sweep":
+        return None
+    return field.metadata["flag"] or "--" + field.name.replace("_", "-")
+
+
+def default_of(field: dataclasses.Field) -> Any:
+    return field.default_factory() if field.default is dataclasses.MISSING else field.default
+
+
+def build_parser(**parser_options: Any) -> argparse.ArgumentParser:
+    """The command line of `python -m sweeps.run`, one argument per declared option, in its group."""
+    parser = argparse.ArgumentParser(**parser_options)
+    groups = {name: parser.add_argument_group(title) for name, title in GROUPS.items()}
+    for field in declared():
+        options = dict(field.metadata["argparse"])
+        flag = flag_of(field)
+        if flag is None:
+            parser.add_argument(field.name, help=field.metadata["help"], **options)
+            continue
+        default = None if field.metadata["parse"] else default_of(field)
+        groups[field.metadata["group"]].add_argument(
+            flag, dest=field.name, default=default, help=field.metadata["help"], **options
+        )
+    return parser
+
+
+def from_args(namespace: argparse.Namespace) -> SweepOptions:
+    """The options of a parsed command line (PlanError for a malformed KEY=VALUE)."""
+    values = {}
+    for field in declared():
+        value = getattr(namespace, field.name)
+        parse = field.metadata["parse"]
+        values[field.name] = parse(value) if parse else value
+    return SweepOptions(**values)
+
+
+def typed_flag(field: dataclasses.Field, arguments: Sequence[str]) -> str:
+    """The flag of the option as the user typed it (--no-refit-answer, an abbreviation), else its own."""
+    flag = flag_of(field) or field.name
+    negated = field.metadata["argparse"].get("action") is argparse.BooleanOptionalAction
+    spellings = [flag, "--no-" + flag[2:]] if negated else [flag]
+    for argument in arguments:
+        typed = argument.split("=", 1)[0]
+        if typed.startswith("--") and any(spelling.startswith(typed) for spelling in spellings):
+            return next(spelling for spelling in spellings if spelling.startswith(typed))
+    return flag
+
+
+def changed_on_resume(stored: SweepOptions, asked: SweepOptions, arguments: Sequence[str]) -> list[str]:
+    """The flags of the options a resumed sweep was given with another value than it was planned with (an option left
+    at its default keeps the stored value); only the options marked `resumable` may change."""
+    return [
+        typed_flag(field, arguments)
+        for field in declared()
+        if not field.metadata["resumable"]
+        and getattr(asked, field.name) != default_of(field)
+        and getattr(asked, field.name) != getattr(stored, field.name)
+    ]
+
+
+def resumed(stored: SweepOptions, asked: SweepOptions) -> SweepOptions:
+    """The stored options with the resumable ones as asked now: where the sweep is stored and where it runs."""
+    return dataclasses.replace(
+        stored, **{field.name: getattr(asked, field.name) for field in declared() if field.metadata["resumable"]}
+    )
+
+
+def to_record(options: SweepOptions) -> dict[str, dict[str, Any]]:
+    """JSON-ready: every option by its field name, under where it goes (DESTINATIONS); pins as space values
+    (sweeps.space.to_data)."""
+    record: dict[str, dict[str, Any]] = {goes: {} for goes in DESTINATIONS}
+    for field in declared():
+        value = getattr(options, field.name)
+        if field.name == "pins":
+            value = {key: to_data(pin) for key, pin in value.items()}
+        elif isinstance(value, tuple):
+            value = list(value)
+        record[field.metadata["goes"]][field.name] = value
+    return record
+
+
+def from_record(record: Mapping[str, Mapping[str, Any]]) -> SweepOptions:
+    """The options of `to_record`'s record; an option this version does not know is refused, one it lacks takes its
+    default."""
+    known = {field.name: field for field in declared()}
+    given = {name: value for options in record.values() for name, value in options.items()}
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        raise PlanError(f"the stored plan has options this version does not know: {', '.join(unknown)}")
+    values = {}
+    for name, value in given.items():
+        if name == "pins":
+            value = {key: from_data(pin) for key, pin in value.items()}
+        elif isinstance(default_of(known[name]), tuple):
+            value = tuple(value)
+        values[name] = value
+    return SweepOptions(**values)
