@@ -103,7 +103,8 @@ class FitParts:
         def part(panel: Panel | None) -> Panel | None:
             return None if panel is None else dataclasses.replace(panel.take(keep), dropped=ids)
 
-        untrained = tuple(series for series in self.untrained if series not in set(dropped))
+        gone = set(ids)
+        untrained = tuple(series for series in self.untrained if series not in gone)
         return dataclasses.replace(
             self,
             train=part(self.train),

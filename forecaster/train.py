@@ -353,6 +353,10 @@ def fit(
     """
     config = config if isinstance(config, ForecasterConfig) else ForecasterConfig.from_dict(config)
     if isinstance(data, FitParts):
+        cutting = {"split_after": split_after, "val_size": val_size, "test_size": test_size, "metric": metric}
+        given = [name for name, value in cutting.items() if value] + (["drop_short"] if drop_short else [])
+        if given:  # the parts say how they were cut, and were checked as they are
+            raise ValueError(f"{', '.join(given)}: the parts given are cut and checked already; give a panel instead")
         parts = data
     else:
         if data is None and split_after is None and val_size is None:

@@ -265,3 +265,13 @@ def test_a_fit_through_every_seen_point_trains_on_all_but_each_series_last_and_f
     again_ids, again, _ = fit_through(config, 2, load_panel(frame), 6, threads=1)
     assert again_ids.tolist() == ["s0", "s1"] and np.isfinite(again).all()
     assert not np.allclose(again[:, 0], forecast[:, 0]) and np.array_equal(again[:, 1], forecast[:, 1])
+
+
+def test_parts_already_cut_are_fit_as_they_are_and_not_cut_again():
+    from forecaster.parts import Cut, cut_parts
+
+    parts = cut_parts(load_panel("air_passengers"), Cut(split_after=AIR_PASSENGERS_SPLIT_AFTER))
+    result = fit(SHORT.replace(n_epochs=1), parts)
+    assert result.parts is parts and len(result.forecast) == len(parts.val.values)
+    with pytest.raises(ValueError, match="val_size: the parts given are cut and checked already"):
+        fit(SHORT, parts, val_size=6)
