@@ -239,12 +239,23 @@ class RNNNet(nn.Module):
         forecasts = self.forecast_columns(history, int(part.lengths.max()))
         return forecasts[part.positions, np.repeat(np.arange(len(part)), part.lengths)]
 
-    def forecast_columns(self, panel: Panel, steps: int) -> np.ndarray:
-        """(steps, S): `steps` points after the end of every series of `panel`, in original units."""
-        rows = self._scaler_rows(panel)
-        if self.time_origins is not None and not panel.dated:  # the season count of training, whatever the start
-            panel = dataclasses.replace(panel, origins=self.time_origins[rows])
-        needed = (1 if self.direct else self.config.input_chunk_length) + self.transform.lag  # direct: pads the rest
+    @property
+    def points_read(self) -> int:
+        """How many of a series' last points a forecast reads: the recurrent shape's input chunk (and the differences'
+        lag); the direct shape pads a shorter history, and needs one point past the lag."""
+        return (1 if self.direct else self.config.input_chunk_length) + self.transform.lag
+
+    def forecast_columns(self, panel: Panel, steps: int, transform: TargetTransform | None = None) -> np.ndarray:
+        """(steps, S): `steps` points after the end of every series of `panel`, in original units. `transform`: one
+        row per series of `panel`, in its order (a global model forecasting series it never trained on, their scalers
+        fit on their own history: forecaster.answer_model), with `panel.origins` then the caller's to set on a plain
+        time index; default: the net's own rows, found by id, and the origins it trained with."""
+        rows = None
+        if transform is None:
+            rows, transform = self._scaler_rows(panel), self.transform
+            if self.time_origins is not None and not panel.dated:  # the season count of training, whatever the start
+                panel = dataclasses.replace(panel, origins=self.time_origins[rows])
+        needed = self.points_read
         if panel.lengths.min() < needed:
             short = panel.ids[panel.lengths < needed]
             raise ValueError(
@@ -253,7 +264,7 @@ class RNNNet(nn.Module):
                 + f"; the model reads the last {needed}"
             )
         inputs = forecast_inputs(
-            self.transform,
+            transform,
             panel,
             panel.offsets[1:] - 1,
             self.config.input_chunk_length,
@@ -268,7 +279,7 @@ class RNNNet(nn.Module):
             with self.averaged_weights():
                 device = self.rnn.weight_hh_l0.device
                 scaled = self.forecast_scaled(inputs.context.to(device), steps, _to(inputs.future, device))
-            return self.transform.from_model(scaled.double().cpu(), inputs).numpy()
+            return transform.from_model(scaled.double().cpu(), inputs).numpy()
         finally:
             self.train(was_training)
 

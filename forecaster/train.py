@@ -35,6 +35,7 @@ from forecaster.config import ForecasterConfig
 from forecaster.data import AIR_PASSENGERS_SPLIT_AFTER, as_panel, load_panel, naming
 from forecaster.metrics import METRICS, mase_scales
 from forecaster.model import EpochBatch, RNNForecaster
+from forecaster.net import RNNNet
 from forecaster.panel import Panel
 from forecaster.parts import FitParts, fit_parts
 from forecaster.transforms import ForecastInputs, TargetTransform, TrainingWindows, forecast_inputs
@@ -423,21 +424,20 @@ def fit(
     )
 
 
-def fit_through(
-    config: ForecasterConfig, epochs: int, seen: Panel, steps: int, **fit_options: Any
-) -> tuple[np.ndarray, np.ndarray, str]:
+def fit_through(config: ForecasterConfig, epochs: int, seen: Panel, **fit_options: Any) -> tuple[RNNNet, str]:
     """Train `config` for `epochs` (a trial's best epoch count) on every point of `seen` but each series' last, which
-    the training loop validates on and the forecast reads, and forecast `steps` points after each series' end: a sweep's
-    configuration refit through its validation part (neuralforecast's `refit_with_val`), so that what it forecasts
-    follows right after what it learnt. Returns the ids of the series it kept (those long enough for a training window,
-    or in a panel for the recurrent shape's input chunk), their (steps, S) forecast, in original units, and where it
-    trained (`FitResult.trained_on`: on a GPU fraction, "cuda:0")."""
+    the training loop validates on and a forecast reads: a sweep's configuration refit through its validation part
+    (neuralforecast's `refit_with_val`), or through every point for the future, so that what it forecasts follows right
+    after what it learnt. Returns the plain net (forecaster.net.RNNNet, on the CPU: a driver that forecasts with it
+    needs no Lightning), which knows the series it kept (those long enough for a training window, or in a panel for the
+    recurrent shape's input chunk), and where it trained (`FitResult.trained_on`: on a GPU fraction, "cuda:0")."""
     quiet_lightning()  # in a sweep's Ray task, as in a trial: no banner per fit
     config = config.replace(n_epochs=epochs, val_origins=1)
     # The one validation point ranks nothing: sMAPE, defined on any value (MAPE is not at 0, MASE on a flat series).
     result = fit(config, seen, val_size=1, metric="smape", drop_short=True, **fit_options)
-    kept = seen.take(np.isin(seen.ids, result.parts.seen.ids))
-    return kept.ids, result.model.forecast_columns(kept, steps), result.trained_on
+    net = RNNNet(**result.model.hyperparameters)
+    net.load_state_dict({name: tensor.cpu() for name, tensor in result.model.state_dict().items()})
+    return net.eval(), result.trained_on
 
 
 def validation_forecast(model: RNNForecaster, parts: FitParts) -> pd.DataFrame:

@@ -258,12 +258,16 @@ def test_a_fit_through_every_seen_point_trains_on_all_but_each_series_last_and_f
 
     frame = monthly_panel_frame(lengths=(40, 52, 6))  # s2: 5 points to read before its last, of 6
     config = ForecasterConfig(hidden_dim=8, input_chunk_length=6, training_length=10, batch_size=32)
-    ids, forecast, trained_on = fit_through(config, 2, load_panel(frame), 6, threads=1)
-    assert ids.tolist() == ["s0", "s1"] and forecast.shape == (6, 2) and np.isfinite(forecast).all()
-    assert trained_on == "cpu"
+    panel = load_panel(frame)
+    net, trained_on = fit_through(config, 2, panel, threads=1)
+    kept = panel.take(panel.ids != "s2")
+    forecast = net.forecast_columns(kept, 6)
+    assert net.series_ids == ["s0", "s1"] and forecast.shape == (6, 2) and np.isfinite(forecast).all()
+    assert trained_on == "cpu" and "lightning" not in type(net).__module__
     frame.loc[frame.index[frame.unique_id == "s0"][-1], "y"] = 0.0
-    again_ids, again, _ = fit_through(config, 2, load_panel(frame), 6, threads=1)
-    assert again_ids.tolist() == ["s0", "s1"] and np.isfinite(again).all()
+    again_net, _ = fit_through(config, 2, load_panel(frame), threads=1)
+    again = again_net.forecast_columns(load_panel(frame).take(panel.ids != "s2"), 6)
+    assert again_net.series_ids == ["s0", "s1"] and np.isfinite(again).all()
     assert not np.allclose(again[:, 0], forecast[:, 0]) and np.array_equal(again[:, 1], forecast[:, 1])
 
 

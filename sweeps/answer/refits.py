@@ -61,7 +61,10 @@ def refit_through_validation(plan: SweepPlan, members: Sequence[Member], as_trai
     started = time.perf_counter()
     seen, test = plan.parts.seen, plan.parts.test
     steps = int(test.lengths.max())
-    found = fits_on_ray(plan, fit_through, members, seen, steps)
+    found = []
+    for net, trained_on in fits_on_ray(plan, fit_through, members, seen):
+        kept = seen.take(np.isin(seen.ids, net.series_ids))
+        found.append((kept.ids, net.forecast_columns(kept, steps), trained_on))
     columns = np.repeat(np.arange(len(test)), test.lengths)
     grid = np.full((steps, len(test)), np.nan)
     grid[test.positions, columns] = as_trained
