@@ -1,0 +1,481 @@
+"""`AnswerModel`: a sweep's answer as one model a user keeps, loads and forecasts with again next month.
+
+It holds the answer's members (each a trained `RNNNet`: its configuration, its weights, and what its transforms learnt
+per series: scalers, seasonal indices and shifts, which series it logs), the interval calibration (the scaled errors
+of forecasts made as the answer makes them, on points that ranked no trial: forecaster.intervals), and the data's
+description (its columns, frequency, season, horizon and the series it trained on).
+
+    model = AnswerModel.load("results/panel-20261128-101500/model")
+    future = model.forecast(newer_frame, h=12, levels=[80, 95])   # unique_id, ds, answer, answer-lo-95, ...
+
+Saved as two files, neither a pickle: `model.json` (configurations, description, calibration settings, library
+versions) and `tensors.pt` (every weight and per-series array, read with torch.load(weights_only=True) onto the CPU,
+wherever it trained). Neither loading nor forecasting imports Ray or Lightning.
+
+A global model forecasts series it never trained on: each member fits its transforms on such a series' own history
+(its scaler on every point given, its seasonal indices, whether to log it), as training fit them on each training
+series, and reads it as it reads the others. Series it trained on keep what it learnt of them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+import platform
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from forecaster.data import SeriesError, load_panel
+from forecaster.intervals import bands, check_levels, conformal_quantiles, interval_scales, level_name
+from forecaster.net import RNNNet
+from forecaster.panel import Panel
+from forecaster.transforms import MinMaxScaler, TargetTransform
+
+MODEL_FILE = "model.json"
+TENSORS_FILE = "tensors.pt"
+FORMAT = 1
+"""The layout of the two files; a later layout says what it cannot read."""
+ANSWER = "answer"
+"""The forecast's column, as statsforecast names a model's: answer, answer-lo-80, answer-hi-80."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """What the answer's intervals are made of (forecaster.intervals): per step ahead, the absolute errors of
+    calibration forecasts divided by their series' scale, and each trained series' error on its validation part
+    (one of the three parts of a series' scale, `interval_scales`; a series the model never saw goes without)."""
+
+    errors: np.ndarray
+    """(horizon, n) scaled errors; NaN where a forecast had no point."""
+    validation_error: np.ndarray
+    """(S,) in the order of the model's series."""
+    levels: tuple[float, ...]
+    """The levels a forecast gives unless asked for others."""
+    method: str = ""
+
+    @property
+    def horizon(self) -> int:
+        return self.errors.shape[0]
+
+
+@dataclasses.dataclass(frozen=True)
+class SavedMember:
+    net: RNNNet
+    trial_id: str = ""
+    epochs: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class AnswerModel:
+    members: list[SavedMember]
+    data: dict[str, Any]
+    """freq (None: a plain integer time index), season, horizon, series (the ids it trained on, in order), source,
+    columns (id, date and value columns of the file it trained on, where they were named)."""
+    calibration: Calibration | None = None
+    """None where the sweep calibrated no intervals (no --levels): the model then forecasts points only."""
+    versions: dict[str, str] = dataclasses.field(default_factory=dict)
+    trained_on: list[str] = dataclasses.field(default_factory=list)
+
+    # --- what it knows ------------------------------------------------------------------------------------------
+    @property
+    def horizon(self) -> int:
+        return int(self.data["horizon"])
+
+    def new_series(self, panel: Panel) -> list[str]:
+        """The ids of `panel` the model never trained on."""
+        return [str(series_id) for series_id in panel.ids[known_rows(self.data["series"], panel) < 0]]
+
+    # --- forecasting --------------------------------------------------------------------------------------------
+    def read(
+        self, data: Panel | pd.DataFrame | str | os.PathLike, columns: Mapping[str, str | None] | None = None
+    ) -> Panel:
+        """`data` as a checked panel, read as the sweep read its data: the same columns (or `columns`, {"id": ...,
+        "date": ..., "value": ...}, where this file names them otherwise), and on a plain integer time index the same
+        season; SeriesError where its time is not the model's kind or frequency."""
+        if isinstance(data, Panel):
+            panel = data
+        else:
+            named = {**(self.data.get("columns") or {}), **{k: v for k, v in (columns or {}).items() if v}}
+            source = data.reset_index(drop=True) if isinstance(data, pd.DataFrame) else data
+            read = lambda season: load_panel(  # noqa: E731
+                source, named.get("id"), named.get("date"), named.get("value"), season_length=season
+            )
+            try:
+                panel = read(None if self.data["freq"] else self.data["season"])
+            except SeriesError as error:
+                if not self.data["freq"]:
+                    raise
+                panel = _first_that_reads(  # a frequency the sweep was told, or integers where the model has dates
+                    error,
+                    lambda: load_panel(
+                        source, named.get("id"), named.get("date"), named.get("value"), freq=self.data["freq"]
+                    ),
+                    lambda: read(self.data["season"]),
+                )
+        self._check_time(panel)
+        if panel.season != self.data["season"]:
+            raise SeriesError(
+                f"{panel.label}: its season is {panel.season} points; the model was trained on a season of "
+                f"{self.data['season']}"
+            )
+        return panel
+
+    def forecast(
+        self,
+        data: Panel | pd.DataFrame | str | os.PathLike,
+        h: int | None = None,
+        levels: Sequence[float] | None = None,
+    ) -> pd.DataFrame:
+        """`h` points (default: the sweep's horizon) after the end of every series of `data` (a long table
+        unique_id, ds, y, a file of one, or a Panel), with the bounds at `levels` (default: the sweep's): a long
+        table unique_id, ds, answer, answer-lo-95, answer-lo-80, answer-hi-80, answer-hi-95, as statsforecast
+        names its columns. SeriesError (a ValueError) says what in the data, or in the request, it cannot forecast."""
+        panel = self.read(data)
+        h = self.horizon if h is None else int(h)
+        if h < 1:
+            raise ValueError(f"h={h}: forecast at least 1 point")
+        levels = self._levels(levels, h)
+        forecast = self.forecast_columns(panel, h)
+        table = pd.DataFrame({"unique_id": np.repeat(panel.ids, h), "ds": panel.future_times(h).reshape(-1)})
+        table[ANSWER] = forecast.T.reshape(-1)
+        for level, (lower, upper) in self.bounds(panel, forecast, levels).items():
+            table[f"{ANSWER}-lo-{level_name(level)}"] = lower.T.reshape(-1)
+            table[f"{ANSWER}-hi-{level_name(level)}"] = upper.T.reshape(-1)
+        ordered = [f"{ANSWER}-lo-{level_name(level)}" for level in sorted(levels, reverse=True)]
+        ordered += [f"{ANSWER}-hi-{level_name(level)}" for level in sorted(levels)]
+        return table[["unique_id", "ds", ANSWER, *ordered]]
+
+    def forecast_columns(self, panel: Panel, steps: int) -> np.ndarray:
+        """(steps, S): the members' mean forecast after the end of every series of `panel`, in original units; a
+        series is forecast by every member that can read it (one it never trained on, with transforms fit on its own
+        history), SeriesError naming those no member can."""
+        totals, counts = np.zeros((steps, len(panel))), np.zeros(len(panel), dtype=np.int64)
+        fitted: dict[tuple, TargetTransform] = {}
+        for member in self.members:
+            net = member.net
+            readable = panel.lengths >= net.points_read
+            if not readable.any():
+                continue
+            some = panel if readable.all() else panel.take(readable)
+            new = known_rows(net.series_ids or [], some) < 0
+            some, transform = self._transform_for(net, some, fitted)
+            self._check_values(net, some, transform, new)
+            with np.errstate(divide="ignore", invalid="ignore"):  # logs of points the forecast does not read
+                totals[:, readable] += net.forecast_columns(some, steps, transform)
+            counts[readable] += 1
+        if not counts.all():
+            short = panel.ids[counts == 0]
+            needed = min(member.net.points_read for member in self.members)
+            raise SeriesError(
+                f"{panel.label}: series {panel.id_list(short)} "
+                f"{'has' if len(short) == 1 else 'have'} {int(panel.lengths[counts == 0].min())} point(s); the model "
+                f"reads at least the last {needed} of a series: give more of its history, or leave it out"
+            )
+        return totals / counts
+
+    def bounds(
+        self, panel: Panel, forecast: np.ndarray, levels: Sequence[float]
+    ) -> dict[float, tuple[np.ndarray, np.ndarray]]:
+        """{level: (lower, upper)}, each (steps, S), around `forecast` (steps, S) of `panel`'s series: each step's
+        conformal quantile of the calibration's scaled errors times each series' scale, over its history given here;
+        a lower bound no lower than 0 for a series never below 0."""
+        if not levels:
+            return {}
+        calibration = self.calibration
+        quantiles = conformal_quantiles(calibration.errors, levels)
+        rows = known_rows(self.data["series"], panel)
+        missed = np.where(rows >= 0, calibration.validation_error[np.maximum(rows, 0)], np.nan)
+        lowest = np.minimum.reduceat(panel.values, panel.offsets[:-1])
+        scale = interval_scales(panel, calibration.horizon, missed)
+        return bands(forecast, scale, quantiles, floor=np.where(lowest >= 0, 0.0, -np.inf))
+
+    def _levels(self, levels: Sequence[float] | None, h: int) -> tuple[float, ...]:
+        if levels is None:
+            return self.calibration.levels if self.calibration is not None and h <= self.calibration.horizon else ()
+        levels = check_levels(levels)
+        if not levels:
+            return ()
+        if self.calibration is None:
+            raise SeriesError(
+                "this model holds no interval calibration (its sweep ran without --levels): forecast without levels, "
+                "or run the sweep again with --levels 80 95"
+            )
+        if h > self.calibration.horizon:
+            raise SeriesError(
+                f"the intervals were calibrated on {self.calibration.horizon} steps ahead and {h} are asked for: "
+                f"forecast at most {self.calibration.horizon} steps with levels, or {h} without levels"
+            )
+        quantiles = conformal_quantiles(self.calibration.errors, levels)
+        unbounded = [level for level, half in quantiles.items() if not np.isfinite(half).all()]
+        if unbounded:
+            count = int(np.isfinite(self.calibration.errors).sum(axis=1).min())
+            raise SeriesError(
+                f"level {', '.join(level_name(level) for level in unbounded)} needs more calibration errors than the "
+                f"{count} per step this model holds: ask for lower levels (e.g. 80 90)"
+            )
+        return levels
+
+    def _check_time(self, panel: Panel) -> None:
+        freq = self.data["freq"]
+        if freq is None and panel.dated:
+            raise SeriesError(
+                f"{panel.label}: its time column holds dates ({panel.freq!r}); the model was trained on a plain "
+                "integer time index: give the times as the integers it continues"
+            )
+        if freq is not None and not panel.dated:
+            raise SeriesError(
+                f"{panel.label}: its time column holds integers; the model was trained on dates of frequency {freq!r}"
+            )
+        if freq is not None and pd.tseries.frequencies.to_offset(panel.freq) != pd.tseries.frequencies.to_offset(freq):
+            raise SeriesError(
+                f"{panel.label}: its dates have frequency {panel.freq!r}; the model was trained on {freq!r} data: "
+                f"resample it to {freq!r}"
+            )
+
+    def _transform_for(
+        self, net: RNNNet, panel: Panel, fitted: dict[tuple, TargetTransform]
+    ) -> tuple[Panel, TargetTransform]:
+        """`panel` (with, on a plain time index, each series' place in the season as training counted it) and the
+        net's transform for each of its series, in order: what the net learnt of a series it trained on, and for one
+        it never saw, transforms fit on that series' own history (`fitted` keeps those of a panel across members of
+        one kind)."""
+        rows = known_rows(net.series_ids or [], panel)
+        new = rows < 0
+        own = net.transform
+        if not new.any():
+            if net.time_origins is not None and not panel.dated:
+                panel = dataclasses.replace(panel, origins=net.time_origins[rows])
+            return panel, _rows_of(own, rows)
+        config = net.config
+        key = (config.target_transform, config.deseasonalise, config.window_norm, tuple(panel.ids[new]))
+        if key not in fitted:
+            fitted[key] = TargetTransform.fit(config, panel.take(new))
+        fresh = fitted[key]
+        merged = _merged(own, rows, fresh, new)
+        if net.time_origins is not None and not panel.dated:
+            origins = np.array(panel.first_times() if panel.origins is None else panel.origins, dtype=np.int64)
+            origins[~new] = net.time_origins[rows[~new]]
+            panel = dataclasses.replace(panel, origins=origins)
+        return panel, merged
+
+    def _check_values(self, net: RNNNet, panel: Panel, transform: TargetTransform, new: np.ndarray) -> None:
+        """A member that logs a series cannot read a value at or below 0 of it (the points its context reads; every
+        point of a series it never saw, on which its scaler is fit): SeriesError naming the point."""
+        logged = np.ones(len(panel), dtype=bool) if transform.log else transform.logged
+        if logged is None or not logged.any():
+            return
+        context = net.config.input_chunk_length + transform.lag
+        first_read = np.where(new, 0, panel.lengths - context)
+        read = panel.positions >= np.repeat(first_read, panel.lengths)
+        bad = np.flatnonzero(read & np.repeat(logged, panel.lengths) & (panel.values <= 0))
+        if len(bad):
+            row = int(bad[0])
+            raise SeriesError(
+                f"{panel.label}: {panel.where(row) or 'a point'}: value {panel.values[row]:g} at "
+                f"{panel.describe_time(panel.times[row])}, and a member of the model ({net.config.target_transform}) "
+                "takes the log of that series, which is undefined at or below 0: check the value, or forecast the "
+                "series with a model that does not log it"
+            )
+
+    # --- saving -------------------------------------------------------------------------------------------------
+    def to_files(self) -> dict[str, bytes]:
+        """{file name: bytes}: model.json and tensors.pt."""
+        tensors: dict[str, torch.Tensor] = {}
+        members = []
+        series = {series_id: row for row, series_id in enumerate(self.data["series"])}
+        for index, member in enumerate(self.members):
+            net, prefix = member.net, f"members.{index}."
+            hyperparameters = net.hyperparameters
+            for name, tensor in net.state_dict().items():
+                tensors[f"{prefix}state.{name}"] = tensor.detach().cpu().contiguous()
+            arrays = {
+                name: np.asarray(hyperparameters[name]) for name in PER_SERIES if hyperparameters.get(name) is not None
+            }
+            for name, array in arrays.items():
+                tensors[prefix + name] = torch.as_tensor(array)
+            ids = hyperparameters["series_ids"] or []
+            tensors[prefix + "series_rows"] = torch.as_tensor([series[i] for i in ids], dtype=torch.int64)
+            members.append(
+                {
+                    "trial_id": member.trial_id,
+                    "epochs": member.epochs,
+                    "config": hyperparameters["config"],
+                    "season": hyperparameters["season"],
+                    "per_series": sorted(arrays),
+                }
+            )
+        calibration = None
+        if self.calibration is not None:
+            tensors["calibration.errors"] = torch.as_tensor(self.calibration.errors, dtype=torch.float64)
+            tensors["calibration.validation_error"] = torch.as_tensor(
+                self.calibration.validation_error, dtype=torch.float64
+            )
+            calibration = {"levels": list(self.calibration.levels), "method": self.calibration.method}
+        record = {
+            "format": FORMAT,
+            "kind": "the answer of a sweep: the mean forecast of its members",
+            "data": self.data,
+            "members": members,
+            "calibration": calibration,
+            "trained_on": self.trained_on,
+            "versions": self.versions or library_versions(),
+        }
+        buffer = io.BytesIO()
+        torch.save(tensors, buffer)
+        # In the order they are written: the description last, so that a folder whose writing stopped half way holds
+        # no model.json that its tensors do not match.
+        return {TENSORS_FILE: buffer.getvalue(), MODEL_FILE: json.dumps(record, indent=1).encode()}
+
+    @classmethod
+    def from_files(cls, read: Callable[[str], bytes], where: str = "the model") -> AnswerModel:
+        """The model from its two files, `read(name)` giving each one's bytes."""
+        record = json.loads(read(MODEL_FILE))
+        if record.get("format") != FORMAT:
+            raise ValueError(
+                f"{where}: saved in format {record.get('format')!r}; this version reads format {FORMAT}: load it "
+                "with the version that saved it (its model.json says which)"
+            )
+        tensors = torch.load(io.BytesIO(read(TENSORS_FILE)), map_location="cpu", weights_only=True)
+        series = np.array(record["data"]["series"], dtype=object)
+        members = []
+        for index, saved in enumerate(record["members"]):
+            prefix = f"members.{index}."
+            arrays = {name: tensors[prefix + name].numpy() for name in saved["per_series"]}
+            net = RNNNet(
+                saved["config"],
+                season=saved["season"],
+                series_ids=series[tensors[prefix + "series_rows"].numpy()].tolist(),
+                **arrays,
+            )
+            state = {name[len(prefix) + 6 :]: t for name, t in tensors.items() if name.startswith(prefix + "state.")}
+            net.load_state_dict(state)
+            members.append(SavedMember(net.eval(), saved.get("trial_id", ""), int(saved.get("epochs", 0))))
+        calibration = None
+        if record.get("calibration") is not None:
+            calibration = Calibration(
+                errors=tensors["calibration.errors"].numpy(),
+                validation_error=tensors["calibration.validation_error"].numpy(),
+                levels=tuple(float(level) for level in record["calibration"]["levels"]),
+                method=record["calibration"].get("method", ""),
+            )
+        return cls(members, record["data"], calibration, record.get("versions", {}), record.get("trained_on", []))
+
+    def save(self, path: str | os.PathLike) -> str:
+        """Write the model to the folder `path` (local, or s3:// / gs:// through pyarrow); returns it."""
+        filesystem, root = _filesystem(path)
+        filesystem.create_dir(root, recursive=True)
+        for name, content in self.to_files().items():
+            with filesystem.open_output_stream(f"{root}/{name}") as stream:
+                stream.write(content)
+        return os.fspath(path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> AnswerModel:
+        """The model saved in the folder `path` (a sweep's results folder, or its `model` folder), on the CPU."""
+        filesystem, root = _filesystem(path)
+        import pyarrow.fs
+
+        if filesystem.get_file_info(f"{root}/{MODEL_FILE}").type == pyarrow.fs.FileType.NotFound:
+            root = f"{root}/model"
+
+        def read(name: str) -> bytes:
+            with filesystem.open_input_stream(f"{root}/{name}") as stream:
+                return stream.read()
+
+        try:
+            return cls.from_files(read, os.fspath(path))
+        except FileNotFoundError:
+            raise FileNotFoundError(
+                f"{os.fspath(path)}: holds no saved model ({MODEL_FILE} and {TENSORS_FILE}, or a model folder with "
+                "them); a sweep saves one at its end unless run with --no-future"
+            ) from None
+
+
+def known_rows(series: Sequence[str], panel: Panel) -> np.ndarray:
+    """(S,) each series of `panel`'s row among `series` (what a model trained on), -1 for one it never saw; a model of
+    one series takes any one series as its own (a file of one series is named after the file)."""
+    if len(series) == 1 and len(panel) == 1:
+        return np.zeros(1, dtype=np.int64)
+    known = {series_id: row for row, series_id in enumerate(series)}
+    return np.array([known.get(series_id, -1) for series_id in panel.ids], dtype=np.int64)
+
+
+def _first_that_reads(error: SeriesError, *readers: Callable[[], Panel]) -> Panel:
+    """The first reader's panel that reads without a SeriesError; else `error`, the first attempt's."""
+    for reader in readers:
+        try:
+            return reader()
+        except SeriesError:
+            continue
+    raise error
+
+
+PER_SERIES = ("scaler_minimum", "scaler_scale", "time_origins", "seasonal_indices", "logged_series", "seasonal_shifts")
+"""What a member's transforms learnt of each series it trained on (RNNNet's per-series arguments)."""
+
+
+def library_versions() -> dict[str, str]:
+    from importlib import metadata
+
+    found = {"python": platform.python_version()}
+    for name in ("torch", "numpy", "pandas", "rnn-sweeps"):
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def _filesystem(path: str | os.PathLike):
+    import pyarrow.fs
+
+    name = os.fspath(path)
+    if "://" not in name:
+        return pyarrow.fs.LocalFileSystem(), os.path.abspath(name).rstrip("/")
+    filesystem, root = pyarrow.fs.FileSystem.from_uri(name)
+    return filesystem, root.rstrip("/")
+
+
+def _rows_of(transform: TargetTransform, rows: np.ndarray) -> TargetTransform:
+    """The transform of the series at `rows`, in that order."""
+    pick = lambda array: None if array is None else array[rows]  # noqa: E731
+    return dataclasses.replace(
+        transform,
+        scaler=MinMaxScaler(transform.scaler.minimum[rows], transform.scaler.scale[rows]),
+        seasonal=pick(transform.seasonal),
+        logged=pick(transform.logged),
+        shifts=pick(transform.shifts),
+    )
+
+
+def _merged(own: TargetTransform, rows: np.ndarray, fresh: TargetTransform, new: np.ndarray) -> TargetTransform:
+    """One row per series: `own`'s rows where `new` is false (at `rows`), `fresh`'s (fit on the new series, in
+    order) where it is true."""
+
+    def merge(mine: np.ndarray | None, theirs: np.ndarray | None, empty: float) -> np.ndarray | None:
+        if mine is None and theirs is None:
+            return None
+        shape = (mine if mine is not None else theirs).shape[1:]
+        dtype = (mine if mine is not None else theirs).dtype
+        merged = np.full((len(rows), *shape), empty, dtype=dtype)
+        if mine is not None:
+            merged[~new] = mine[rows[~new]]
+        if theirs is not None:
+            merged[new] = theirs
+        return merged
+
+    return dataclasses.replace(
+        own,
+        scaler=MinMaxScaler(
+            merge(own.scaler.minimum, fresh.scaler.minimum, 0.0), merge(own.scaler.scale, fresh.scaler.scale, 1.0)
+        ),
+        seasonal=merge(own.seasonal, fresh.seasonal, 1.0),
+        logged=merge(own.logged, fresh.logged, False),
+        shifts=merge(own.shifts, fresh.shifts, 0.0),
+    )

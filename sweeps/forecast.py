@@ -1,0 +1,112 @@
+"""`python -m sweeps.forecast RESULTS_DIR --data NEWER.csv`: forecast with the answer a sweep saved, without training
+and without Ray.
+
+The sweep saved its answer as one model in RESULTS_DIR/model (forecaster.answer_model). This reads a newer file of the
+same data (the same series a month later, or series the model never saw: a global model forecasts them from their own
+history), checks it as a sweep checks its data, and writes the forecast after each series' end: unique_id, ds,
+answer, answer-lo-95, answer-lo-80, answer-hi-80, answer-hi-95.
+
+Examples:
+  python -m sweeps.forecast results/panel-20261128-101500 --data stores-december.csv
+  python -m sweeps.forecast results/panel-20261128-101500 --data stores.csv --horizon 6 --levels 90 \
+      --output next.parquet
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+
+DEFAULT_OUTPUT = "forecast.csv"
+ROWS_SHOWN = 6
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m sweeps.forecast",
+        description=__doc__.splitlines()[0],
+        epilog=__doc__.split("\n", 2)[2],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("results_dir", help="the sweep's folder, as the sweep printed it (or its model folder)")
+    parser.add_argument(
+        "--data",
+        required=True,
+        help="a CSV or Parquet file of the series to forecast, in the columns the sweep read (unique_id, ds, y)",
+    )
+    for column in ("id", "date", "value"):
+        parser.add_argument(
+            f"--{column}-column", help=f"the {column} column, where this file names it otherwise than the sweep's data"
+        )
+    parser.add_argument("--horizon", type=int, help="points to forecast after each series' end (default: the sweep's)")
+    parser.add_argument(
+        "--levels",
+        type=float,
+        nargs="*",
+        metavar="LEVEL",
+        help="prediction intervals at these levels (percent; default: the sweep's; --levels alone: none)",
+    )
+    parser.add_argument(
+        "--output",
+        default=DEFAULT_OUTPUT,
+        help=f"where to write the forecast, .csv or .parquet (default: {DEFAULT_OUTPUT} in the current folder)",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from forecaster.answer_model import AnswerModel
+
+    try:
+        model = AnswerModel.load(args.results_dir)
+    except (OSError, ValueError, KeyError, RuntimeError) as error:  # none there, another format, files that disagree
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if not args.output.endswith((".csv", ".parquet")):
+        print(f"error: --output {args.output}: name a .csv or a .parquet file", file=sys.stderr)
+        return 2
+    try:
+        panel = model.read(args.data, {"id": args.id_column, "date": args.date_column, "value": args.value_column})
+        horizon = model.horizon if args.horizon is None else args.horizon
+        future = model.forecast(panel, horizon, args.levels)
+    except ValueError as error:  # SeriesError: the data, or what was asked of it; nothing is written
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.output.endswith(".parquet"):
+        future.to_parquet(args.output, index=False)
+    else:
+        future.to_csv(args.output, index=False)
+    print("\n".join(described(model, panel, future, horizon, args)))
+    return 0
+
+
+def described(model, panel, future, horizon: int, args: argparse.Namespace) -> list[str]:
+    """What was forecast, what the model had not seen, and the first rows."""
+    lines = [
+        f"Forecast {horizon} points after the end of each of {len(panel):,} series of {args.data} with the answer of "
+        f"{model.data.get('sweep', 'a sweep')} ({len(model.members)} models): {len(future):,} rows in {args.output}"
+    ]
+    new = model.new_series(panel)
+    if new:
+        lines += textwrap.wrap(
+            f"{len(new)} series the model never trained on: {panel.id_list(new)}. Each of its models read them as "
+            "it reads the others, with scalers and seasonal indices fit on their own history here; no sweep validated "
+            "the answer on them, so judge their forecasts (and bounds) with more care.",
+            110,
+        )
+    calibration = model.calibration
+    if args.levels is None and calibration is not None and horizon > calibration.horizon:
+        lines.append(
+            f"No bounds: the intervals were calibrated on {calibration.horizon} steps ahead; ask --horizon "
+            f"{calibration.horizon} or fewer for them."
+        )
+    elif args.levels is None and calibration is None:
+        lines.append("No bounds: the sweep calibrated no intervals (run it with --levels 80 95 for them).")
+    lines.append(textwrap.indent(future.head(ROWS_SHOWN).to_string(index=False, float_format="{:.4g}".format), "  "))
+    return lines
+
+
+if __name__ == "__main__":
+    sys.exit(main())

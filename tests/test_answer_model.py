@@ -1,0 +1,225 @@
+"""The answer saved as one model (forecaster.answer_model) and `python -m sweeps.forecast`: load it and forecast the
+series it trained on a month later, series it never saw, dated and integer time, a model saved on a card on a machine
+without one, without Ray or Lightning imported; and each kind of data it cannot forecast refused, naming where, with
+nothing written. The models are small fits through every point, as a sweep's future refit trains them
+(tests/test_panel_sweep.py runs the whole path from a sweep)."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from forecaster.answer_model import AnswerModel, Calibration, SavedMember
+from forecaster.config import ForecasterConfig
+from forecaster.data import SeriesError, load_panel
+from forecaster.train import fit_through
+from sweeps.forecast import main as forecast_cli
+from tests.test_model import ROOT
+from tests.test_panel import monthly_panel_frame, write_csv
+
+HORIZON = 4
+SMALL = ForecasterConfig(
+    hidden_dim=8, input_chunk_length=6, training_length=10, batch_size=32, target_transform="log_if_positive"
+)
+
+
+def answer_model(frame: pd.DataFrame, season_length=None, config=SMALL) -> AnswerModel:
+    """Two members trained through every point of `frame`, with a calibration of made-up scaled errors."""
+    panel = load_panel(frame, season_length=season_length)
+    nets = [fit_through(config.replace(random_state=seed), 2, panel, threads=1)[0] for seed in (0, 1)]
+    errors = np.abs(np.random.default_rng(0).standard_normal((HORIZON, 40)))
+    data = {"freq": panel.freq, "season": panel.season, "horizon": HORIZON, "series": list(panel.ids), "sweep": "t"}
+    calibration = Calibration(errors, np.ones(len(panel)), levels=(80.0, 95.0))
+    return AnswerModel([SavedMember(net, f"trial{n}", 2) for n, net in enumerate(nets)], data, calibration)
+
+
+@pytest.fixture(scope="module")
+def monthly():
+    frame = monthly_panel_frame()
+    return frame, answer_model(frame)
+
+
+@pytest.fixture(scope="module")
+def saved(monthly, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("saved") / "model"
+    monthly[1].save(folder)
+    return folder
+
+
+def test_a_saved_answer_forecasts_the_months_after_each_series_with_ordered_bounds_as_before_it_was_saved(
+    monthly, saved
+):
+    frame, model = monthly
+    loaded = AnswerModel.load(saved.parent)  # a results folder holding model/, or the model folder itself
+    future = loaded.forecast(frame)
+    assert future.columns.tolist() == [
+        *("unique_id", "ds", "answer"),
+        *("answer-lo-95", "answer-lo-80", "answer-hi-80", "answer-hi-95"),
+    ]
+    assert future.groupby("unique_id").size().tolist() == [HORIZON] * 3
+    for series_id, rows in future.groupby("unique_id"):
+        last = frame.loc[frame.unique_id == series_id, "ds"].max()
+        assert rows["ds"].tolist() == list(pd.date_range(last, periods=HORIZON + 1, freq="MS")[1:])
+    low95, low80, high80, high95 = (future[f"answer-{name}"] for name in ("lo-95", "lo-80", "hi-80", "hi-95"))
+    assert ((low95 <= low80) & (low80 < future.answer) & (future.answer < high80) & (high80 <= high95)).all()
+    pd.testing.assert_frame_equal(future, model.forecast(frame))
+    # A month more of every series: the dates move on by one, and the forecasts read the new month.
+    later = pd.concat(
+        [rows.iloc[-1:].assign(ds=rows.ds.iloc[-1] + pd.DateOffset(months=1)) for _, rows in frame.groupby("unique_id")]
+    )
+    month_later = loaded.forecast(pd.concat([frame, later]).sort_values(["unique_id", "ds"]))
+    assert (month_later.ds.to_numpy() == (future.ds + pd.DateOffset(months=1)).to_numpy()).all()
+    assert not np.allclose(month_later.answer, future.answer)
+    assert loaded.forecast(frame, h=2, levels=[]).columns.tolist() == ["unique_id", "ds", "answer"]
+
+
+def test_a_series_the_model_never_saw_is_forecast_from_its_own_history_and_named(monthly, saved, tmp_path, capsys):
+    frame, model = monthly
+    stranger = monthly_panel_frame(lengths=(30,), start=("2002-05",), seed=3).assign(unique_id="new store")
+    stranger["y"] *= 7  # on a scale of its own: its scaler is fit on its own history
+    both = pd.concat([frame, stranger])
+    future = model.forecast(both)
+    assert model.new_series(load_panel(both)) == ["new store"]
+    mine = future[future.unique_id == "new store"]
+    assert len(mine) == HORIZON and mine.answer.between(0.3 * stranger.y.min(), 3 * stranger.y.max()).all()
+    pd.testing.assert_frame_equal(future[future.unique_id != "new store"], model.forecast(frame))
+    output = tmp_path / "next.parquet"
+    assert forecast_cli([str(saved), "--data", write_csv(tmp_path, both), "--output", str(output)]) == 0
+    printed = capsys.readouterr().out
+    assert "1 series the model never trained on: 'new store'" in printed and f"{len(future)} rows" in printed
+    pd.testing.assert_frame_equal(pd.read_parquet(output), future, check_dtype=False)
+
+
+def test_on_integer_time_the_forecast_continues_each_series_integers_in_its_season():
+    frame = monthly_panel_frame(lengths=(40, 46))
+    frame["ds"] = frame.groupby("unique_id").cumcount() + np.where(frame.unique_id == "s0", 1, 101)
+    model = answer_model(frame, season_length=12, config=SMALL.replace(calendar=True))
+    future = model.forecast(frame)
+    assert future.ds.tolist() == [41, 42, 43, 44, 147, 148, 149, 150]
+    # A series read again from a later start keeps the season count its model learnt (its first point as trained).
+    later = frame[frame.ds > 12]
+    assert np.allclose(model.forecast(later).answer, future.answer)
+    with pytest.raises(SeriesError, match="holds integers; the model was trained on dates of frequency 'MS'"):
+        answer_model(monthly_panel_frame(lengths=(30,)), config=SMALL).forecast(load_panel(frame, season_length=12))
+
+
+SAVED_ON_A_CARD = """
+import sys, torch
+from tests.test_answer_model import answer_model
+from tests.test_panel import monthly_panel_frame
+
+model = answer_model(monthly_panel_frame())
+# torch.save tags every storage with its device; a model trained on a card saves them tagged cuda:0, as this does.
+torch.serialization.register_package(0, lambda storage: "cuda:0", lambda storage, location: None)
+model.save(sys.argv[1])
+print(model.forecast(monthly_panel_frame()).answer.tolist())
+"""
+
+FORECAST_WITHOUT_RAY = """
+import json, sys
+from forecaster.answer_model import AnswerModel
+future = AnswerModel.load(sys.argv[1]).forecast(sys.argv[2])
+imported = {name: name in sys.modules for name in ("ray", "lightning")}
+print(json.dumps({"answer": future.answer.tolist(), **imported}))
+"""
+
+
+def test_a_model_saved_on_a_gpu_loads_and_forecasts_without_one_and_without_ray_or_lightning(tmp_path):
+    import torch
+
+    folder = tmp_path / "model"
+    saved = subprocess.run(
+        [sys.executable, "-c", SAVED_ON_A_CARD, str(folder)], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    if not torch.cuda.is_available():  # what a plain torch.load makes of such a file here
+        with pytest.raises(RuntimeError, match=r"on a CUDA device but torch\.cuda\.is_available"):
+            torch.load(folder / "tensors.pt", weights_only=True)
+    data = write_csv(tmp_path, monthly_panel_frame())
+    done = subprocess.run(
+        [sys.executable, "-c", FORECAST_WITHOUT_RAY, str(folder), data], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = json.loads(done.stdout)
+    assert printed == {"answer": json.loads(saved.stdout), "ray": False, "lightning": False}
+    assert json.loads((folder / "model.json").read_text())["members"][0]["config"]["hidden_dim"] == 8
+
+
+def _with(frame: pd.DataFrame, series: str, position: int, **values) -> pd.DataFrame:
+    frame = frame.copy()
+    where = frame.index[frame.unique_id == series][position]
+    for column, value in values.items():
+        frame.loc[where, column] = value
+    return frame
+
+
+@pytest.mark.parametrize(
+    "make, options, message",
+    [
+        (
+            lambda f: f.rename(columns={"y": "sales"}).assign(extra=1.0),
+            [],
+            "has 4 columns (unique_id, ds, sales, extra): name the date and value columns",
+        ),
+        (
+            lambda f: monthly_panel_frame().assign(ds=lambda g: g.groupby("unique_id").cumcount()),
+            [],
+            "its time column holds integers; the model was trained on dates of frequency 'MS'",
+        ),
+        (
+            lambda f: f.assign(
+                ds=f.groupby("unique_id").cumcount().map(lambda k: pd.Timestamp("2020-01-06"))
+                + pd.to_timedelta(7 * f.groupby("unique_id").cumcount(), unit="D")
+            ),
+            [],
+            "its dates have frequency 'W-MON'; the model was trained on 'MS' data",
+        ),
+        (
+            lambda f: _with(f, "s1", -2, y=0.0),
+            [],
+            "series 's1', line 92: value 0 at 2004-05-01, and a member of the model (log_if_positive) takes the log",
+        ),
+        (
+            lambda f: pd.concat(
+                [f, pd.DataFrame({"unique_id": "tiny", "ds": pd.date_range("2003-01", periods=3, freq="MS"), "y": 5.0})]
+            ),
+            [],
+            "series 'tiny' has 3 point(s); the model reads at least the last 6 of a series",
+        ),
+        (
+            lambda f: f,
+            ["--horizon", "6", "--levels", "80"],
+            "the intervals were calibrated on 4 steps ahead and 6 are asked for",
+        ),
+    ],
+    ids=["columns", "integer-time", "frequency", "log-of-zero", "too-short", "horizon"],
+)
+def test_data_the_model_cannot_forecast_exits_2_naming_what_and_where_and_writes_nothing(
+    monthly, saved, tmp_path, capsys, make, options, message
+):
+    frame = make(monthly[0])
+    data = write_csv(tmp_path, frame)
+    output = tmp_path / "forecast.csv"
+    assert forecast_cli([str(saved), "--data", data, "--output", str(output), *options]) == 2
+    error = capsys.readouterr().err
+    assert message in error, error
+    assert not output.exists()
+
+
+def test_a_model_of_one_series_reads_a_newer_file_of_it_as_its_own_and_a_logged_new_series_needs_values_above_0():
+    """A file of one series is named after the file: a month later it comes under another name, and is still the
+    series the model trained on (its scaler, its place in the season). A series a log member never saw has its scaler
+    fit on all of its points, so each must be above 0."""
+    frame = monthly_panel_frame(lengths=(40,)).assign(unique_id="sales-2025")
+    model = answer_model(frame, config=SMALL.replace(target_transform="log"))
+    renamed = frame.assign(unique_id="sales-2026")
+    assert model.new_series(load_panel(renamed)) == []
+    assert np.allclose(model.forecast(renamed).answer, model.forecast(frame).answer)
+    stranger = monthly_panel_frame(lengths=(30,), seed=5).assign(unique_id="new")
+    stranger.loc[3, "y"] = 0.0
+    with pytest.raises(
+        SeriesError, match=r"series 'new', row 44: value 0 at 2001-04-01, and a member of the model \(log\)"
+    ):
+        model.forecast(pd.concat([frame, stranger], ignore_index=True))
