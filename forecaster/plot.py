@@ -133,3 +133,31 @@ def plot_error_spread(spread: dict[str, object], path: str | os.PathLike, label:
     axes.legend(loc="upper right")
     figure.savefig(path, dpi=110)
     plt.close(figure)
+
+
+def plot_future(
+    items: list[tuple[str, pd.Series, pd.Index, dict[str, object], dict[str, tuple[object, object]]]],
+    path: str | os.PathLike,
+    title: str = "",
+) -> None:
+    """One row per series: (its title, its history, the dates it is forecast at, {method: forecast values}, the first
+    method's intervals {label: (lower, upper)}, widest first). The history is cut to its last four horizons' points."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, grid = plt.subplots(len(items), 1, figsize=(10, 2.9 * len(items)), layout="constrained", squeeze=False)
+    palette = ["tab:red", "tab:blue", "tab:green", "tab:purple", "tab:orange"]
+    for axes, (name, history, future, forecasts, bands) in zip(grid[:, 0], items):
+        recent = history.iloc[-4 * len(future) :]
+        axes.plot(recent.index, recent.to_numpy(), color="black", linewidth=1.1, label="history")
+        for colour, (method, values) in zip(palette, forecasts.items()):
+            axes.plot(future, values, color=colour, linestyle="--", linewidth=1.3, label=method)
+        _bands(axes, future, bands, palette[0])
+        axes.axvline(recent.index[-1], color="0.7", linewidth=0.8)
+        axes.set_title(name, fontsize=9)
+        axes.legend(loc="upper left", fontsize=8)
+    figure.suptitle(title)
+    figure.savefig(path, dpi=100)
+    plt.close(figure)

@@ -372,6 +372,15 @@ class SweepOptions:
         sweep_field=True,
         action=argparse.BooleanOptionalAction,
     )
+    future: bool = _option(
+        True,
+        "train the answer's configurations again on every point, the test window included, forecast the horizon after "
+        "each series' end (future.parquet) and save the answer as one model (model/); --no-future skips it",
+        group="answer",
+        goes="answer",
+        resumable=True,
+        action=argparse.BooleanOptionalAction,
+    )
 
     def sweep_overrides(self) -> dict[str, Any]:
         """The given options that replace the registry entry's fields of the same name."""

@@ -1,4 +1,5 @@
-"""`python -m sweeps.report RESULTS_DIR`: rebuild a sweep's tables and plots from its storage.
+"""`python -m sweeps.report RESULTS_DIR`: rebuild a sweep's tables and plots from its storage, and its forecast of the
+future (future.*) from the model it saved.
 
 Works on a finished, interrupted or still-running sweep, local or on s3:// / gs://. It reads the folder as data (the
 plan's JSON and Parquet, Tune's state as plain JSON, the trials' CSV files and checkpoints loaded with
@@ -25,11 +26,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from sweeps.answer import build_answer
+    from sweeps.answer.future import build_future
     from sweeps.answer.scores import scores as score
     from sweeps.plan import check_interval_levels
     from sweeps.plan_record import read_plan
     from sweeps.results import collect
-    from sweeps.summary import summary, write_results
+    from sweeps.summary import summary, write_future, write_results
 
     try:
         plan = read_plan(args.results_dir)
@@ -43,9 +45,26 @@ def main(argv: list[str] | None = None) -> int:
     answer = build_answer(plan, results)
     scores = score(answer, plan) if answer else None
     written = write_results(plan, results, answer, scores)
+    future = None
+    if answer and plan.options.future:
+        future = build_future(plan, answer, saved_model(plan))
+        written.update(write_future(plan, future))
     seconds = float(results.trials["seconds"].fillna(0).sum()) if len(results.trials) else 0.0
-    print(summary(plan, results, written, took=f"({seconds:.1f} s inside trials)", scores=scores))
+    print(summary(plan, results, written, took=f"({seconds:.1f} s inside trials)", scores=scores, future=future))
     return 0
+
+
+def saved_model(plan):
+    """The answer the sweep saved, which forecasts the future again without training where it holds the answer's
+    members (sweeps.answer.future.build_future); None where there is none that reads (a sweep stopped before it saved
+    one): the future is then trained here, as the sweep would have."""
+    from forecaster.answer_model import AnswerModel
+    from sweeps.storage import MODEL_FOLDER
+
+    try:
+        return AnswerModel.load(f"{plan.experiment_path}/{MODEL_FOLDER}")
+    except (OSError, ValueError, KeyError, RuntimeError):
+        return None
 
 
 if __name__ == "__main__":

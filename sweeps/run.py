@@ -35,6 +35,7 @@ import numpy as np
 from forecaster.metrics import METRIC_NAMES
 from forecaster.transforms import seasonal_components
 from sweeps.answer import build_answer
+from sweeps.answer.future import Future, build_future
 from sweeps.answer.scores import scores as score
 from sweeps.cluster_probe import CapacityError, cluster_capacity
 from sweeps.options import SweepOptions, changed_on_resume, from_args, resumed
@@ -48,7 +49,7 @@ from sweeps.results import SweepResults, collect
 from sweeps.schedulers import scheduler_of
 from sweeps.space import describe, is_relative
 from sweeps.storage import DEFAULT_STORAGE, experiment_path, latest_run, located
-from sweeps.summary import interrupted, report_command, resume_command, summary, write_results
+from sweeps.summary import interrupted, report_command, resume_command, summary, write_future, write_results
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -245,6 +246,9 @@ class SweepRun:
     """The files written at the end, name -> path."""
     scores: dict[str, Any] | None
     """The answer's scores and the baselines' (sweeps.answer); None if no trial left a model."""
+    future: Future | None
+    """The forecast after the data and the answer saved as one model (sweeps.answer.future); None with --no-future,
+    when no trial left a model, or when Ctrl+C stopped the trials."""
     fit_seconds: float
     """Wall time inside Tuner.fit."""
     driver_cpu_seconds: float
@@ -317,20 +321,26 @@ def run_sweep(plan: SweepPlan, command: list[str], progress: bool = True, shared
     try:
         results = collect(plan)
         if progress and len(plan.panel) > 1 and not interrupted(plan, results):
-            refit = (
-                f"training the top {min(plan.sweep.answer_top_k, plan.sweep.num_samples)} configurations again through "
-                "the validation part, "
-                if plan.sweep.refit_answer and plan.parts.test is not None
-                else ""
-            )
+            again = [
+                *(["through the validation part"] if plan.sweep.refit_answer and plan.parts.test is not None else []),
+                *(["then on every point for the future"] if plan.options.future else []),
+            ]
+            top = min(plan.sweep.answer_top_k, plan.sweep.num_samples)
+            trained = f" (the top {top} configurations trained again {' and '.join(again)})" if again else ""
             print(
-                f"The trials have ended; {refit}scoring the answer and the baselines on {len(plan.panel)} series...",
+                f"The trials have ended; scoring the answer and the baselines on {len(plan.panel)} series{trained}...",
                 flush=True,
             )
         found = build_answer(plan, results)
         scores = score(found, plan) if found else None
-        written = write_results(plan, results, found, scores)
-        return SweepRun(results, written, scores, trials.fit_seconds, trials.driver_cpu_seconds, trials.fit_started_at)
+        written = write_results(plan, results, found, scores)  # the answer's files first: the future takes longest
+        future = None
+        if found and plan.options.future and not interrupted(plan, results):
+            future = build_future(plan, found)
+            written.update(write_future(plan, future))
+        return SweepRun(
+            results, written, scores, future, trials.fit_seconds, trials.driver_cpu_seconds, trials.fit_started_at
+        )
     except KeyboardInterrupt:
         if results is None or interrupted(plan, results):
             raise ScoringInterrupted(
@@ -405,7 +415,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if started_here:
             ray.shutdown()
-    print(summary(plan, run.results, run.written, took=f"after {run.fit_seconds:.1f} s", scores=run.scores))
+    took = f"after {run.fit_seconds:.1f} s"
+    print(summary(plan, run.results, run.written, took=took, scores=run.scores, future=run.future))
     if interrupted(plan, run.results):
         return 130  # as a shell reports a program stopped by Ctrl+C
     return 0 if run.results.best else 1

@@ -10,6 +10,8 @@
       forecasts.parquet, metrics_by_series.csv, and forecast.png (one series) or series_forecasts.png and
       errors_by_series.png (a panel); with --levels, calibration.parquet (the points that calibrated the answer's
       intervals)
+      future.parquet, future.csv, future.png   the forecast after each series' end (not with --no-future)
+      model/                the answer saved as one model: model.json and tensors.pt (forecaster.answer_model)
 
 Every read and write goes through pyarrow's filesystems, so a local folder and a bucket behave alike.
 Nothing here knows what a plan or a trial is beyond the bytes it stores.
@@ -38,6 +40,11 @@ CALIBRATION_PARQUET = "calibration.parquet"
 METRICS_CSV = "metrics_by_series.csv"
 SERIES_PLOT = "series_forecasts.png"
 ERRORS_PLOT = "errors_by_series.png"
+FUTURE_PARQUET = "future.parquet"
+FUTURE_CSV = "future.csv"
+FUTURE_PLOT = "future.png"
+MODEL_FOLDER = "model"
+"""The answer saved as one model (forecaster.answer_model): model.json and tensors.pt."""
 CHECKPOINT_FILE = "checkpoint.ckpt"
 """In a trial's checkpoint: the full training state of its latest checkpointed epoch, to continue from."""
 BEST_MODEL_FILE = "best_model.ckpt"
@@ -77,7 +84,7 @@ class SweepFolder:
         return cls(storage.experiment_fs_path, storage.storage_filesystem, storage.experiment_fs_path)
 
     def write(self, name: str, data: bytes) -> str:
-        self.filesystem.create_dir(self.root, recursive=True)
+        self.filesystem.create_dir(f"{self.root}/{name}".rsplit("/", 1)[0], recursive=True)
         with self.filesystem.open_output_stream(f"{self.root}/{name}") as stream:
             stream.write(data)
         return f"{self.path}/{name}"

@@ -19,6 +19,7 @@ import pandas as pd
 from forecaster.metrics import METRIC_NAMES, format_score
 from sweeps.answer import Answer
 from sweeps.answer.combination import COMBINATION
+from sweeps.answer.future import Future
 from sweeps.answer.scores import per_series as series_scores
 from sweeps.answer.text import describe
 from sweeps.plan import SweepPlan
@@ -29,7 +30,11 @@ from sweeps.storage import (
     ERRORS_PLOT,
     FORECAST_PLOT,
     FORECASTS_PARQUET,
+    FUTURE_CSV,
+    FUTURE_PARQUET,
+    FUTURE_PLOT,
     METRICS_CSV,
+    MODEL_FOLDER,
     RESOLVED_FILE,
     RESULTS_CSV,
     RESULTS_PARQUET,
@@ -94,6 +99,7 @@ def summary(
     written: dict[str, str],
     took: str,
     scores: dict[str, Any] | None = None,
+    future: Future | None = None,
 ) -> str:
     """What the sweep prints at its end; `scores`: the answer's (sweeps.answer.scores.scores)."""
     counts = results.trials["status"].value_counts().to_dict() if len(results.trials) else {}
@@ -136,6 +142,8 @@ def summary(
         ]
         if scores:
             lines += [*describe(scores, plan), ""]
+        if future is not None:
+            lines += [*future_lines(plan, future), ""]
     else:
         lines += ["No trial reported a result.", ""]
     lines.append(f"Written to {plan.experiment_path}:")
@@ -150,6 +158,44 @@ def summary(
     if plan.arguments:
         lines.append(f"Run more trials of it:         {more_trials_command(plan)}")
     return "\n".join(lines)
+
+
+FUTURE_ROWS_SHOWN = 3
+
+
+def future_lines(plan: SweepPlan, future: Future) -> list[str]:
+    """Where the forecast of the future is, what made it, its first rows, and how to forecast again."""
+    record, table = future.record, future.table
+    horizon, path = record["horizon"], plan.experiment_path
+    last = table["ds"].max()
+    shown_last = str(pd.Timestamp(last).date()) if plan.panel.dated else str(int(last))
+    lines = [
+        f"Future: {horizon} points after each series' end (to {shown_last}), in {FUTURE_PARQUET} and {FUTURE_CSV}: "
+        f"{record['rows']:,} rows, {record['series']:,} series",
+    ]
+    if record.get("seconds") is not None:
+        count = len(record["trials"])
+        included = ", the test window included" if plan.parts.test is not None else ""
+        lines.append(
+            f"  the answer's {count} configuration{'s' if count > 1 else ''} trained again on every point{included}: "
+            f"{record['seconds']:.1f} s on {', '.join(record['trained_on'])}"
+        )
+    else:
+        lines.append(f"  from {record['read_from']}, without training")
+    unavailable = record.get("calibration", {}).get("unavailable")
+    if plan.options.levels and not record["levels"]:
+        lines.append(f"  the answer without bounds: {unavailable or 'its saved model holds no calibration'}")
+    columns = [c for c in ("unique_id", "ds", "answer", "answer-lo-80", "answer-hi-80", "AutoETS") if c in table]
+    shown = table[columns].head(FUTURE_ROWS_SHOWN).copy()
+    if plan.panel.dated:
+        shown["ds"] = shown["ds"].dt.strftime("%Y-%m-%d")
+    lines.append(textwrap.indent(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"), "  "))
+    lines += [
+        f"The answer is saved as one model in {path}/{MODEL_FOLDER}; forecast newer data with it (no training, no "
+        "Ray):",
+        f"  python -m sweeps.forecast {path} --data NEWER.csv",
+    ]
+    return lines
 
 
 def _selection_lines(plan: SweepPlan, scores: dict[str, Any] | None) -> list[str]:
@@ -232,6 +278,48 @@ def _answer_files(plan: SweepPlan, answer: Answer, scores: dict[str, Any], folde
     written[SERIES_PLOT] = folder.write(SERIES_PLOT, _series_plot(plan, answer, per_series, scores))
     written[ERRORS_PLOT] = folder.write(ERRORS_PLOT, _errors_plot(plan, per_series, scores))
     return written
+
+
+def write_future(plan: SweepPlan, future: Future) -> dict[str, str]:
+    """future.parquet, future.csv and future.png, and the model that made them (unless it was read from there)."""
+    folder = SweepFolder(plan.experiment_path)
+    written = {}
+    buffer = io.BytesIO()
+    future.table.to_parquet(buffer, index=False)
+    written[FUTURE_PARQUET] = folder.write(FUTURE_PARQUET, buffer.getvalue())
+    written[FUTURE_CSV] = folder.write(FUTURE_CSV, future.table.to_csv(index=False).encode())
+    written[FUTURE_PLOT] = folder.write(FUTURE_PLOT, _future_plot(plan, future))
+    if "read_from" not in future.record:
+        for name, content in future.model.to_files().items():
+            folder.write(f"{MODEL_FOLDER}/{name}", content)
+    written[f"{MODEL_FOLDER}/"] = f"{folder.path}/{MODEL_FOLDER}"
+    return written
+
+
+FUTURE_SERIES_DRAWN = 4
+
+
+def _future_plot(plan: SweepPlan, future: Future) -> bytes:
+    """A few series' recent history with the answer's forecast of the future, its bands and AutoETS's."""
+    from forecaster.intervals import level_name
+    from forecaster.plot import plot_future
+
+    table, panel = future.table, plan.panel
+    horizon = future.record["horizon"]
+    picks = np.unique(np.linspace(0, len(panel) - 1, min(FUTURE_SERIES_DRAWN, len(panel))).round().astype(int))
+    items = []
+    for index in picks:
+        rows = table.iloc[index * horizon : (index + 1) * horizon]
+        methods = {name: rows[name].to_numpy() for name in ("answer", "AutoETS") if name in rows}
+        bands = {
+            f"{level_name(level)} %": (rows[f"answer-lo-{level_name(level)}"], rows[f"answer-hi-{level_name(level)}"])
+            for level in sorted(future.record["levels"], reverse=True)
+        }
+        index_of = pd.DatetimeIndex(rows["ds"]) if panel.dated else pd.Index(rows["ds"])
+        items.append((str(panel.ids[index]), panel.series(index), index_of, methods, bands))
+    buffer = io.BytesIO()
+    plot_future(items, buffer, title=f"{plan.name}: the next {horizon} points of {len(picks)} of {len(panel)} series")
+    return buffer.getvalue()
 
 
 def _forecast_plot(plan: SweepPlan, answer: Answer, scores: dict[str, Any]) -> bytes:

@@ -32,6 +32,8 @@ from sweeps.space import Horizons
 def typed(field: dataclasses.Field) -> list[str]:
     """A command line's words that give the option a value other than its default (the flag, and a value)."""
     flag, options = flag_of(field), field.metadata["argparse"]
+    if options.get("action") is argparse.BooleanOptionalAction and field.default is True:
+        return ["--no-" + flag.removeprefix("--")]
     if options.get("action") in ("store_true", argparse.BooleanOptionalAction):
         return [flag]
     if field.name == "pins":

@@ -237,10 +237,15 @@ def test_an_interrupted_panel_sweep_resumes_to_the_planned_trials_and_writes_wha
     for picture in ("series_forecasts.png", "errors_by_series.png", "smape_by_epoch.png"):
         assert (folder / picture).read_bytes()[:4] == b"\x89PNG" and (folder / picture).stat().st_size > 10_000
 
+    future = pd.read_parquet(folder / "future.parquet")  # 6 points after each series' end, from the saved model
+    assert len(future) == 5 * HORIZON and "Future: 6 points after each series' end" in out
+    (folder / "future.parquet").unlink()
     report = subprocess.run(
         [sys.executable, "-m", "sweeps.report", str(folder)], capture_output=True, text=True, env=ENV, timeout=300
     )
     assert report.returncode == 0 and f"{answer['test_smape']:8.2f}" in report.stdout
+    pd.testing.assert_frame_equal(pd.read_parquet(folder / "future.parquet"), future)  # rebuilt, not trained again
+    assert "trained again on every point" not in report.stdout
     refit = subprocess.run(
         [sys.executable, "-m", "sweeps.refit", str(folder)], capture_output=True, text=True, env=ENV, timeout=300
     )
@@ -297,6 +302,19 @@ def test_on_gpu_fractions_the_panel_sweep_trains_its_trials_its_refit_and_its_ca
         if name.startswith("EpochHistory")
     ]
     assert devices and all(epochs and set(epochs) == {"cuda:0"} for epochs in devices)
+    # The future's refit trained on the card too, and the model it saved forecasts where torch sees no GPU.
+    assert json.loads((folder / "model" / "model.json").read_text())["trained_on"] == ["cuda:0"]
+    again = tmp_path / "again.csv"
+    done = subprocess.run(
+        [sys.executable, "-m", "sweeps.forecast", str(folder), "--data", path, "--output", str(again)],
+        capture_output=True,
+        text=True,
+        env=ENV | {"CUDA_VISIBLE_DEVICES": ""},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    future = pd.read_parquet(folder / "future.parquet")
+    forecast = pd.read_csv(again, parse_dates=["ds"])
+    assert np.allclose(forecast["answer"], future["answer"], rtol=1e-5)
 
 
 @pytest.mark.slow
@@ -347,7 +365,10 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
     assert "the mean forecast of the top 4 trials' best models (ranked on their last epoch's validation)" in out
     assert all(epochs >= 1 for epochs in refit["epochs"]) and refit["series_as_trained"] == []
     assert refit["trained_on"] == ["cpu"]
-    assert "The trials have ended; training the top 4 configurations again through the validation part, " in out
+    assert (
+        "The trials have ended; scoring the answer and the baselines on 5 series (the top 4 configurations trained "
+        "again through the validation part and then on every point for the future)..."
+    ) in out
     assert f"refit: its {len(answer['trials'])} configurations trained again through the validation part" in out
     assert " s on cpu), then forecasting the test window" in out
     assert not np.allclose(test["answer"], test["answer before refit"])  # trained on 6 more points per series
@@ -377,6 +398,40 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
     half = {level: scores[int(np.ceil((len(scores) + 1) * level / 100)) - 1] for level in (80, 95)}
     scale80, scale95 = ((test[f"answer-hi-{level}"] - test["answer"]) / half[level] for level in (80, 95))
     assert np.allclose(scale80, scale95) and (scale80.groupby(test.unique_id).std() < 1e-9 * scale80.mean()).all()
+
+    # The future: the answer's configurations trained on every point, forecasting the 6 months after each series' end
+    # with ordered bounds, beside every baseline's and the combination; the model saved with it forecasts the same,
+    # through `python -m sweeps.forecast`, without training.
+    future = pd.read_parquet(folder / "future.parquet")
+    frame = pd.read_csv(path, parse_dates=["ds"])
+    assert future.groupby("unique_id").size().tolist() == [HORIZON] * 5
+    for series_id, rows in future.groupby("unique_id"):
+        last = frame.loc[frame.unique_id == series_id, "ds"].max()
+        assert rows.ds.tolist() == list(pd.date_range(last, periods=HORIZON + 1, freq="MS")[1:])
+    for method in methods:
+        low95, low80, high80, high95 = (future[f"{method}-{name}"] for name in ("lo-95", "lo-80", "hi-80", "hi-95"))
+        assert ((low95 <= low80) & (low80 <= future[method]) & (future[method] <= high80)).all(), method
+        assert (high80 <= high95).all() and future[method].notna().all(), method
+    statistical = future[["AutoETS", "Theta", "AutoCES"]]
+    assert np.allclose(future.combination, pd.concat([future.answer, statistical], axis=1).mean(axis=1))
+    assert "Future: 6 points after each series' end" in out and "trained again on every point, the test" in out
+    assert f"python -m sweeps.forecast {folder} --data NEWER.csv" in out
+    assert (folder / "future.png").read_bytes()[:4] == b"\x89PNG"
+    pd.testing.assert_frame_equal(pd.read_csv(folder / "future.csv", parse_dates=["ds"]), future, check_dtype=False)
+    saved = json.loads((folder / "model" / "model.json").read_text())
+    assert [member["trial_id"] for member in saved["members"]] == answer["trials"] and saved["trained_on"] == ["cpu"]
+    again = tmp_path / "again.csv"
+    done = subprocess.run(
+        [sys.executable, "-m", "sweeps.forecast", str(folder), "--data", path, "--output", str(again)],
+        capture_output=True,
+        text=True,
+        env=ENV,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    forecast = pd.read_csv(again, parse_dates=["ds"])
+    bounded = ["answer", *(f"answer-{name}" for name in ("lo-95", "lo-80", "hi-80", "hi-95"))]
+    assert forecast.columns.tolist() == ["unique_id", "ds", *bounded]
+    pd.testing.assert_frame_equal(forecast, future[["unique_id", "ds", *bounded]], check_dtype=False, rtol=1e-9)
 
 
 @pytest.mark.slow

@@ -11,8 +11,8 @@ it: trained on what the sweep saw, forecasting on from the end of it with everyt
 
 One module per concern, each returning values: `members` (which trials, how they were chosen, their models),
 `refits` (configurations trained again on Ray), `intervals` (the answer's conformal intervals), `baselines`,
-`combination`, `scores` (how good it is, beside the baselines), and `text` (the summary's lines). `build_answer` puts
-the answer together.
+`combination`, `scores` (how good it is, beside the baselines) and `text` (the summary's lines). `build_answer` puts
+the answer together; `future` then trains it on every point, saves it as one model and forecasts after the data.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import pandas as pd
 
 from sweeps.answer.baselines import baseline_forecasts
 from sweeps.answer.combination import COMBINED, STATISTICAL_COMBINATION, combinations
-from sweeps.answer.intervals import answer_intervals
-from sweeps.answer.members import members, ranking, selection
+from sweeps.answer.intervals import AnswerIntervals, answer_intervals
+from sweeps.answer.members import Member, members, ranking, selection
 from sweeps.answer.refits import AS_TRAINED, refit_through_validation
 from sweeps.plan import SweepPlan
 from sweeps.results import SweepResults
@@ -56,6 +56,10 @@ class Answer:
     refit: dict[str, Any] = dataclasses.field(default_factory=dict)
     """With the sweep's `refit_answer`: which configurations were trained again through the validation parts, for
     how many epochs, on which devices, and how long it took (sweeps.answer.refits)."""
+    members: list[Member] = dataclasses.field(default_factory=list)
+    """The trials' best models that make it (what the future trains again: sweeps.answer.future)."""
+    intervals: AnswerIntervals | None = None
+    """The calibration of its intervals on the test windows, with their scaled errors (None without --levels)."""
 
     def long_table(self, plan: SweepPlan) -> pd.DataFrame:
         """Every validation and test point with its truth and every forecast: unique_id, ds, y, part, answer and one
@@ -92,6 +96,7 @@ def build_answer(plan: SweepPlan, results: SweepResults) -> Answer | None:
     calibration: dict[str, Any] = {}
     calibration_points = None
     refit: dict[str, Any] = {}
+    intervals = None
     if parts.test is not None:
         as_trained = np.mean([member.model.forecast_part(parts.seen, parts.test) for member in chosen], axis=0)
         forecasts["test"] = {"answer": as_trained}
@@ -126,4 +131,6 @@ def build_answer(plan: SweepPlan, results: SweepResults) -> Answer | None:
         calibration=calibration,
         calibration_points=calibration_points,
         refit=refit,
+        members=chosen,
+        intervals=intervals,
     )

@@ -37,13 +37,18 @@ class AnswerIntervals:
     """How they were calibrated, or why they could not be ({"unavailable": ...})."""
     points: pd.DataFrame | None = None
     """The points that calibrated them, with the calibrating models' mean forecast (calibration.parquet)."""
+    errors: np.ndarray | None = None
+    """(horizon, n): their scaled errors, from which any level's half-widths come (the saved model keeps them)."""
+    validation_error: np.ndarray | None = None
+    """(S,): the answer's mean absolute error on each series' validation part, in the training part's order."""
 
 
 def answer_intervals(
-    plan: SweepPlan, members: Sequence[Member], validation_forecast: np.ndarray, test_forecast: np.ndarray
+    plan: SweepPlan, members: Sequence[Member], validation_forecast: np.ndarray, test_forecast: np.ndarray | None
 ) -> AnswerIntervals:
     """The intervals at the plan's levels around the answer's test forecast; `validation_forecast` is the answer's
-    forecast of the validation parts, whose errors set each series' scale."""
+    forecast of the validation parts, whose errors set each series' scale. With `test_forecast` None, the calibration
+    alone, for the future: its horizon, and the gap of a model trained through all but each series' last point."""
     from forecaster.intervals import (
         POOLED_BELOW,
         bands,
@@ -57,10 +62,11 @@ def answer_intervals(
     started = time.perf_counter()
     train, val, seen, test = plan.parts.train, plan.parts.val, plan.parts.seen, plan.parts.test
     levels = plan.options.levels
-    horizon = int(test.lengths.max())
-    gap = 1 if plan.sweep.refit_answer else int(val.lengths.max())
+    future = test_forecast is None
+    horizon = future_horizon(plan) if future else int(test.lengths.max())
+    gap = 1 if future or plan.sweep.refit_answer else int(val.lengths.max())
     calibrating = members[:CALIBRATION_REFITS]
-    few = len(test) < POOLED_BELOW
+    few = len(train if future else test) < POOLED_BELOW
     missed = np.abs(val.values - validation_forecast)
     validation_error = np.add.reduceat(missed, val.offsets[:-1]) / val.lengths
     origins = gap + 1 if few else 1
@@ -73,6 +79,25 @@ def answer_intervals(
     errors, ids = scaled_errors(calibrations)
     quantiles = conformal_quantiles(errors, levels)
     unbounded = [level for level, half in quantiles.items() if not np.isfinite(half).all()]
+    calibration = {
+        "method": (
+            "conformal: scaled errors of the top configurations trained again, on points that ranked no trial; "
+            "each series' scale the geometric mean of its MASE scale, the same over its last horizon, and the "
+            "answer's validation error"
+        ),
+        "refit_trials": [member.trial_id for member in calibrating],
+        "calibration_series": len(set(ids)),
+        "series": len(train if future else test),
+        "horizon": horizon,
+        "gap": gap,
+        "calibration_errors": int(errors.size),
+        "steps_pooled": errors.shape[1] < POOLED_BELOW,
+        "unbounded_levels": unbounded,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    points = mean_calibration(calibrations).to_frame()
+    if future:
+        return AnswerIntervals({}, calibration, points, errors, validation_error)
     columns = np.repeat(np.arange(len(test)), test.lengths)
     grid = np.full((horizon, len(test)), np.nan)
     grid[test.positions, columns] = test_forecast
@@ -83,20 +108,14 @@ def answer_intervals(
     )
     where = test.positions, columns
     return AnswerIntervals(
-        bounds={level: (lower[where], upper[where]) for level, (lower, upper) in found.items()},
-        calibration={
-            "method": (
-                "conformal: scaled errors of the top configurations trained again, on points that ranked no trial; "
-                "each series' scale the geometric mean of its MASE scale, the same over its last horizon, and the "
-                "answer's validation error"
-            ),
-            "refit_trials": [member.trial_id for member in calibrating],
-            "calibration_series": len(set(ids)),
-            "series": len(test),
-            "calibration_errors": int(errors.size),
-            "steps_pooled": errors.shape[1] < POOLED_BELOW,
-            "unbounded_levels": unbounded,
-            "seconds": round(time.perf_counter() - started, 1),
-        },
-        points=mean_calibration(calibrations).to_frame(),
+        {level: (lower[where], upper[where]) for level, (lower, upper) in found.items()},
+        calibration,
+        points,
+        errors,
+        validation_error,
     )
+
+
+def future_horizon(plan: SweepPlan) -> int:
+    """How many points the future forecast reaches: the sweep's horizon, or without one the longest validation part."""
+    return int(plan.sweep.horizon or plan.parts.val.lengths.max())
