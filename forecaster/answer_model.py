@@ -166,8 +166,10 @@ class AnswerModel:
             new = known_rows(net.series_ids or [], some) < 0
             some, transform = self._transform_for(net, some, fitted)
             self._check_values(net, some, transform, new)
-            with np.errstate(divide="ignore", invalid="ignore"):  # logs of points the forecast does not read
-                totals[:, readable] += net.forecast_columns(some, steps, transform)
+            # What the forecast reads of each series (its transforms come from the whole of it): the context and
+            # the differences' lag before it, not every point of a long history.
+            read = np.minimum(some.lengths, net.config.input_chunk_length + transform.lag)
+            totals[:, readable] += net.forecast_columns(some.split_at(some.lengths - read)[1], steps, transform)
             counts[readable] += 1
         if not counts.all():
             short = panel.ids[counts == 0]
@@ -255,7 +257,8 @@ class AnswerModel:
         config = net.config
         key = (config.target_transform, config.deseasonalise, config.window_norm, tuple(panel.ids[new]))
         if key not in fitted:
-            fitted[key] = TargetTransform.fit(config, panel.take(new))
+            with np.errstate(divide="ignore", invalid="ignore"):  # a log of a value at or below 0: refused after
+                fitted[key] = TargetTransform.fit(config, panel.take(new))
         fresh = fitted[key]
         merged = _merged(own, rows, fresh, new)
         if net.time_origins is not None and not panel.dated:
