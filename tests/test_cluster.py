@@ -331,6 +331,7 @@ def test_the_dashboard_in_a_real_browser_shows_the_running_sweep(tmp_path):
         ray_worker_node(env, head, num_cpus=1)
         args = [
             "air_rnn",
+            "--no-future",
             "--num-samples",
             "8",
             "--max-epochs",

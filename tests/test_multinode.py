@@ -49,6 +49,7 @@ def test_trials_spread_over_nodes_and_a_big_trial_runs_where_it_fits(cluster, tm
         pins={"hidden_dim": 8},
         storage_path=str(tmp_path),
         name="spread",
+        future=False,
     )
     spread = run_sweep(plan, ["test"], progress=False).results.trials
     assert set(spread.node) == {small.node_id, big.node_id}
@@ -62,6 +63,7 @@ def test_trials_spread_over_nodes_and_a_big_trial_runs_where_it_fits(cluster, tm
         pins={"hidden_dim": 8},
         storage_path=str(tmp_path),
         name="big",
+        future=False,
     )
     placed = run_sweep(plan, ["test"], progress=False).results.trials
     assert set(placed.node) == {big.node_id}  # only that node has 3 CPUs
@@ -81,6 +83,7 @@ def test_a_node_lost_mid_sweep_costs_its_trials_only_the_epochs_since_their_chec
         max_failures=2,
         storage_path=str(tmp_path),
         name="node-loss",
+        future=False,
     )
     removed = {}
 

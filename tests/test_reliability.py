@@ -27,7 +27,7 @@ RAY_INIT = {"num_cpus": 2}
 
 def plan_for(tmp_path, name, **options):
     pins = options.pop("pins", SLOW_TRIAL)
-    return make_plan("air_rnn", seed=1, storage_path=str(tmp_path), name=name, pins=pins, **options)
+    return make_plan("air_rnn", seed=1, storage_path=str(tmp_path), name=name, pins=pins, future=False, **options)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -203,6 +203,7 @@ def test_ctrl_c_then_kill_9_lose_nothing_and_resume_finishes_the_planned_trials(
     planned trials, never a finished trial again, and an interrupted trial from its latest checkpoint."""
     args = [
         "air_rnn",
+        "--no-future",
         "--num-samples",
         "5",
         "--max-epochs",

@@ -17,7 +17,9 @@ RAY_INIT = {"num_cpus": 4, "num_gpus": 2, "resources": {"TPU": 4}}
 
 
 def sweep(tmp_path, name, **options):
-    plan = make_plan("air_rnn", seed=0, storage_path=str(tmp_path), name=name, pins={"hidden_dim": 8}, **options)
+    plan = make_plan(
+        "air_rnn", seed=0, storage_path=str(tmp_path), name=name, pins={"hidden_dim": 8}, future=False, **options
+    )
     return run_sweep(plan, ["test"]).results
 
 

@@ -175,6 +175,7 @@ def test_optuna_search_runs_a_sweep(local_ray, tmp_path):
         max_concurrent_trials=1,  # each trial one worker, as Tune reuses it: the next is one more TPE suggestion
         pins={"hidden_dim": 8},
         storage_path=str(tmp_path),
+        future=False,
         name="optuna",
     )
     results = run_sweep(plan, ["test"]).results
@@ -193,6 +194,7 @@ def test_pbt_exploits_and_mutates_trials_from_their_checkpoints(local_ray, tmp_p
         scheduler_options={"perturbation_interval": 3},
         pins={"hidden_dim": 8, "n_rnn_layers": 1, "model": "GRU"},
         storage_path=str(tmp_path),
+        future=False,
         name="pbt",
     )
     results = run_sweep(plan, ["test"]).results
@@ -215,6 +217,7 @@ def test_median_stopping_rule_runs_a_sweep(local_ray, tmp_path):
         max_concurrent_trials=1,  # the rule compares each trial with the running averages of those before it
         pins={"hidden_dim": 8},
         storage_path=str(tmp_path),
+        future=False,
         name="median",
     )
     results = run_sweep(plan, ["test"]).results
@@ -235,9 +238,24 @@ def test_hyperband_first_judges_trials_at_the_grace_period(local_ray, tmp_path):
         scheduler_options={"grace_period": 4, "reduction_factor": 2},
         pins={"hidden_dim": 8, "n_rnn_layers": 1},
         storage_path=str(tmp_path),
+        future=False,
         name="hyperband",
     )
     trials = run_sweep(plan, ["test"]).results.trials
     assert len(trials) == 12 and trials.status.isin(["COMPLETED", "STOPPED"]).all()  # none left paused
     stopped = trials[trials.status == "STOPPED"]
     assert len(stopped) and (stopped.epochs == 4).all()  # judged at the grace period, never before
+
+
+def test_a_single_series_sweep_forecasts_a_validation_length_after_its_last_month_with_its_saved_model(asha_sweep):
+    """air_rnn has no horizon: its future is as long as its validation part, after Air Passengers' last month."""
+    from forecaster.answer_model import AnswerModel
+
+    plan, _, _ = asha_sweep
+    future = pd.read_parquet(f"{plan.experiment_path}/future.parquet")
+    assert len(future) == int(plan.parts.val.lengths[0]) == 23
+    assert future.ds.tolist() == list(pd.date_range("1961-01-01", periods=23, freq="MS"))
+    assert {"answer", "seasonal naive", "AutoETS", "Theta", "AutoCES"} <= set(future.columns)
+    assert "combination" not in future  # a panel's only
+    saved = AnswerModel.load(plan.experiment_path)
+    assert saved.forecast(plan.panel).answer.tolist() == future.answer.tolist()

@@ -67,6 +67,7 @@ def small_sweep(tmp_path, name, num_samples=4, max_concurrent_trials=None):
         pins={"hidden_dim": 8, "n_rnn_layers": 1},
         storage_path=str(tmp_path),
         name=name,
+        future=False,
     )
 
 
