@@ -331,7 +331,6 @@ def test_the_dashboard_in_a_real_browser_shows_the_running_sweep(tmp_path):
         ray_worker_node(env, head, num_cpus=1)
         args = [
             "air_rnn",
-            "--no-future",
             "--num-samples",
             "8",
             "--max-epochs",
@@ -348,6 +347,7 @@ def test_the_dashboard_in_a_real_browser_shows_the_running_sweep(tmp_path):
             "auto",
             "--storage-path",
             str(tmp_path),
+            "--no-future",
         ]
         job = ray_command(
             "job",
