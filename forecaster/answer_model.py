@@ -73,6 +73,10 @@ class SavedMember:
 
 @dataclasses.dataclass(frozen=True)
 class AnswerModel:
+    """A sweep's answer as one model: its members (configurations, weights, what each learnt of each series), the
+    interval calibration and the data's description. It forecasts any panel of the data's frequency, series it never
+    trained on included, with neither Ray nor Lightning imported."""
+
     members: list[SavedMember]
     data: dict[str, Any]
     """freq (None: a plain integer time index), season, horizon, series (the ids it trained on, in order), source,

@@ -22,6 +22,9 @@ from forecaster.seasons import season_phases
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Panel:
+    """Many series back to back, each with its id and times (a single series is a panel of one): the one data type
+    of the forecaster. Read one with forecaster.data.load_panel."""
+
     ids: np.ndarray
     """(S,) the series' ids, as text, in the order of their first row."""
     offsets: np.ndarray

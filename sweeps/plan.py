@@ -42,6 +42,9 @@ are found with it, before the space's."""
 
 @dataclasses.dataclass(frozen=True)
 class SweepPlan:
+    """Everything a sweep will run, decided and checked before Ray starts: the options, the registry entry with them
+    applied and its space resolved on the data, the data cut once into its parts, and the resources per trial."""
+
     options: SweepOptions
     """What the sweep was asked, as checked (its levels in order)."""
     sweep: Sweep

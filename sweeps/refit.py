@@ -12,12 +12,16 @@ import argparse
 import sys
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m sweeps.refit", description=__doc__.splitlines()[0])
     parser.add_argument("results_dir", help="the sweep's folder, as the sweep printed it")
     parser.add_argument("--tolerance", type=float, default=0.01, help="allowed difference of the score (default 0.01)")
     parser.add_argument("--plot", metavar="FILE.png", help="draw the refit model's forecast")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
 
     from forecaster.config import ForecasterConfig
     from forecaster.metrics import METRIC_NAMES

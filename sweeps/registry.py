@@ -32,6 +32,9 @@ ANSWER_SCOPES = ("all", "last")
 
 @dataclasses.dataclass(frozen=True)
 class Sweep:
+    """A named sweep, as data: what it is for, its search space, its budget, its scheduler and search, and its data.
+    python -m sweeps.run NAME runs it; every option of the command line replaces one of its fields."""
+
     name: str
     purpose: str
     """What the sweep is for, in one or two sentences: `--list` and the results show it."""
@@ -121,10 +124,10 @@ SWEEPS: dict[str, Sweep] = {
                 "input_chunk_length": Choice(12, 18, 24),
                 "training_length": Offset("input_chunk_length", IntRange(4, 24)),
                 "random_state": IntRange(0, 9999),
-                # What generalises beyond the months it was chosen on (README: "Why these defaults"): the log of the
-                # series, either normalised by each window's level or differenced, so that a growing series never
-                # leaves the range the net trained on; the month as an input; and a ranking that is less noisy: the
-                # weights' moving average, scored on forecasts from 4 origins.
+                # What generalises beyond the months it was chosen on (docs/design-notes.md, "The air_rnn sweep"):
+                # the log of the series, either normalised by each window's level or differenced, so that a growing
+                # series never leaves the range the net trained on; the month as an input; and a ranking that is less
+                # noisy: the weights' moving average, scored on forecasts from 4 origins.
                 "target_transform": Choice("log", "log_diff"),
                 "window_norm": ByValue("target_transform", {"log": "subtract", "log_diff": "none"}),
                 "calendar": True,
@@ -138,7 +141,7 @@ SWEEPS: dict[str, Sweep] = {
                 **RECURRENT_SHAPE,
             },
             # Every configuration forecasts a flat line for its first few dozen epochs and the good ones break away
-            # later: ASHA's first judgement waits until then (README, "The air_rnn sweep").
+            # later: ASHA's first judgement waits until then (docs/design-notes.md, "The air_rnn sweep").
             max_epochs=300,
             num_samples=64,
             scheduler_options={"grace_period": 60, "reduction_factor": 3},
@@ -192,7 +195,7 @@ SWEEPS: dict[str, Sweep] = {
             ),
             space={
                 # Taken in turn, half the trials each: which shape wins differs by panel, and a random draw of a few
-                # trials can leave one shape almost none (README, "The panel sweep").
+                # trials can leave one shape almost none (docs/design-notes.md, "The panel sweep").
                 "shape": InTurn("recurrent", "direct"),
                 "model": Choice("GRU", "LSTM"),
                 "hidden_dim": 64,
@@ -210,8 +213,8 @@ SWEEPS: dict[str, Sweep] = {
                 "training_length": Fitting(Horizons(1.6), less=1, least=2),
                 "output_chunk_length": 0,
                 # The direct shape trains on the MASE loss (each series' errors over its in-sample seasonal naive
-                # error, in original units), what it is judged by; chosen on inner windows (README, "The panel
-                # sweep").
+                # error, in original units), what it is judged by; chosen on inner windows
+                # (docs/design-notes.md, "The panel sweep").
                 "loss": ByValue("shape", {"recurrent": "mse", "direct": "mase"}),
                 "loss_after_context": True,
                 "random_state": IntRange(0, 9999),
@@ -223,8 +226,8 @@ SWEEPS: dict[str, Sweep] = {
                 "val_origins": 1,
                 "windows_per_epoch": 16384,
                 # The direct shape trains on windows whose forecast starts in each series' last 4 horizons (N-BEATS'
-                # L_H): the recent dynamics rather than the whole history's growth; chosen on inner windows (README,
-                # "The panel sweep").
+                # L_H): the recent dynamics rather than the whole history's growth; chosen on inner windows
+                # (docs/design-notes.md, "The panel sweep").
                 "windows_from_last": ByValue("shape", {"recurrent": 0, "direct": Horizons(4)}),
                 "hidden_fc_sizes": (),
                 "activation": "ReLU",
@@ -237,7 +240,7 @@ SWEEPS: dict[str, Sweep] = {
             metric="smape",
             answer_top_k=5,
             # Ranked by the last epoch's validation: a trial whose validation dipped once early and rose after does not
-            # rank first on its one lucky epoch; chosen on inner windows (README, "The panel sweep").
+            # rank first on its one lucky epoch; chosen on inner windows (docs/design-notes.md, "The panel sweep").
             answer_scope="last",
             refit_answer=True,
         ),

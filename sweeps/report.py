@@ -13,7 +13,7 @@ import dataclasses
 import sys
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m sweeps.report", description=__doc__.splitlines()[0])
     parser.add_argument("results_dir", help="the sweep's folder, as the sweep printed it")
     parser.add_argument(
@@ -23,7 +23,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="LEVEL",
         help="prediction intervals at these levels (percent, e.g. 80 95), instead of the sweep's own (--levels)",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
 
     from sweeps.answer import build_answer
     from sweeps.answer.future import build_future

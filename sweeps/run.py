@@ -241,6 +241,9 @@ def _span(lengths: np.ndarray) -> str:
 
 @dataclasses.dataclass
 class SweepRun:
+    """What run_sweep leaves: the trials as read back from storage, the answer scored beside the baselines, the
+    forecast of the future, and the files written."""
+
     results: SweepResults
     written: dict[str, str]
     """The files written at the end, name -> path."""
