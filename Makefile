@@ -9,7 +9,7 @@ TORCH_INDEX ?=
 SWEEP ?= air_rnn
 BIN := $(VENV)/bin
 
-.PHONY: setup run fit test test-fast lint format bench darts-env nf-env xla-env test-xla clean
+.PHONY: setup run fit test test-fast lint format docs docs-serve bench darts-env nf-env xla-env test-xla clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -94,9 +94,21 @@ xla-env: $(XLA_VENV)/.installed
 test-xla: xla-env
 	PJRT_DEVICE=CPU $(XLA_BIN)/python -m pytest tests/xla
 
+# The documentation site (docs/, mkdocs.yml): built into site/ with every warning an error (a broken link, a page
+# missing from the navigation, a docstring mkdocstrings cannot read). `make docs-serve` serves it on 127.0.0.1:8000.
+$(VENV)/.docs-installed: $(VENV)/.installed pyproject.toml
+	$(BIN)/pip install --quiet -e ".[test,docs]"
+	touch $@
+
+docs: $(VENV)/.docs-installed
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+docs-serve: $(VENV)/.docs-installed
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
+
 bench: setup
 	$(BIN)/python bench/single_trial.py
 	$(BIN)/python bench/sweep.py
 
 clean:
-	rm -rf $(VENV) .darts-venv .nf-venv $(XLA_VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) .darts-venv .nf-venv $(XLA_VENV) .pytest_cache build site *.egg-info

@@ -6,9 +6,9 @@ series of a panel at once.
   and a model that does not beat it has learned nothing worth deploying.
 - statsforecast's AutoETS (exponential smoothing, its form chosen automatically), Theta (the standard Theta method,
   the winner of the M3 competition; not AutoTheta, which chooses among variants and scores worse on M3 monthly:
-  README, "Panels: one model for many series") and AutoCES (complex exponential smoothing), untuned, fit on every
+  docs/benchmarks.md, "M3 monthly") and AutoCES (complex exponential smoothing), untuned, fit on every
   series in parallel (StatsForecast with n_jobs processes). statsforecast is an optional extra (`pip install
-  '.[baselines]'`, with statsmodels and scipy; README, "A held-out test window", says what it costs to install);
+  '.[baselines]'`, with statsmodels and scipy; docs/benchmarks.md says what it costs to install);
   without it these say so.
 
 Forecasts are (steps, S): one column per series of the history, `steps` points after each series' end.

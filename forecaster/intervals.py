@@ -55,7 +55,7 @@ def interval_scales(train: Panel, horizon: int, validation_error: np.ndarray) ->
     Each of the last two stands in for the first where it is undefined or 0 (a tail shorter than a season, a flat
     stretch, a perfect forecast). Each part covers what the others miss: the whole history how much a series moves,
     the last horizon a series whose swings grew or calmed, the validation error how hard the series is for the answer
-    itself (README, "Prediction intervals", compares this scale with the alternatives)."""
+    itself (docs/design-notes.md, "Prediction intervals", compares this scale with the alternatives)."""
     from forecaster.transforms import error_scales
 
     whole = error_scales(train)

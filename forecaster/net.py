@@ -2,7 +2,7 @@
 
 forecaster/model.py trains it (RNNForecaster, its LightningModule); a sweep's driver loads the best models of its
 trials into it to forecast its answer, without importing Lightning, whose import is a large part of a driver's CPU
-time (README, Benchmarks, "Sweeps").
+time (docs/benchmarks.md, "Sweeps").
 Forecasting: read the last input_chunk_length points, then feed each prediction back as the next input, carrying
 the hidden state, for as many steps as asked, in original units (see the TargetTransform of
 forecaster/transforms.py).
@@ -29,7 +29,7 @@ from forecaster.transforms import CALENDAR_FEATURES, ForecastInputs, MinMaxScale
 _CELLS = {"RNN": nn.RNN, "LSTM": nn.LSTM, "GRU": nn.GRU}
 CPU_FORECAST_COLUMNS = 2048
 """A CPU forecast of many series runs in blocks of this many: each block's states stay in the cache, so the time per
-forecast stays the same however many series there are (README, Benchmarks, "One fit on a panel")."""
+forecast stays the same however many series there are (docs/benchmarks.md, "One fit on a panel")."""
 
 
 class RNNNet(nn.Module):
@@ -105,7 +105,7 @@ class RNNNet(nn.Module):
 
         What `load_from_checkpoint` gives for the same file, without Lightning's guard around it, which walks the
         whole call stack with its source lines on every call (inspect.stack), a cost a sweep's driver would pay for
-        every model it loads (README, Benchmarks, "Sweeps")."""
+        every model it loads (docs/benchmarks.md, "Sweeps")."""
         saved = torch.load(path, map_location="cpu", weights_only=True)
         model = cls(**saved["hyper_parameters"])
         model.load_state_dict(saved["state_dict"])

@@ -3,8 +3,8 @@
 For a model of a few hundred parameters the arithmetic is negligible and the cost is the number of
 tensor operations per time step. `torch.nn.RNN` and `nn.GRU` on CPU record four to ten autograd nodes
 per step; the layers here take two to five operations per step each way, which is what makes a whole fit
-cheaper in CPU time (bench/single_trial.py's plain_modules row measures it against PyTorch's modules: README,
-Benchmarks, "One fit"). `nn.LSTM` needs no such help: on CPU it runs oneDNN's fused kernel, faster than
+cheaper in CPU time (bench/single_trial.py's plain_modules row measures it against PyTorch's modules:
+docs/benchmarks.md, "One fit"). `nn.LSTM` needs no such help: on CPU it runs oneDNN's fused kernel, faster than
 anything written op by op. The layers read the weights of the `nn.RNN`/`nn.GRU` module, so parameters,
 optimizers and checkpoints are the standard ones; off CPU (cuDNN, XLA) the module itself runs.
 
@@ -47,7 +47,7 @@ def hidden_states(rnn: nn.RNNBase, inputs: Tensor) -> Tensor:
 GRU_MODULE_FROM = 8192
 """Batch x hidden_size from which a GRU runs nn.GRU itself: oneDNN's fused GRU overtakes the hand-written layer where
 the arithmetic, not the number of operations, is the cost (a panel's batches of 256-512 windows). The tanh layer
-stayed ahead at every size measured, so it has no such threshold. README, Benchmarks, "One fit on a panel", has the
+stayed ahead at every size measured, so it has no such threshold. docs/benchmarks.md, "One fit on a panel", has the
 timings."""
 
 

@@ -2,8 +2,8 @@
 panel at once.
 
 By default the net sees min-max scaling fit on the training part alone, which puts the points to forecast of a
-growing series above the training range, beyond anything a tanh net saw in training (README, "The `air_rnn` sweep
-and why its defaults are what they are", shows it on Air Passengers). The options here keep the net's inputs in the
+growing series above the training range, beyond anything a tanh net saw in training (docs/design-notes.md, "The
+`air_rnn` sweep", shows it on Air Passengers). The options here keep the net's inputs in the
 range it trained on; each is a hyperparameter (`ForecasterConfig.target_transform`, `window_norm`, `calendar`):
 
     y --less its seasonal shifts, over its seasonal indices (deseasonalise)--> a --log (target_transform log*)--> z
@@ -23,8 +23,8 @@ at the season beyond 1.645 of its standard error, over at least 3 seasons of val
 above 0, as visitors or sales that stop some months). A seasonal series that this cannot divide (a value below 0, a
 trend at or below 0, a place in the season with an index of 0: profits, flows, anomalies that cross 0) gets an
 additive decomposition instead: each point's difference from the trend averaged by place, centred, subtracted as its
-seasonal shifts, so that such a series too leaves its season to the decomposition rather than to the net (README,
-"The `panel` sweep: one space for any panel, and why its defaults are what they are", measures what the shifts gain).
+seasonal shifts, so that such a series too leaves its season to the decomposition rather than to the net
+(docs/design-notes.md, "The `panel` sweep", measures what the shifts gain).
 Other series keep indices of 1 and shifts of 0. A window shows the net one or two seasons; the indices come from the
 whole training part.
 

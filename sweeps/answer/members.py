@@ -22,7 +22,7 @@ from sweeps.storage import BEST_MODEL_FILE
 FAR_BEHIND = 2.0
 """A trial whose ranking score is over this many times the best trial's has not learnt the data and is left out of
 the answer, which otherwise takes the top k whatever their scores: a sweep of fewer trials than k would average in
-trials its scheduler stopped before they learnt anything (README, "The air_rnn sweep")."""
+trials its scheduler stopped before they learnt anything (docs/design-notes.md, "The air_rnn sweep")."""
 AROUND_BEST_EPOCHS = 10
 """The best trial's score is summarised over its epochs within this many of its best one."""
 

@@ -1,7 +1,7 @@
 """A sweep's one-chip TPU trials on the XLA device, through Ray Tune as on a TPU VM: Ray hands each trial a TPU
 chip (logical here: resources={"TPU": 4}), the trial trains with accelerator="tpu" on torch-xla's PJRT CPU
 client (the shim reaches the trial processes through PYTHONPATH, as conftest.py sets it), and reports every
-epoch. Several chips per trial are refused by this client (README, TPUs)."""
+epoch. Several chips per trial are refused by this client (docs/hardware.md, TPUs)."""
 
 import pytest
 
