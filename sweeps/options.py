@@ -159,8 +159,8 @@ class SweepOptions:
     )
     scheduler_options: Mapping[str, Any] = _option(
         None,
-        "a setting of the scheduler (repeatable): grace_period, reduction_factor (asha, hyperband, median), "
-        "perturbation_interval (pbt)",
+        "a setting of the scheduler (repeatable): grace_period (asha, hyperband, median), reduction_factor (asha, "
+        "hyperband), perturbation_interval (pbt)",
         group="budget",
         goes="sweep",
         flag="--scheduler-option",

@@ -14,7 +14,9 @@ import sys
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m sweeps.report", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m sweeps.report", description=" ".join(__doc__.split("\n\n")[0].split())
+    )
     parser.add_argument("results_dir", help="the sweep's folder, as the sweep printed it")
     parser.add_argument(
         "--levels",
