@@ -36,6 +36,7 @@ from forecaster.metrics import METRIC_NAMES
 from forecaster.transforms import seasonal_components
 from sweeps.answer import build_answer
 from sweeps.answer.future import Future, build_future
+from sweeps.answer.members import top_checkpoints
 from sweeps.answer.scores import scores as score
 from sweeps.cluster_probe import CapacityError, cluster_capacity
 from sweeps.options import SweepOptions, changed_on_resume, from_args, resumed
@@ -328,7 +329,7 @@ def run_sweep(plan: SweepPlan, command: list[str], progress: bool = True, shared
                 *(["through the validation part"] if plan.sweep.refit_answer and plan.parts.test is not None else []),
                 *(["then on every point for the future"] if plan.options.future else []),
             ]
-            top = min(plan.sweep.answer_top_k, plan.sweep.num_samples)
+            top = len(top_checkpoints(plan, results))  # the top k, less any too far behind to be in the answer
             trained = f" (the top {top} configurations trained again {' and '.join(again)})" if again else ""
             print(
                 f"The trials have ended; scoring the answer and the baselines on {len(plan.panel)} series{trained}...",

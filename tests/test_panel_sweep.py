@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 import ray
 
-from sweeps.answer.members import ranking, top_checkpoints
+from sweeps.answer.members import FAR_BEHIND, ranking, top_checkpoints
 from sweeps.answer.text import _left_out
 from sweeps.plan import PlanError, make_plan
 from sweeps.plan_record import read_plan
@@ -343,17 +343,21 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
     plan = read_plan(str(folder))
     results = collect(plan)
     by_last = results.trials.sort_values("last_val_smape")["trial_id"].tolist()
-    assert [trial_id for trial_id, _ in top_checkpoints(plan, results)] == answer["trials"] == by_last
-    reversed_scores = results.trials.assign(last_val_smape=1 / results.trials["last_val_smape"])
+    # A trial ASHA stopped early (which ones depends on when each reports, so on the machine's load) may end over
+    # FAR_BEHIND times the best trial's score: it is left out, and the summary names it.
+    last_score = results.trials.set_index("trial_id")["last_val_smape"]
+    far_behind = [trial_id for trial_id in by_last if last_score[trial_id] > FAR_BEHIND * last_score.min()]
+    chosen = [trial_id for trial_id in by_last if trial_id not in far_behind]
+    assert [trial_id for trial_id, _ in top_checkpoints(plan, results)] == answer["trials"] == chosen
+    assert answer["selection"]["far_behind"] == far_behind and ("left out:" in out) == bool(far_behind)
+    # The ranking follows the scores, whatever they are: here scores 10, 11, ... in by_last's order and reversed.
+    rising = dict(zip(by_last, 10.0 + np.arange(len(by_last))))
+    reversed_scores = results.trials.assign(last_val_smape=results.trials["trial_id"].map(rising).rsub(100.0))
     reversed_ranking = top_checkpoints(plan, dataclasses.replace(results, trials=reversed_scores))
     assert [trial_id for trial_id, _ in reversed_ranking] == by_last[::-1]
     # A trial over twice the best's score has not learnt the data: left out of the answer, and the summary names it.
     far_scores = results.trials.assign(
-        last_val_smape=np.where(
-            results.trials["trial_id"] == by_last[1],
-            2.01 * results.trials["last_val_smape"].min(),
-            results.trials["last_val_smape"],
-        )
+        last_val_smape=results.trials["trial_id"].map({**rising, by_last[1]: 2.01 * rising[by_last[0]]})
     )
     far_results = dataclasses.replace(results, trials=far_scores)
     assert [trial_id for trial_id, _ in top_checkpoints(plan, far_results)] == [by_last[0], *by_last[2:]]
@@ -361,13 +365,15 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
     assert left_out == [
         f"  left out: {by_last[1]}, its validation sMAPE over 2 times the best trial's (too far behind to average in)"
     ]
-    assert answer["selection"]["far_behind"] == [] and "left out:" not in out
-    assert "the mean forecast of the top 4 trials' best models (ranked on their last epoch's validation)" in out
+    assert (
+        f"the mean forecast of the top {len(chosen)} trials' best models (ranked on their last epoch's validation)"
+        in out
+    )
     assert all(epochs >= 1 for epochs in refit["epochs"]) and refit["series_as_trained"] == []
     assert refit["trained_on"] == ["cpu"]
     assert (
-        "The trials have ended; scoring the answer and the baselines on 5 series (the top 4 configurations trained "
-        "again through the validation part and then on every point for the future)..."
+        f"The trials have ended; scoring the answer and the baselines on 5 series (the top {len(chosen)} "
+        "configurations trained again through the validation part and then on every point for the future)..."
     ) in out
     assert f"refit: its {len(answer['trials'])} configurations trained again through the validation part" in out
     assert " s on cpu), then forecasting the test window" in out
