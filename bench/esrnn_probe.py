@@ -187,6 +187,7 @@ def run(dataset: str, back: int, seed: int, epochs: int, settings: dict) -> dict
     from inner_split import inner_panel, scores
 
     seen, horizon = inner_panel(dataset, None, back=back)
+    seen = seen.take(seen.lengths >= 2 * horizon + 2)  # a window further back leaves some series too short
     history, test = seen.split_last(horizon)
     train_part, _ = history.split_last(horizon)
     keep = train_part.lengths >= 2
@@ -261,11 +262,11 @@ def main() -> None:
         ids = runs[0]["ids"]
         mean = {i: np.mean([r["forecast"][i] for r in runs], axis=0).tolist() for i in ids}
         seen, horizon = inner_panel(args.dataset, None, back=args.back)
-        history, test = seen.split_last(horizon)
+        history, test = seen.take(seen.lengths >= 2 * horizon + 2).split_last(horizon)
         out["mean_of_seeds"] = scores(test, history, mean, ids)
     if not args.no_baselines:
         seen, horizon = inner_panel(args.dataset, None, back=args.back)
-        out["baselines"] = baselines(seen, horizon, runs[0]["ids"])
+        out["baselines"] = baselines(seen.take(seen.lengths >= 2 * horizon + 2), horizon, runs[0]["ids"])
     print(json.dumps(out, indent=1))
 
 
