@@ -187,14 +187,12 @@ def run(dataset: str, back: int, seed: int, epochs: int, settings: dict) -> dict
     from inner_split import inner_panel, scores
 
     seen, horizon = inner_panel(dataset, None, back=back)
-    seen = seen.take(seen.lengths >= 2 * horizon + 2)  # a window further back leaves some series too short
+    # At least 2 training points before validation and test (a window further back leaves some series shorter).
+    seen = seen.take(seen.lengths >= 2 * horizon + 2)
     history, test = seen.split_last(horizon)
-    train_part, _ = history.split_last(horizon)
-    keep = train_part.lengths >= 2
-    ids = [str(i) for i in test.ids[keep]]
+    ids = [str(i) for i in test.ids]
     season = seen.season
     raw = [history.values[history.offsets[i] : history.offsets[i + 1]] for i in range(len(history))]
-    raw = [values for values, k in zip(raw, keep) if k]
     logged = [log_values(values) for values in raw]
     logs = [values for values, _ in logged]
     shifts = np.array([shift for _, shift in logged])

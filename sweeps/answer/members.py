@@ -56,7 +56,7 @@ def top_checkpoints(plan: SweepPlan, results: SweepResults) -> list[tuple[str, s
     """(trial id, checkpoint folder) of the top trials that can be chosen and kept a checkpoint, best first."""
     usable, _ = ranking(plan, results)
     found = []
-    for trial_id in usable["trial_id"]:
+    for trial_id in usable.get("trial_id", ()):  # a sweep no trial of which reported has no columns
         if trial_id in results.checkpoints:
             found.append((trial_id, results.checkpoints[trial_id]))
         if len(found) == plan.sweep.answer_top_k:
