@@ -14,7 +14,9 @@ wherever it trained). Neither loading nor forecasting imports Ray or Lightning.
 
 A global model forecasts series it never trained on: each member fits its transforms on such a series' own history
 (its scaler on every point given, its seasonal indices, whether to log it), as training fit them on each training
-series, and reads it as it reads the others. Series it trained on keep what it learnt of them.
+series, and reads it as it reads the others; a hybrid member gives it the median smoothing coefficients of the series
+it trained on and initial factors from its own seasonal indices (RNNNet.hybrid_columns). Series it trained on keep
+what it learnt of them.
 """
 
 from __future__ import annotations
@@ -167,6 +169,10 @@ class AnswerModel:
             if not readable.any():
                 continue
             some = panel if readable.all() else panel.take(readable)
+            if net.hybrid:  # its smoothing reads every point; it has its own fallback for a series it never saw
+                totals[:, readable] += net.forecast_columns(some, steps, new_series=True)
+                counts[readable] += 1
+                continue
             new = known_rows(net.series_ids or [], some) < 0
             some, transform = self._transform_for(net, some, fitted)
             self._check_values(net, some, transform, new)
@@ -423,8 +429,17 @@ def _first_that_reads(error: SeriesError, *readers: Callable[[], Panel]) -> Pane
     raise error
 
 
-PER_SERIES = ("scaler_minimum", "scaler_scale", "time_origins", "seasonal_indices", "logged_series", "seasonal_shifts")
-"""What a member's transforms learnt of each series it trained on (RNNNet's per-series arguments)."""
+PER_SERIES = (
+    "scaler_minimum",
+    "scaler_scale",
+    "time_origins",
+    "seasonal_indices",
+    "logged_series",
+    "seasonal_shifts",
+    "log_shifts",
+)
+"""What a member's transforms learnt of each series it trained on (RNNNet's per-series arguments; the hybrid's
+smoothing coefficients and initial factors are weights, in its state)."""
 
 
 def library_versions() -> dict[str, str]:

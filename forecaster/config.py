@@ -15,12 +15,14 @@ from collections.abc import Mapping
 from typing import Any
 
 MODELS = ("RNN", "LSTM", "GRU")
-SHAPES = ("recurrent", "direct")
+SHAPES = ("recurrent", "direct", "hybrid")
 TARGET_TRANSFORMS = ("none", "log", "diff", "log_diff", "seasonal_diff", "log_seasonal_diff", "log_if_positive")
 WINDOW_NORMS = ("none", "subtract", "divide")
-LOSSES = ("mse", "l1", "smape", "mase")
+LOSSES = ("mse", "l1", "pinball", "smape", "mase")
 ORIGINAL_UNIT_LOSSES = ("smape", "mase")
 """Losses computed on the predictions in original units (the metrics the field scores with)."""
+HYBRID_LOSSES = ("mse", "l1", "pinball")
+"""The hybrid shape's losses: in its own units, the log of the series less its smoothed level and season."""
 ACTIVATIONS = ("ReLU", "Tanh", "Sigmoid", "none")
 MAX_RANDOM_STATE = 2**32 - 1
 
@@ -47,8 +49,9 @@ class ForecasterConfig:
     lr: float = _field(1e-3, "Adam learning rate")
     loss: str = _field(
         "mse",
-        "training loss: mse (Darts' default) or l1 (whose forecasts aim at the median, as sMAPE and MASE reward), in "
-        "the net's units; or smape or mase in original units, as the metrics are scored (MASE: each series' errors "
+        "training loss: mse (Darts' default), l1 (whose forecasts aim at the median, as sMAPE and MASE reward) or "
+        "pinball (the quantile loss at pinball_tau), in the net's units; or smape or mase in original units, as the "
+        "metrics are scored (MASE: each series' errors "
         "divided by its in-sample seasonal naive error), over a direct window's output block or a recurrent one's "
         "next-step predictions",
     )
@@ -71,7 +74,9 @@ class ForecasterConfig:
         "recurrent: Darts' RNNModel, which predicts the next point at every position of its windows and forecasts "
         "by feeding each prediction back; direct: Darts' BlockRNNModel, whose RNN reads input_chunk_length points "
         "and whose fully connected layers emit output_chunk_length points at once (longer forecasts roll forward "
-        "block by block), with shorter histories padded and masked",
+        "block by block), with shorter histories padded and masked; hybrid: Smyl's ES-RNN, the direct shape reading "
+        "the log of each series less a level and seasonal factors that per-series exponential smoothing gives, its "
+        "coefficients and initial factors learnt with the net (forecaster/smoothing.py)",
     )
     output_chunk_length: int = _field(
         0,
@@ -85,6 +90,21 @@ class ForecasterConfig:
     )
     activation: str = _field(
         "ReLU", "direct shape: activation between those fully connected layers: ReLU, Tanh, Sigmoid or none"
+    )
+    pinball_tau: float = _field(
+        0.48,
+        "loss pinball: the quantile the forecasts aim at; a little below the median (Smyl's 0.45-0.49) offsets the "
+        "upward bias of forecasts made in logs",
+    )
+    level_penalty: float = _field(
+        200.0,
+        "hybrid shape: weight of the penalty on the wiggliness of each series' smoothed level (the mean squared "
+        "second difference of its log), which keeps the level smooth and leaves the net the rest (Smyl's, 0: off)",
+    )
+    series_lr: float = _field(
+        0.1,
+        "hybrid shape: the learning rate of the per-series smoothing coefficients and initial seasonal factors, as a "
+        "multiple of lr",
     )
     windows_from_last: int = _field(
         0,
@@ -203,6 +223,18 @@ class ForecasterConfig:
             raise ConfigError(
                 f"ema_decay={self.ema_decay!r} must be in [0, 1): 0 turns the average off, 0.9 is typical"
             )
+        tau = _real_number("pinball_tau", self.pinball_tau)
+        if not 0.0 < tau < 1.0:
+            raise ConfigError(f"pinball_tau={self.pinball_tau!r} must be in (0, 1): it is the quantile aimed at")
+        penalty = _real_number("level_penalty", self.level_penalty)
+        if penalty < 0.0:
+            raise ConfigError(f"level_penalty={self.level_penalty!r} must be at least 0 (0: off)")
+        series_lr = _real_number("series_lr", self.series_lr)
+        if not series_lr > 0.0:
+            raise ConfigError(f"series_lr={self.series_lr!r} must be a positive multiple of lr, for example 0.1")
+        object.__setattr__(self, "pinball_tau", tau)
+        object.__setattr__(self, "level_penalty", penalty)
+        object.__setattr__(self, "series_lr", series_lr)
         object.__setattr__(self, "dropout", dropout)
         object.__setattr__(self, "lr", lr)
         object.__setattr__(self, "ema_decay", ema_decay)
@@ -212,6 +244,24 @@ class ForecasterConfig:
                 f"{self.input_chunk_length}: the model trains on windows of training_length points and "
                 "must see at least as much history in training as it is given when it forecasts"
             )
+        if self.shape == "hybrid":
+            self._check_hybrid()
+
+    def _check_hybrid(self) -> None:
+        """The hybrid shape takes its own logs and normalises by its own level and season: the transforms that do
+        either are refused rather than silently ignored."""
+        if self.loss not in HYBRID_LOSSES:
+            raise ConfigError(
+                f"loss={self.loss!r} with shape='hybrid': its loss is in its own units (the log less the level and "
+                f"season); use one of {', '.join(HYBRID_LOSSES)}"
+            )
+        fixed = {"target_transform": "none", "window_norm": "none", "deseasonalise": False, "calendar": False}
+        for name, plain in fixed.items():
+            if getattr(self, name) != plain:
+                raise ConfigError(
+                    f"{name}={getattr(self, name)!r} with shape='hybrid': the hybrid takes each series' log and "
+                    f"divides it by its own learnt level and season; set {name}={plain!r}"
+                )
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:

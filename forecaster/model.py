@@ -38,11 +38,11 @@ import dataclasses
 
 import lightning as L
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from forecaster.metrics import panel_scores
 from forecaster.net import RNNNet
+from forecaster.smoothing import HybridWindows
 from forecaster.transforms import ForecastInputs
 
 
@@ -52,7 +52,8 @@ class EpochBatch:
 
     windows: list[Tensor]
     """The epoch's mini-batches of training windows, each (training_length + 1, batch, 1 + C) in the net's units: the
-    value, and with calendar inputs the next point's place in the season."""
+    value, and with calendar inputs the next point's place in the season. The hybrid shape's: (2, batch), each
+    window's series and origin, cut from `series_values` by the model."""
     validation: ForecastInputs
     """The forecasts that score the epoch, one column per series and validation origin (B of them)."""
     actual: Tensor
@@ -68,6 +69,8 @@ class EpochBatch:
     originals: list[tuple[ForecastInputs, Tensor]] | None = None
     """For a loss in original units (smape and mase), per mini-batch: what takes the scored points of its windows
     back to original units, and each window's MASE scale."""
+    series_values: HybridWindows | None = None
+    """The hybrid shape's training series, from which its windows are cut."""
 
 
 class RNNForecaster(RNNNet, L.LightningModule):
@@ -81,7 +84,6 @@ class RNNForecaster(RNNNet, L.LightningModule):
         args, kwargs = (), dict(self.hyperparameters)
         self.save_hyperparameters(kwargs)
         config = self.config
-        self.loss = F.l1_loss if config.loss == "l1" else F.mse_loss
         self.scored_from = config.input_chunk_length - 1 if config.loss_after_context else 0
         """The first position of a window whose next-step prediction the loss scores."""
         self.automatic_optimization = False  # training_step steps each mini-batch of the epoch
@@ -93,7 +95,7 @@ class RNNForecaster(RNNNet, L.LightningModule):
         targets, real = batch[chunk:, :, 0], batch[chunk:, :, -1]  # (output_chunk_length, B)
         predictions = self(batch[:chunk])
         if originals is None:
-            errors = (predictions - targets).abs() if self.config.loss == "l1" else (predictions - targets) ** 2
+            errors = self.unit_errors(predictions, targets)
         else:
             errors = self.original_unit_errors(predictions, targets, originals)
         return (errors * real).sum() / real.sum()
@@ -104,8 +106,38 @@ class RNNForecaster(RNNNet, L.LightningModule):
         inputs, targets = batch[:-1], batch[1:, :, :1]  # (L, B, 1 + C) and (L, B, 1), shifted by one step
         predictions = self(inputs)[self.scored_from :]
         if originals is None:
-            return self.loss(predictions, targets[self.scored_from :])
+            return self.unit_errors(predictions, targets[self.scored_from :]).mean()
         return self.original_unit_errors(predictions[..., 0], targets[self.scored_from :, :, 0], originals).mean()
+
+    def unit_errors(self, predictions: Tensor, targets: Tensor) -> Tensor:
+        """Each prediction's loss in the net's units: its squared error (mse), absolute error (l1) or pinball loss."""
+        error = targets - predictions
+        if self.config.loss == "l1":
+            return error.abs()
+        if self.config.loss == "pinball":
+            tau = self.config.pinball_tau
+            return torch.maximum(tau * error, (tau - 1.0) * error)
+        return error**2
+
+    def hybrid_loss(self, data: HybridWindows, batch: Tensor) -> Tensor:
+        """The hybrid's loss of the windows (series, origin) in `batch`: each series smoothed with its current
+        coefficients, the output block's points less the window's last level and their seasonal factors scored over
+        the real points, plus level_penalty times the mean squared second difference of the smoothed log levels."""
+        series, origins = batch
+        z, lengths = data.z[series], data.lengths[series]
+        window, last_level, ahead, levels = self.hybrid_window(
+            z, lengths, origins - 1, rows=series, phases=data.phases[series]
+        )
+        places = origins[:, None] + torch.arange(ahead.shape[1], device=z.device)[None, :]
+        real = (places < lengths[:, None]).to(z.dtype)
+        targets = z.gather(1, places.clamp(max=z.shape[1] - 1)) - last_level[:, None] - ahead
+        errors = self.unit_errors(self(window).T, targets)
+        loss = (errors * real).sum() / real.sum()
+        if self.config.level_penalty and levels.shape[1] > 2:
+            wiggle = levels[:, 2:] - 2 * levels[:, 1:-1] + levels[:, :-2]
+            inside = (torch.arange(2, levels.shape[1], device=z.device)[None, :] < lengths[:, None]).to(z.dtype)
+            loss = loss + self.config.level_penalty * (wiggle**2 * inside).sum() / inside.sum().clamp(min=1)
+        return loss
 
     def original_unit_errors(
         self, predictions: Tensor, targets: Tensor, originals: tuple[ForecastInputs, Tensor]
@@ -126,7 +158,12 @@ class RNNForecaster(RNNNet, L.LightningModule):
         loss_sum, windows = torch.zeros((), device=self.device), 0
         for index, batch in enumerate(epoch.windows):
             originals = epoch.originals[index] if epoch.originals else None
-            loss = self.block_loss(batch, originals) if self.direct else self.next_step_loss(batch, originals)
+            if self.hybrid:
+                loss = self.hybrid_loss(epoch.series_values, batch)
+            elif self.direct:
+                loss = self.block_loss(batch, originals)
+            else:
+                loss = self.next_step_loss(batch, originals)
             optimizer.zero_grad()
             self.manual_backward(loss)
             optimizer.step()
@@ -156,7 +193,7 @@ class RNNForecaster(RNNNet, L.LightningModule):
         # another lr (PBT copies a trial's weights and changes its lr) must train with its own.
         for optimizer in self.trainer.optimizers:
             for group in optimizer.param_groups:
-                group["lr"] = self.config.lr
+                group["lr"] = self.config.lr * group.get("lr_scale", 1.0)
         if self.device.type == "xla":
             # XLA's dropout draws from torch-xla's own generator, which torch.manual_seed does not reseed: without
             # this, a second fit in the same process (a warm Ray worker) would draw other masks with the same seed.
@@ -167,4 +204,10 @@ class RNNForecaster(RNNNet, L.LightningModule):
     def configure_optimizers(self) -> torch.optim.Optimizer:
         # The fused kernel updates all parameters in one call; it exists on CPU and CUDA only.
         fused = True if self.device.type in ("cpu", "cuda") else None
-        return torch.optim.Adam(self.parameters(), lr=self.config.lr, fused=fused)
+        groups = [{"params": list(self.parameters())}]
+        if self.hybrid:  # the per-series smoothing at its own rate (Smyl's)
+            per_series = list(self.smoothing.parameters())
+            shared = [parameter for parameter in self.parameters() if all(parameter is not p for p in per_series)]
+            scale = self.config.series_lr
+            groups = [{"params": shared}, {"params": per_series, "lr": self.config.lr * scale, "lr_scale": scale}]
+        return torch.optim.Adam(groups, lr=self.config.lr, fused=fused)

@@ -24,6 +24,15 @@ from forecaster import recurrence
 from forecaster.config import ForecasterConfig
 from forecaster.data import as_panel
 from forecaster.panel import Panel
+from forecaster.smoothing import (
+    HybridInputs,
+    SeasonalSmoothing,
+    factors_ahead,
+    hybrid_inputs,
+    log_shifts,
+    new_series_factors,
+    smooth,
+)
 from forecaster.transforms import CALENDAR_FEATURES, ForecastInputs, MinMaxScaler, TargetTransform, forecast_inputs
 
 _CELLS = {"RNN": nn.RNN, "LSTM": nn.LSTM, "GRU": nn.GRU}
@@ -46,11 +55,13 @@ class RNNNet(nn.Module):
         seasonal_indices: Sequence[Sequence[float]] | None = None,
         logged_series: Sequence[bool] | None = None,
         seasonal_shifts: Sequence[Sequence[float]] | None = None,
+        log_shifts: Sequence[float] | None = None,
     ):
         """One scaler (minimum and scale) per series it is trained on, with their ids, so that it forecasts any of
         them from its history; `time_origins`, on a plain time index, where each series' season count starts;
         `seasonal_indices`, (series, season), where the config deseasonalises, and `seasonal_shifts` where a series is
-        additive; `logged_series`, which series log_if_positive logs."""
+        additive; `logged_series`, which series log_if_positive logs; `log_shifts`, the hybrid shape's, what each
+        series gets added before its log."""
         super().__init__()
         config = config if isinstance(config, ForecasterConfig) else ForecasterConfig.from_dict(config)
         # Plain lists from here on: checkpoints store them, and Lightning's save_hyperparameters compares the values,
@@ -65,6 +76,8 @@ class RNNNet(nn.Module):
             logged_series = np.asarray(logged_series, dtype=bool).tolist()
         if seasonal_shifts is not None:
             seasonal_shifts = np.asarray(seasonal_shifts, dtype=np.float64).tolist()
+        if log_shifts is not None:
+            log_shifts = np.asarray(log_shifts, dtype=np.float64).tolist()
         self.hyperparameters = {
             "config": config.to_dict(),
             "scaler_minimum": scaler_minimum,
@@ -75,6 +88,7 @@ class RNNNet(nn.Module):
             "seasonal_indices": seasonal_indices,
             **({"logged_series": logged_series} if logged_series is not None else {}),
             **({"seasonal_shifts": seasonal_shifts} if seasonal_shifts is not None else {}),
+            **({"log_shifts": log_shifts} if log_shifts is not None else {}),
         }
         """The arguments that build this net again, as plain values: what a checkpoint stores."""
         self.config = config
@@ -90,10 +104,14 @@ class RNNNet(nn.Module):
             None if seasonal_shifts is None else np.array(seasonal_shifts),
         )
         between_layers = config.dropout if config.n_rnn_layers > 1 else 0.0  # PyTorch warns on dropout with 1 layer
-        self.direct = config.shape == "direct"
+        self.hybrid = config.shape == "hybrid"
+        self.direct = config.shape == "direct" or self.hybrid  # the hybrid reads and emits as the direct shape does
         inputs = 1 + (CALENDAR_FEATURES if config.calendar else 0) + (1 if self.direct else 0)  # the mask, last
         self.rnn = _CELLS[config.model](inputs, config.hidden_dim, config.n_rnn_layers, dropout=between_layers)
         self.head = _block_head(config) if self.direct else nn.Linear(config.hidden_dim, 1)
+        if self.hybrid:
+            self.smoothing = SeasonalSmoothing(len(scaler_minimum), int(season))
+            self.log_shifts = np.zeros(len(scaler_minimum)) if log_shifts is None else np.array(log_shifts)
         if config.ema_decay:
             # Buffers, so that checkpoints and the best model keep the average with the weights.
             for index, parameter in enumerate(self.parameters()):
@@ -208,11 +226,50 @@ class RNNNet(nn.Module):
             blocks.append(block)
         return torch.cat(blocks)[:steps]
 
-    def predict(self, inputs: ForecastInputs, steps: int) -> Tensor:
+    def predict(self, inputs: ForecastInputs | HybridInputs, steps: int) -> Tensor:
         """Forecasts of `steps` points from each origin of `inputs`, in original units: (steps, B)."""
+        if self.hybrid:
+            with self.averaged_weights(), torch.no_grad(), torch.autocast(inputs.z.device.type, enabled=False):
+                return self.hybrid_forecast(inputs, steps)
         with self.averaged_weights():
             scaled = self.forecast_scaled(inputs.context, steps, inputs.future)
         return self.transform.from_model(scaled, inputs)
+
+    def hybrid_window(
+        self, z: Tensor, lengths: Tensor, ends: Tensor, inputs: HybridInputs | None = None, rows=None, phases=None
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """The hybrid's view of windows ending at `ends` of the series z (B, T) with `lengths` points (smoothed
+        through all of them): the net's inputs (input_chunk_length, B, 2), each window's last level (B,), the
+        seasonal factors of the output block's points (B, output_chunk_length), and the levels (B, T). The series'
+        rows and phases come from `inputs` or are given."""
+        rows = inputs.rows if inputs is not None else rows
+        phases = inputs.phases if inputs is not None else phases
+        new_factors = inputs.new_factors if inputs is not None else None
+        alpha, gamma, initial = self.smoothing.coefficients(rows, phases, new_factors)
+        levels, factors = smooth(z, lengths, alpha, gamma, initial)
+        last_level = levels.gather(1, ends[:, None])[:, 0]
+        places = ends[:, None] + torch.arange(1 - self.config.input_chunk_length, 1, device=z.device)[None, :]
+        real = places >= 0
+        safe = places.clamp(min=0)
+        values = z.gather(1, safe) - factors.gather(1, safe) - last_level[:, None]
+        window = torch.stack([torch.where(real, values, 0.0), real.to(values.dtype)], -1).transpose(0, 1)
+        ahead = factors_ahead(factors, ends + 1, self.config.output_chunk_length, self.smoothing.season)
+        return window, last_level, ahead, levels
+
+    def hybrid_forecast(self, inputs: HybridInputs, steps: int) -> Tensor:
+        """(steps, B) in original units: each block of output_chunk_length points from the smoothing and the net
+        after each column's end, fed back as points of its series (and smoothed) for the next block."""
+        z, lengths, blocks = inputs.z, inputs.lengths, []
+        size = self.config.output_chunk_length
+        for done in range(0, steps, size):
+            window, last_level, ahead, _ = self.hybrid_window(z, lengths, lengths - 1, inputs)
+            block = self(window).T + last_level[:, None] + ahead  # (B, size), logs
+            blocks.append(block)
+            if done + size < steps:
+                places = (lengths[:, None] + torch.arange(size, device=z.device)[None, :]).clamp(max=z.shape[1] - 1)
+                z, lengths = z.scatter(1, places, block.to(z.dtype)), lengths + size
+        logs = torch.cat(blocks, 1)[:, :steps].to(inputs.shifts.dtype)
+        return (torch.exp(logs) - inputs.shifts[:, None]).T
 
     def forecast(self, history, steps: int):
         """Forecast `steps` points after the end of every series of `history`, in original units.
@@ -245,11 +302,17 @@ class RNNNet(nn.Module):
         lag); the direct shape pads a shorter history, and needs one point past the lag."""
         return (1 if self.direct else self.config.input_chunk_length) + self.transform.lag
 
-    def forecast_columns(self, panel: Panel, steps: int, transform: TargetTransform | None = None) -> np.ndarray:
+    def forecast_columns(
+        self, panel: Panel, steps: int, transform: TargetTransform | None = None, new_series: bool = False
+    ) -> np.ndarray:
         """(steps, S): `steps` points after the end of every series of `panel`, in original units. `transform`: one
         row per series of `panel`, in its order (a global model forecasting series it never trained on, their scalers
         fit on their own history: forecaster.answer_model), with `panel.origins` then the caller's to set on a plain
-        time index; default: the net's own rows, found by id, and the origins it trained with."""
+        time index; default: the net's own rows, found by id, and the origins it trained with. The hybrid shape reads
+        every point of each series (its smoothing starts at the first); with `new_series`, it forecasts series it
+        never trained on too, with the fallback of `hybrid_columns`."""
+        if self.hybrid:
+            return self.hybrid_columns(panel, steps, new_series)
         rows = None
         if transform is None:
             rows, transform = self._scaler_rows(panel), self.transform
@@ -283,11 +346,40 @@ class RNNNet(nn.Module):
         finally:
             self.train(was_training)
 
-    def _scaler_rows(self, panel: Panel) -> np.ndarray:
+    def hybrid_columns(self, panel: Panel, steps: int, new_series: bool = False) -> np.ndarray:
+        """(steps, S), the hybrid's forecast after every series of `panel`. A series it trained on keeps what it
+        learnt (its shift, coefficients and initial factors); with `new_series`, one it never saw gets the median
+        coefficients of those it did, initial factors from its own classical seasonal indices and a shift from its
+        own values."""
+        rows = self._scaler_rows(panel, allow_new=new_series)
+        if self.time_origins is not None and not panel.dated:  # the season count of training, whatever the start
+            origins = np.array(panel.first_times() if panel.origins is None else panel.origins, dtype=np.int64)
+            origins[rows >= 0] = self.time_origins[rows[rows >= 0]]
+            panel = dataclasses.replace(panel, origins=origins)
+        new = rows < 0
+        shifts = self.log_shifts[np.maximum(rows, 0)]
+        factors = None
+        if new.any():
+            fresh = panel.take(new)
+            shifts[new] = log_shifts(fresh.values, fresh.offsets)
+            factors = np.zeros((len(panel), self.smoothing.season))
+            factors[new] = new_series_factors(fresh)
+        inputs = hybrid_inputs(panel, panel.offsets[1:] - 1, steps, shifts, rows, factors)
+        was_training = self.training
+        self.eval()
+        try:
+            device = self.rnn.weight_hh_l0.device
+            return self.predict(inputs.to(device, torch.float64), steps).cpu().numpy()
+        finally:
+            self.train(was_training)
+
+    def _scaler_rows(self, panel: Panel, allow_new: bool = False) -> np.ndarray:
         """The scaler row of each series of `panel`: by id; a model of one series forecasts any one series."""
         if len(self.scaler.minimum) == 1 and len(panel) == 1:
             return np.zeros(1, dtype=np.int64)
         known = {series_id: row for row, series_id in enumerate(self.series_ids or [])}
+        if allow_new:
+            return np.array([known.get(series_id, -1) for series_id in panel.ids], dtype=np.int64)
         unknown = [series_id for series_id in panel.ids if series_id not in known]
         if unknown:
             raise ValueError(

@@ -349,12 +349,12 @@ def _too_short(
 def _window_points(config: ForecasterConfig) -> int:
     """The fewest points of a series (after the differences) that give one training window: the recurrent shape's
     training_length + 1; the direct shape's one to read and one to forecast, the rest of its window padded."""
-    return 2 if config.shape == "direct" else config.training_length + 1
+    return 2 if config.shape != "recurrent" else config.training_length + 1
 
 
 def _shorter(config: ForecasterConfig, reads_only: bool = False) -> str:
     """What to change for shorter series: a window they can hold, or the shape that pads them."""
-    if config.shape == "direct":
+    if config.shape != "recurrent":
         return "lower the horizon"
     if reads_only:
         return "lower input_chunk_length, or use shape=direct, which pads a short series"
@@ -383,7 +383,7 @@ def _refuse_short(
             + ("lower training_length or the horizon" if config.shape == "recurrent" else "lower the horizon")
         )
     if len(panel) == 1:  # the messages of a single series cut at a date: what to change in its split or windows
-        if train_lengths[0] < _window_points(config) + lag and config.shape == "direct":
+        if train_lengths[0] < _window_points(config) + lag and config.shape != "recurrent":
             raise SeriesError(
                 f"the training part has {train_lengths[0]} points, too few for one training window: "
                 f"{needed.removeprefix('each needs ')}; move split_after later"
@@ -416,7 +416,7 @@ def _length_needed(config: ForecasterConfig, lag: int, cut: Cut, reads_only: boo
             f"input_chunk_length{differenced} = {window} to read (fewer than training_length + 1{differenced} = "
             f"{_window_points(config) + lag} are forecast without training on them)"
         )
-    elif config.shape == "direct":
+    elif config.shape != "recurrent":
         counted = f"2{differenced} = {window}" if lag else "2"
         one_window = f"{counted} for one training window (a point to read, one to forecast)"
     else:

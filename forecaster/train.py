@@ -38,6 +38,7 @@ from forecaster.model import EpochBatch, RNNForecaster
 from forecaster.net import RNNNet
 from forecaster.panel import Panel
 from forecaster.parts import FitParts, fit_parts
+from forecaster.smoothing import HybridInputs, HybridWindows, hybrid_inputs, log_shifts
 from forecaster.transforms import ForecastInputs, TargetTransform, TrainingWindows, forecast_inputs
 
 ACCELERATORS = ("cpu", "gpu", "tpu", "auto")
@@ -121,7 +122,7 @@ class EpochBatches:
 
     def __init__(
         self,
-        windows: TrainingWindows,
+        windows: TrainingWindows | HybridWindows,
         validation: Validation,
         batch_size: int,
         windows_per_epoch: int,
@@ -162,7 +163,7 @@ class EpochBatches:
 
     def __iter__(self) -> Iterator[EpochBatch]:
         series, positions = self.draw()
-        device = self.windows.values.device
+        device = self.windows.device
         series, positions = series.to(device), positions.to(device)
         windows = self.windows.cut(series, positions)
         originals = None
@@ -183,6 +184,7 @@ class EpochBatches:
             validation.mase_scale,
             validation.mape_defined,
             originals,
+            self.windows if isinstance(self.windows, HybridWindows) else None,
         )
 
 
@@ -190,7 +192,7 @@ class EpochBatches:
 class Validation:
     """The forecasts that score every epoch: from each validation origin of every series to its part's end."""
 
-    inputs: ForecastInputs
+    inputs: ForecastInputs | HybridInputs
     actual: Tensor
     """(steps, B), original units; 1 past a part's end, where the weight is 0."""
     weights: Tensor
@@ -221,19 +223,32 @@ class PanelDataModule(L.LightningDataModule):
     """Training windows and the validation forecasts' inputs of every series, in the net's units, put on the training
     device once."""
 
-    def __init__(self, config: ForecasterConfig, parts: FitParts, transform: TargetTransform):
+    def __init__(
+        self, config: ForecasterConfig, parts: FitParts, transform: TargetTransform, shifts: np.ndarray | None = None
+    ):
+        """`shifts`: the hybrid shape's, what each series gets added before its log."""
         super().__init__()
         self.config = config
         train, val, seen = parts.train, parts.val, parts.seen
-        self.windows = TrainingWindows.of(transform, train, config)
         seen_points = validation_origins(val.lengths, config.val_origins)  # (origins, S)
         columns = seen_points.T.reshape(-1)  # series after series, origins within
         series = np.repeat(np.arange(len(train)), config.val_origins)
         ends = seen.offsets[series] + train.lengths[series] - 1 + columns
         steps = int(val.lengths.max())
-        inputs = forecast_inputs(
-            transform, seen, ends, config.input_chunk_length, steps, config.calendar, padded=config.shape == "direct"
-        )
+        if config.shape == "hybrid":
+            self.windows = HybridWindows.of(train, shifts, config.windows_from_last)
+            inputs = hybrid_inputs(seen, ends, steps, shifts, np.arange(len(seen)), None)
+        else:
+            self.windows = TrainingWindows.of(transform, train, config)
+            inputs = forecast_inputs(
+                transform,
+                seen,
+                ends,
+                config.input_chunk_length,
+                steps,
+                config.calendar,
+                padded=config.shape == "direct",
+            )
         left = val.lengths[series] - columns  # validation points after each origin
         ahead = np.arange(steps)[:, None]
         scored = ahead < left[None, :]
@@ -376,11 +391,13 @@ def fit(
     check_accelerator(accelerator)
     if threads is not None:
         torch.set_num_threads(threads)
-    if config.shape == "direct" and not config.output_chunk_length:  # one block for the whole validation part
+    if config.shape != "recurrent" and not config.output_chunk_length:  # one block for the whole validation part
         config = config.replace(output_chunk_length=int(parts.val.lengths.max()))
 
     train = parts.train
     transform = TargetTransform.fit(config, train, parts.seen)
+    # The hybrid's log shifts, from every point it reads (training and validation), as log_if_positive decides.
+    shifts = log_shifts(parts.seen.values, parts.seen.offsets) if config.shape == "hybrid" else None
     torch.manual_seed(config.random_state)  # the initial weights and dropout masks
     model = RNNForecaster(
         config,
@@ -392,8 +409,9 @@ def fit(
         seasonal_indices=transform.seasonal,
         logged_series=transform.logged,
         seasonal_shifts=transform.shifts,
+        log_shifts=shifts,
     )
-    module = PanelDataModule(config, parts, transform)
+    module = PanelDataModule(config, parts, transform, shifts)
     history = EpochHistory()
     options = dict(
         max_epochs=config.n_epochs,

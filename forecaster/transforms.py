@@ -143,7 +143,7 @@ class TargetTransform:
             read = seen if seen is not None else train
             logged = np.minimum.reduceat(read.values, read.offsets[:-1]) > 0 if len(read.values) else None
         unscaled = cls.of(config, train.season, MinMaxScaler.identity(len(train)), seasonal, logged, shifts)
-        if config.window_norm == "divide":  # each window is scaled by its own level instead
+        if config.window_norm == "divide" or config.shape == "hybrid":  # scaled by a level of their own instead
             return unscaled
         differenced, offsets = unscaled.differenced(train)
         return dataclasses.replace(unscaled, scaler=MinMaxScaler.fit(differenced, offsets))
@@ -460,6 +460,10 @@ class TrainingWindows:
     @property
     def total(self) -> int:
         return int(self.counts.sum())
+
+    @property
+    def device(self) -> torch.device:
+        return self.values.device
 
     def to(self, device) -> TrainingWindows:
         move = lambda tensor: None if tensor is None else tensor.to(device)  # noqa: E731

@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from forecaster.config import ForecasterConfig
 from forecaster.data import AIR_PASSENGERS_SPLIT_AFTER
 from sweeps.space import (
     ByValue,
@@ -93,6 +94,8 @@ class Sweep:
         return data
 
 
+UNREAD = ("pinball_tau", "level_penalty", "series_lr")
+"""Settings only the pinball loss and the hybrid shape read."""
 RECURRENT_SHAPE = {
     "shape": "recurrent",
     "windows_from_last": 0,
@@ -100,8 +103,10 @@ RECURRENT_SHAPE = {
     "output_chunk_length": 0,
     "hidden_fc_sizes": (),
     "activation": "ReLU",
+    **{field.name: field.default for field in dataclasses.fields(ForecasterConfig) if field.name in UNREAD},
 }
-"""Darts' RNNModel, its windows drawn from the whole training part of every series."""
+"""Darts' RNNModel, its windows drawn from the whole training part of every series (the pinball loss' quantile and
+the hybrid shape's settings at their defaults, unread)."""
 
 
 SWEEPS: dict[str, Sweep] = {
@@ -231,6 +236,7 @@ SWEEPS: dict[str, Sweep] = {
                 "windows_from_last": ByValue("shape", {"recurrent": 0, "direct": Horizons(4)}),
                 "hidden_fc_sizes": (),
                 "activation": "ReLU",
+                **{name: RECURRENT_SHAPE[name] for name in UNREAD},
             },
             max_epochs=40,
             num_samples=10,

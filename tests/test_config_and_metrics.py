@@ -29,6 +29,10 @@ def test_defaults_are_the_seed_config():
         "output_chunk_length": 0,
         "hidden_fc_sizes": (),
         "activation": "ReLU",
+        # The pinball loss' quantile, and the hybrid shape's own settings (Smyl's ES-RNN), which the others never read.
+        "pinball_tau": 0.48,
+        "level_penalty": 200.0,
+        "series_lr": 0.1,
         "windows_from_last": 0,
         # Every window of a single series once per epoch (Air Passengers has about 100); a panel's epoch is capped.
         "windows_per_epoch": 4096,
