@@ -1,4 +1,4 @@
-"""One global fit on a panel, as the panel grows, for both model shapes: seconds per epoch, windows per second,
+"""One global fit on a panel, as the panel grows, for each model shape: seconds per epoch, windows per second,
 validation time, peak RSS.
 
 Workloads: m3_monthly (1,428 series, the benchmarks extra) and generated panels of 1k, 10k and 100k monthly series of
@@ -9,10 +9,11 @@ the number of series, so the seconds per epoch should stay flat while the valida
 and the memory grow linearly.
 
     python bench/panel_fit.py [--sizes 1000 10000 100000] [--epochs 6] [--no-m3] [--devices cpu gpu]
-        [--shapes recurrent direct]
+        [--shapes recurrent direct hybrid]
 
-The recurrent shape (windows of 25 points, 18 read before forecasting, a forecast fed back step by step) and the
-direct shape (an input chunk of 72 points, 4 horizons, and a block of 18 from one pass).
+The recurrent shape (windows of 25 points, 18 read before forecasting, a forecast fed back step by step), the
+direct shape (an input chunk of 72 points, 4 horizons, and a block of 18 from one pass) and the hybrid (27 points
+read less each series' smoothed level and season, which every step smooths through the whole series).
 
 Each epoch's validation forecast is timed inside the epoch, on the device that trained it, with the device
 synchronized before every reading of the clock: training seconds per epoch are the epoch's minus its validation's.
@@ -47,7 +48,19 @@ RECURRENT = {
 }
 DIRECT = {**RECURRENT, "shape": "direct", "input_chunk_length": 4 * HORIZON, "output_chunk_length": HORIZON}
 """The direct shape at a lookback of 4 horizons (72 points: longer than many M3 series, which it pads)."""
-SHAPES = {"recurrent": RECURRENT, "direct": DIRECT}
+HYBRID = {
+    **RECURRENT,
+    "shape": "hybrid",
+    "input_chunk_length": 27,
+    "output_chunk_length": HORIZON,
+    "target_transform": "none",
+    "window_norm": "none",
+    "calendar": False,
+    "loss": "pinball",
+    "windows_from_last": 5 * HORIZON,
+}
+"""The hybrid shape (Smyl's ES-RNN) at a lookback of 1.5 horizons, its windows from each series' last 5."""
+SHAPES = {"recurrent": RECURRENT, "direct": DIRECT, "hybrid": HYBRID}
 
 
 def generated_panel(series: int, length: int = 120, seed: int = 0):

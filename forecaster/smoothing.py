@@ -211,6 +211,10 @@ class HybridWindows:
         )
 
     @property
+    def total(self) -> int:
+        return int(self.counts.sum())
+
+    @property
     def device(self) -> torch.device:
         return self.z.device
 

@@ -210,30 +210,44 @@ SWEEPS: dict[str, Sweep] = {
                 "lr": LogUniform(1.5e-3, 4e-3),
                 # The recurrent shape reads a horizon and trains on windows of 1.6 horizons, each at most what the
                 # shortest series holds (at least 2, three points with its target: the plan names a series with
-                # fewer, which --drop-short-series leaves out); the direct shape reads 1 or 1.5 horizons, padding.
+                # fewer, which --drop-short-series leaves out); the direct shape reads 1 or 1.5 horizons, padding; the
+                # hybrid 1.5, as Smyl's.
                 "input_chunk_length": ByValue(
                     "shape",
-                    {"recurrent": Fitting(Horizons(1), share=0.6), "direct": Choice(Horizons(1), Horizons(1.5))},
+                    {
+                        "recurrent": Fitting(Horizons(1), share=0.6),
+                        "direct": Choice(Horizons(1), Horizons(1.5)),
+                        "hybrid": Horizons(1.5),
+                    },
                 ),
                 "training_length": Fitting(Horizons(1.6), less=1, least=2),
                 "output_chunk_length": 0,
                 # The direct shape trains on the MASE loss (each series' errors over its in-sample seasonal naive
                 # error, in original units), what it is judged by; chosen on inner windows
                 # (docs/design-notes.md, "The panel sweep").
-                "loss": ByValue("shape", {"recurrent": "mse", "direct": "mase"}),
+                # The hybrid, the pinball loss in its own units (Smyl's).
+                "loss": ByValue("shape", {"recurrent": "mse", "direct": "mase", "hybrid": "pinball"}),
                 "loss_after_context": True,
                 "random_state": IntRange(0, 9999),
-                "target_transform": "log_if_positive",
-                "window_norm": "subtract",
-                "calendar": IfSeasonal(True, False),
-                "deseasonalise": IfSeasonal(True, False),
+                # The hybrid takes its own logs, level and season.
+                "target_transform": ByValue(
+                    "shape", {"recurrent": "log_if_positive", "direct": "log_if_positive", "hybrid": "none"}
+                ),
+                "window_norm": ByValue("shape", {"recurrent": "subtract", "direct": "subtract", "hybrid": "none"}),
+                "calendar": ByValue(
+                    "shape", {"recurrent": IfSeasonal(True, False), "direct": IfSeasonal(True, False), "hybrid": False}
+                ),
+                "deseasonalise": ByValue(
+                    "shape", {"recurrent": IfSeasonal(True, False), "direct": IfSeasonal(True, False), "hybrid": False}
+                ),
                 "ema_decay": 0.9,
                 "val_origins": 1,
                 "windows_per_epoch": 16384,
                 # The direct shape trains on windows whose forecast starts in each series' last 4 horizons (N-BEATS'
                 # L_H): the recent dynamics rather than the whole history's growth; chosen on inner windows
                 # (docs/design-notes.md, "The panel sweep").
-                "windows_from_last": ByValue("shape", {"recurrent": 0, "direct": Horizons(4)}),
+                # The hybrid's from their last 5 (the probe's last 4 with whole blocks, and the partial blocks after).
+                "windows_from_last": ByValue("shape", {"recurrent": 0, "direct": Horizons(4), "hybrid": Horizons(5)}),
                 "hidden_fc_sizes": (),
                 "activation": "ReLU",
                 **{name: RECURRENT_SHAPE[name] for name in UNREAD},

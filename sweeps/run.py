@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from forecaster.metrics import METRIC_NAMES
+from forecaster.smoothing import log_shifts
 from forecaster.transforms import seasonal_components
 from sweeps.answer import build_answer
 from sweeps.answer.future import Future, build_future
@@ -48,7 +49,7 @@ from sweeps.registry import SWEEPS
 from sweeps.resources import TrialResources
 from sweeps.results import SweepResults, collect
 from sweeps.schedulers import scheduler_of
-from sweeps.space import describe, is_relative
+from sweeps.space import describe, is_relative, values_taken
 from sweeps.storage import DEFAULT_STORAGE, experiment_path, latest_run, located
 from sweeps.summary import interrupted, report_command, resume_command, summary, write_future, write_results
 
@@ -157,11 +158,24 @@ def transform_lines(plan: SweepPlan) -> list[str]:
     """The banner's lines of what the transforms do to which series: those target_transform='log_if_positive' logs
     (every point the trials are given above 0; the others as they are, named), and with deseasonalise, those divided
     by their seasonal indices, those less their seasonal shifts (named) and those left as they are."""
-    return _log_lines(plan) + _season_lines(plan)
+    return _log_lines(plan) + _season_lines(plan) + _hybrid_lines(plan)
+
+
+def _hybrid_lines(plan: SweepPlan) -> list[str]:
+    if "hybrid" not in values_taken(plan.sweep.space, "shape"):
+        return []
+    given = plan.parts.seen
+    shifted = log_shifts(given.values, given.offsets) > 0
+    if not shifted.any():
+        return [f"  hybrid     the log of every series (all {len(given)} are above 0)"]
+    return [
+        f"  hybrid     the log of every series, {int(shifted.sum())} with a value at or below 0 after a shift of 1 % "
+        f"of its mean absolute value above its lowest: {given.id_list(given.ids[shifted])}"
+    ]
 
 
 def _log_lines(plan: SweepPlan) -> list[str]:
-    if plan.sweep.space.get("target_transform") != "log_if_positive":
+    if "log_if_positive" not in values_taken(plan.sweep.space, "target_transform"):
         return []
     given = plan.parts.seen
     positive = np.minimum.reduceat(given.values, given.offsets[:-1]) > 0
@@ -174,7 +188,7 @@ def _log_lines(plan: SweepPlan) -> list[str]:
 
 
 def _season_lines(plan: SweepPlan) -> list[str]:
-    if plan.sweep.space.get("deseasonalise") is not True:
+    if True not in values_taken(plan.sweep.space, "deseasonalise"):
         return []
     train = plan.parts.train
     indices, shifts = seasonal_components(train)

@@ -416,6 +416,12 @@ def extremes(space: Space, limit: int = 50_000) -> list[dict[str, Any]]:
     return configs
 
 
+def values_taken(space: Space, name: str) -> list[Any]:
+    """The values `name` takes at the corners of `space` (every value of a choice; every value a ByValue gives for
+    the values its key takes), in order of first appearance."""
+    return list(dict.fromkeys(config[name] for config in extremes(space)))
+
+
 def _independent_first(space: Space) -> list[tuple[str, Any]]:
     items = list(space.items())
     return [item for item in items if not isinstance(item[1], _DEPENDENT)] + [

@@ -441,6 +441,34 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
 
 
 @pytest.mark.slow
+def test_the_panel_sweep_trains_the_hybrid_shape_on_a_panel_with_zeros_and_saves_an_answer_that_forecasts(tmp_path):
+    """`python -m sweeps.run panel --set shape=hybrid --smoke-test` on a panel where one series stops at 0 for a
+    month: every trial is the hybrid, the banner says which series are shifted before their log, and the answer is
+    scored, refit, forecasts the future and is saved as a model that forecasts the same through sweeps.forecast."""
+    path = panel_csv(tmp_path, zero_at=("store1", 20))
+    arguments = ["panel", "--data", path, "--horizon", str(HORIZON), "--smoke-test", "--set", "shape=hybrid"]
+    done = sweeps_run(*arguments, "--num-samples", "2", "--storage-path", str(tmp_path), "--name", "es", timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out, folder = done.stdout, tmp_path / "es"
+    assert "hybrid     the log of every series, 1 with a value at or below 0 after a shift" in out and "'store1'" in out
+    results = pd.read_csv(folder / "results.csv")
+    assert (results["shape"] == "hybrid").all() and (results["loss"] == "pinball").all()
+    answer = json.loads((folder / "best_config.json").read_text())["answer"]
+    assert np.isfinite(answer["test_smape"]) and answer["refit"]["trials"] == answer["trials"]
+    future = pd.read_parquet(folder / "future.parquet")
+    assert len(future) == 5 * HORIZON and np.isfinite(future["answer"]).all()
+    again = tmp_path / "again.csv"
+    forecast = subprocess.run(
+        [sys.executable, "-m", "sweeps.forecast", str(folder), "--data", path, "--output", str(again)],
+        capture_output=True,
+        text=True,
+        env=ENV,
+    )
+    assert forecast.returncode == 0, forecast.stderr[-3000:]
+    assert np.allclose(pd.read_csv(again)["answer"], future["answer"], rtol=1e-6)
+
+
+@pytest.mark.slow
 def test_the_panel_sweep_on_what_is_left_one_series_summarises_it_as_one(tmp_path):
     """`python -m sweeps.run panel --data FILE --test-after DATE` where one of two series ends before DATE: the sweep
     drops it and says which, and the one left is summarised as a single series, in the panel sweep's metric, beside the

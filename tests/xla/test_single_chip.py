@@ -66,7 +66,11 @@ class XlaProbe(L.Callback):
         self.ends: list[float] = []
 
     def on_train_batch_start(self, trainer, module, batch, batch_index) -> None:
-        tensors = [*batch.windows, batch.actual, batch.weights, batch.validation.context, batch.validation.future]
+        tensors = [*batch.windows, batch.actual, batch.weights]
+        if batch.series_values is not None:  # the hybrid's: its series, and the logs its validation reads
+            tensors += [batch.series_values.z, batch.validation.z]
+        else:
+            tensors += [batch.validation.context, batch.validation.future]
         self.batch_devices |= {tensor.device.type for tensor in tensors if tensor is not None}
 
     def on_train_epoch_end(self, trainer, module) -> None:
@@ -162,8 +166,18 @@ PANEL_CONFIG = ForecasterConfig(
         # The direct shape: a lookback longer than the shortest series' training part (padded, with its mask),
         # blocks of 3 (the validation part of 6 in two), the sMAPE of each block in original units as the loss.
         PANEL_CONFIG.replace(shape="direct", input_chunk_length=40, output_chunk_length=3, loss="smape"),
+        # The hybrid: every series smoothed through its training part at each step, its per-series parameters trained
+        # on the device with the net, blocks of 3 rolled forward through the smoothing.
+        PANEL_CONFIG.replace(
+            shape="hybrid",
+            output_chunk_length=3,
+            loss="pinball",
+            target_transform="none",
+            window_norm="none",
+            calendar=False,
+        ),
     ],
-    ids=["recurrent", "direct"],
+    ids=["recurrent", "direct", "hybrid"],
 )
 def test_a_panel_trains_on_the_xla_device_as_on_the_cpu(config):
     """One global model on three monthly series of different lengths and scales (an epoch drawn series by series),
