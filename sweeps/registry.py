@@ -240,7 +240,10 @@ SWEEPS: dict[str, Sweep] = {
                 "deseasonalise": ByValue(
                     "shape", {"recurrent": IfSeasonal(True, False), "direct": IfSeasonal(True, False), "hybrid": False}
                 ),
-                "ema_decay": 0.9,
+                # The hybrid without the weights' average: its early epochs' average is close to its first
+                # weights (naive forecasts from the last level), which a validation window may prefer and the refit
+                # then trains for as few epochs (docs/design-notes.md, "The hybrid shape").
+                "ema_decay": ByValue("shape", {"recurrent": 0.9, "direct": 0.9, "hybrid": 0.0}),
                 "val_origins": 1,
                 "windows_per_epoch": 16384,
                 # The direct shape trains on windows whose forecast starts in each series' last 4 horizons (N-BEATS'
