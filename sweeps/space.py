@@ -197,7 +197,8 @@ def is_relative(value: Any) -> bool:
 
 def resolve(space: Space, data: DataShape) -> dict[str, Any]:
     """The space for this data: every relative value (in a constant, a choice, a dependent distribution) turned
-    into its value; a choice whose values meet (2H and 3H of a horizon of 1) keeps each once."""
+    into its value; a choice whose values meet (2H and 3H of a horizon of 1) keeps each once; a ByValue keeps the
+    values its key takes (one constant where they all give the same)."""
 
     def value(v: Any) -> Any:
         if isinstance(v, RELATIVE):
@@ -209,12 +210,25 @@ def resolve(space: Space, data: DataShape) -> dict[str, Any]:
                     values.append(resolved)
             return type(v)(*values)
         if isinstance(v, ByValue):
-            return ByValue(v.key, {key: value(inner) for key, inner in v.values.items()})
+            taken = _taken(space.get(v.key))
+            kept = {key: value(inner) for key, inner in v.values.items() if taken is None or key in taken}
+            alike = list(dict.fromkeys(repr(inner) for inner in kept.values()))
+            if len(alike) == 1 and not is_searched(next(iter(kept.values()))):  # one constant whatever the key
+                return next(iter(kept.values()))
+            return ByValue(v.key, kept)
         if isinstance(v, OnlyWhen):
             return OnlyWhen(v.key, v.above, value(v.then), value(v.otherwise))
         return v
 
     return {name: value(v) for name, v in space.items()}
+
+
+def _taken(value: Any) -> tuple | None:
+    """The values a choice or a constant gives (what a ByValue on it can be asked for), None for anything else: a
+    ByValue keeps only those, so that a sweep that never draws a shape does not show its settings."""
+    if isinstance(value, Choice):
+        return value.values
+    return None if is_searched(value) else (value,)
 
 
 class SpaceError(ValueError):

@@ -179,11 +179,12 @@ def test_the_panel_sweep_resolves_on_each_panel_and_says_what_it_needs(tmp_path)
     monthly_panel_frame(lengths=(40, 52, 46)).to_csv(monthly, index=False)
     plan = make_plan("panel", data=str(monthly), horizon=6, storage_path=str(tmp_path))
     space = plan.sweep.space  # the shortest series trains on 40 - 12 = 28 points
-    assert space["input_chunk_length"] == ByValue("shape", {"recurrent": 6, "direct": Choice(6, 9), "hybrid": 9})
-    seasonal = ByValue("shape", {"recurrent": True, "direct": True, "hybrid": False})  # the hybrid's is its own
-    assert (space["training_length"], space["calendar"], space["deseasonalise"]) == (10, seasonal, seasonal)
-    # The direct shape's windows from the last 4 horizons, the hybrid's from the last 5.
-    assert space["windows_from_last"] == ByValue("shape", {"recurrent": 0, "direct": 24, "hybrid": 30})
+    # The shapes it draws, without the hybrid's settings, which it does not.
+    assert space["input_chunk_length"] == ByValue("shape", {"recurrent": 6, "direct": Choice(6, 9)})
+    assert (space["training_length"], space["calendar"], space["deseasonalise"]) == (10, True, True)
+    assert space["windows_from_last"] == ByValue("shape", {"recurrent": 0, "direct": 24})  # the last 4 horizons
+    hybrid = make_plan("panel", data=str(monthly), horizon=6, pins={"shape": "hybrid"}, storage_path=str(tmp_path))
+    assert hybrid.sweep.space["windows_from_last"] == 30  # the hybrid's: from the last 5 horizons
     assert len(plan.panel) == 3 and plan.panel.dropped == ()
     assert transform_lines(plan)[0] == "  transform  the log of every series (all 3 are above 0)"
     assert plan.sweep.refit_answer and not make_plan("air_rnn", storage_path=str(tmp_path)).sweep.refit_answer
@@ -212,10 +213,9 @@ def test_the_panel_sweep_resolves_on_each_panel_and_says_what_it_needs(tmp_path)
     frame.to_csv(yearly, index=False)
     plan = make_plan("panel", data=str(yearly), horizon=3, storage_path=str(tmp_path))
     space = plan.sweep.space  # 8 points to train on: windows of 1.6 horizons (6 points) read 3
-    unseasonal = ByValue("shape", {"recurrent": False, "direct": False, "hybrid": False})
-    assert (space["training_length"], space["calendar"], space["deseasonalise"]) == (5, unseasonal, unseasonal)
-    assert space["input_chunk_length"] == ByValue("shape", {"recurrent": 3, "direct": Choice(3, 4), "hybrid": 4})
-    assert space["windows_from_last"] == ByValue("shape", {"recurrent": 0, "direct": 12, "hybrid": 15})
+    assert (space["training_length"], space["calendar"], space["deseasonalise"]) == (5, False, False)
+    assert space["input_chunk_length"] == ByValue("shape", {"recurrent": 3, "direct": Choice(3, 4)})
+    assert space["windows_from_last"] == ByValue("shape", {"recurrent": 0, "direct": 12})
     with pytest.raises(PlanError, match="the panel sweep runs on your data: give --data FILE"):
         make_plan("panel", storage_path=str(tmp_path))
     with pytest.raises(PlanError, match=r"the series has 14 points, too few for this fit: it needs at least 16 points"):
