@@ -125,9 +125,7 @@ class RNNForecaster(RNNNet, L.LightningModule):
         the real points, plus level_penalty times the mean squared second difference of the smoothed log levels."""
         series, origins = batch
         z, lengths = data.z[series], data.lengths[series]
-        window, last_level, ahead, levels = self.hybrid_window(
-            z, lengths, origins - 1, rows=series, phases=data.phases[series]
-        )
+        window, last_level, ahead, levels = self.hybrid_window(z, lengths, origins - 1, series, data.phases[series])
         places = origins[:, None] + torch.arange(ahead.shape[1], device=z.device)[None, :]
         real = (places < lengths[:, None]).to(z.dtype)
         targets = z.gather(1, places.clamp(max=z.shape[1] - 1)) - last_level[:, None] - ahead

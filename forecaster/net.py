@@ -236,15 +236,18 @@ class RNNNet(nn.Module):
         return self.transform.from_model(scaled, inputs)
 
     def hybrid_window(
-        self, z: Tensor, lengths: Tensor, ends: Tensor, inputs: HybridInputs | None = None, rows=None, phases=None
+        self,
+        z: Tensor,
+        lengths: Tensor,
+        ends: Tensor,
+        rows: Tensor,
+        phases: Tensor,
+        new_factors: Tensor | None = None,
     ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """The hybrid's view of windows ending at `ends` of the series z (B, T) with `lengths` points (smoothed
-        through all of them): the net's inputs (input_chunk_length, B, 2), each window's last level (B,), the
-        seasonal factors of the output block's points (B, output_chunk_length), and the levels (B, T). The series'
-        rows and phases come from `inputs` or are given."""
-        rows = inputs.rows if inputs is not None else rows
-        phases = inputs.phases if inputs is not None else phases
-        new_factors = inputs.new_factors if inputs is not None else None
+        through all of them; `rows`, `phases` and `new_factors` as in `SeasonalSmoothing.coefficients`): the net's
+        inputs (input_chunk_length, B, 2), each window's last level (B,), the seasonal factors of the output block's
+        points (B, output_chunk_length), and the levels (B, T)."""
         alpha, gamma, initial = self.smoothing.coefficients(rows, phases, new_factors)
         levels, factors = smooth(z, lengths, alpha, gamma, initial)
         last_level = levels.gather(1, ends[:, None])[:, 0]
@@ -262,7 +265,9 @@ class RNNNet(nn.Module):
         z, lengths, blocks = inputs.z, inputs.lengths, []
         size = self.config.output_chunk_length
         for done in range(0, steps, size):
-            window, last_level, ahead, _ = self.hybrid_window(z, lengths, lengths - 1, inputs)
+            window, last_level, ahead, _ = self.hybrid_window(
+                z, lengths, lengths - 1, inputs.rows, inputs.phases, inputs.new_factors
+            )
             block = self(window).T + last_level[:, None] + ahead  # (B, size), logs
             blocks.append(block)
             if done + size < steps:

@@ -444,9 +444,11 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
 def test_the_panel_sweep_trains_the_hybrid_shape_on_a_panel_with_zeros_and_saves_an_answer_that_forecasts(tmp_path):
     """`python -m sweeps.run panel --set shape=hybrid --smoke-test` on a panel where one series stops at 0 for a
     month: every trial is the hybrid, the banner says which series are shifted before their log, and the answer is
-    scored, refit, forecasts the future and is saved as a model that forecasts the same through sweeps.forecast."""
+    scored, refit, forecasts the future with an 80 % interval and is saved as a model that forecasts the same through
+    sweeps.forecast."""
     path = panel_csv(tmp_path, zero_at=("store1", 20))
     arguments = ["panel", "--data", path, "--horizon", str(HORIZON), "--smoke-test", "--set", "shape=hybrid"]
+    arguments += ["--levels", "80"]
     done = sweeps_run(*arguments, "--num-samples", "2", "--storage-path", str(tmp_path), "--name", "es", timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     out, folder = done.stdout, tmp_path / "es"
@@ -457,6 +459,8 @@ def test_the_panel_sweep_trains_the_hybrid_shape_on_a_panel_with_zeros_and_saves
     assert np.isfinite(answer["test_smape"]) and answer["refit"]["trials"] == answer["trials"]
     future = pd.read_parquet(folder / "future.parquet")
     assert len(future) == 5 * HORIZON and np.isfinite(future["answer"]).all()
+    low, high = future["answer-lo-80"], future["answer-hi-80"]  # the conformal band of the hybrid's own errors
+    assert ((low < future["answer"]) & (future["answer"] < high)).all()
     again = tmp_path / "again.csv"
     forecast = subprocess.run(
         [sys.executable, "-m", "sweeps.forecast", str(folder), "--data", path, "--output", str(again)],
