@@ -54,24 +54,29 @@ def to_logs(values: np.ndarray, offsets: np.ndarray, shifts: np.ndarray) -> np.n
 
 def smooth(z: Tensor, lengths: Tensor, alpha: Tensor, gamma: Tensor, initial: Tensor) -> tuple[Tensor, Tensor]:
     """Levels (B, T) and seasonal factors (B, T + m) of the series z (B, T), each left-aligned with `lengths` points:
-    alpha, gamma (B,) in (0, 1); initial (B, m) the factors of points 0..m-1 (m = 1: no season, factors of 0)."""
+    alpha, gamma (B,) in (0, 1); initial (B, m) the factors of points 0..m-1 (m = 1: no season, factors of 0).
+
+    Each step is a lerp whose weight is the coefficient, or 0 past a series' end (where the level stays and the
+    factors repeat): two operations a step instead of a blend and a select, the loop's cost on long series."""
     rows, steps = z.shape
     season = initial.shape[1]
+    live = (torch.arange(steps, device=z.device)[None, :] < lengths[:, None]).to(z.dtype)
+    level_weights, values = (alpha[:, None] * live).unbind(1), z.unbind(1)
     if season == 1:
-        level, levels = z[:, 0], [z[:, 0]]
+        level, levels = values[0], [values[0]]
         for t in range(1, steps):
-            level = torch.where(t < lengths, alpha * z[:, t] + (1 - alpha) * level, level)
+            level = torch.lerp(level, values[t], level_weights[t])
             levels.append(level)
         return torch.stack(levels, 1), z.new_zeros(rows, steps + 1)
+    season_weights = (gamma[:, None] * live).unbind(1)
     factors = list(initial.unbind(1))
-    level = z[:, 0] - factors[0]
+    level = values[0] - factors[0]
     levels = [level]
     for t in range(steps):
-        factor, live = factors[t], t < lengths
         if t > 0:
-            level = torch.where(live, alpha * (z[:, t] - factor) + (1 - alpha) * level, level)
+            level = torch.lerp(level, values[t] - factors[t], level_weights[t])
             levels.append(level)
-        factors.append(torch.where(live, gamma * (z[:, t] - level) + (1 - gamma) * factor, factor))
+        factors.append(torch.lerp(factors[t], values[t] - level, season_weights[t]))
     return torch.stack(levels, 1), torch.stack(factors, 1)
 
 
