@@ -192,16 +192,18 @@ SWEEPS: dict[str, Sweep] = {
         Sweep(
             name="panel",
             purpose=(
-                "One global RNN for any panel (--data FILE --horizon H, or a built-in panel): both shapes of model, "
-                "half the trials each, with lookbacks in horizons, ranked by validation sMAPE (MASE where a value is "
+                "One global RNN for any panel (--data FILE --horizon H, or a built-in panel): three shapes of model "
+                "(recurrent, direct, and the hybrid with exponential smoothing), a third of the trials each, with "
+                "lookbacks in horizons, ranked by validation sMAPE (MASE where a value is "
                 "below 0) on the H points before each series' test window; the answer (the mean forecast of the top "
                 "trials by their last epoch's validation, refit through the validation part) is scored on the test "
                 "window beside seasonal naive, AutoETS, Theta and AutoCES."
             ),
             space={
-                # Taken in turn, half the trials each: which shape wins differs by panel, and a random draw of a few
-                # trials can leave one shape almost none (docs/design-notes.md, "The panel sweep").
-                "shape": InTurn("recurrent", "direct"),
+                # Taken in turn, a third of the trials each: which shape wins differs by panel, and a random draw of a
+                # few trials can leave one shape almost none (docs/design-notes.md, "The panel sweep"). The hybrid
+                # joined on six panels' inner windows ("The hybrid shape in the forecaster").
+                "shape": InTurn("recurrent", "direct", "hybrid"),
                 "model": Choice("GRU", "LSTM"),
                 "hidden_dim": 64,
                 "n_rnn_layers": 1,

@@ -72,11 +72,11 @@ def plan_of(tmp_path, path, pins=(), **options):
 @pytest.mark.parametrize("sweep", ["m3_monthly", "panel"])
 def test_no_trial_is_given_a_test_point_of_any_series(tmp_path, sweep):
     """What a trial is given ends before each series' test window, whichever shape it trains (the panel sweep
-    searches both; that no window of either shape reads past what it is given is tests/test_direct.py's)."""
+    searches three; that no window of a shape reads past what it is given is tests/test_direct.py's)."""
     path = panel_csv(tmp_path)
     if sweep == "panel":
         plan = make_plan("panel", data=path, horizon=HORIZON, storage_path=str(tmp_path / "sweeps"))
-        assert set(plan.sweep.space["shape"].values) == {"recurrent", "direct"}
+        assert set(plan.sweep.space["shape"].values) == {"recurrent", "direct", "hybrid"}
     else:
         plan = plan_of(tmp_path, path)
     inputs = trial_inputs(plan)
@@ -320,18 +320,20 @@ def test_on_gpu_fractions_the_panel_sweep_trains_its_trials_its_refit_and_its_ca
 @pytest.mark.slow
 def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_units(tmp_path):
     """`python -m sweeps.run panel --data FILE --horizon 6 --smoke-test --levels 80 95`, as a user runs it on a panel
-    of their own: its space resolved on the data, half the trials of each shape, the answer and every baseline with
+    of their own (a month of one store at 0): its space resolved on the data, the shapes in turn, the answer and every
+    baseline with
     ordered bounds at both levels around forecasts in each series' units (levels of 10 to 1,000), and their coverage
     as forecasts.parquet gives it; the answer refit through the validation part, with the answer as the trials
     trained it beside it."""
-    path = panel_csv(tmp_path)
+    path = panel_csv(tmp_path, zero_at=("store1", 20))  # a month of no sales, in its training part
     arguments = ["panel", "--data", path, "--horizon", str(HORIZON), "--smoke-test", "--levels", "80", "95"]
     done = sweeps_run(*arguments, "--storage-path", str(tmp_path), "--name", "mine", timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     assert "resolved   " in out and "(for this data)" in out
     shapes = pd.read_csv(tmp_path / "mine" / "results.csv")["shape"]
-    assert sorted(shapes) == ["direct", "direct", "recurrent", "recurrent"]  # the smoke test's 4 trials, in turn
+    assert sorted(shapes) == ["direct", "hybrid", "recurrent", "recurrent"]  # the smoke test's 4 trials, in turn
+    assert "hybrid     the log of every series, 1 with a value at or below 0 after a shift" in out  # store1's 0
     assert "Prediction intervals on the test window" in out and "the answer's: conformal, from" in out
     folder = tmp_path / "mine"
     test = pd.read_parquet(folder / "forecasts.parquet").query("part == 'test'")
@@ -438,38 +440,6 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
     bounded = ["answer", *(f"answer-{name}" for name in ("lo-95", "lo-80", "hi-80", "hi-95"))]
     assert forecast.columns.tolist() == ["unique_id", "ds", *bounded]
     pd.testing.assert_frame_equal(forecast, future[["unique_id", "ds", *bounded]], check_dtype=False, rtol=1e-9)
-
-
-@pytest.mark.slow
-def test_the_panel_sweep_trains_the_hybrid_shape_on_a_panel_with_zeros_and_saves_an_answer_that_forecasts(tmp_path):
-    """`python -m sweeps.run panel --set shape=hybrid --smoke-test` on a panel where one series stops at 0 for a
-    month: every trial is the hybrid, the banner says which series are shifted before their log, and the answer is
-    scored, refit, forecasts the future with an 80 % interval and is saved as a model that forecasts the same through
-    sweeps.forecast."""
-    path = panel_csv(tmp_path, zero_at=("store1", 20))
-    arguments = ["panel", "--data", path, "--horizon", str(HORIZON), "--smoke-test", "--set", "shape=hybrid"]
-    arguments += ["--levels", "80"]
-    done = sweeps_run(*arguments, "--num-samples", "2", "--storage-path", str(tmp_path), "--name", "es", timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    out, folder = done.stdout, tmp_path / "es"
-    assert "hybrid     the log of every series, 1 with a value at or below 0 after a shift" in out and "'store1'" in out
-    results = pd.read_csv(folder / "results.csv")
-    assert (results["shape"] == "hybrid").all() and (results["loss"] == "pinball").all()
-    answer = json.loads((folder / "best_config.json").read_text())["answer"]
-    assert np.isfinite(answer["test_smape"]) and answer["refit"]["trials"] == answer["trials"]
-    future = pd.read_parquet(folder / "future.parquet")
-    assert len(future) == 5 * HORIZON and np.isfinite(future["answer"]).all()
-    low, high = future["answer-lo-80"], future["answer-hi-80"]  # the conformal band of the hybrid's own errors
-    assert ((low < future["answer"]) & (future["answer"] < high)).all()
-    again = tmp_path / "again.csv"
-    forecast = subprocess.run(
-        [sys.executable, "-m", "sweeps.forecast", str(folder), "--data", path, "--output", str(again)],
-        capture_output=True,
-        text=True,
-        env=ENV,
-    )
-    assert forecast.returncode == 0, forecast.stderr[-3000:]
-    assert np.allclose(pd.read_csv(again)["answer"], future["answer"], rtol=1e-6)
 
 
 @pytest.mark.slow

@@ -179,12 +179,13 @@ def test_the_panel_sweep_resolves_on_each_panel_and_says_what_it_needs(tmp_path)
     monthly_panel_frame(lengths=(40, 52, 46)).to_csv(monthly, index=False)
     plan = make_plan("panel", data=str(monthly), horizon=6, storage_path=str(tmp_path))
     space = plan.sweep.space  # the shortest series trains on 40 - 12 = 28 points
-    # The shapes it draws, without the hybrid's settings, which it does not.
-    assert space["input_chunk_length"] == ByValue("shape", {"recurrent": 6, "direct": Choice(6, 9)})
-    assert (space["training_length"], space["calendar"], space["deseasonalise"]) == (10, True, True)
-    assert space["windows_from_last"] == ByValue("shape", {"recurrent": 0, "direct": 24})  # the last 4 horizons
-    hybrid = make_plan("panel", data=str(monthly), horizon=6, pins={"shape": "hybrid"}, storage_path=str(tmp_path))
-    assert hybrid.sweep.space["windows_from_last"] == 30  # the hybrid's: from the last 5 horizons
+    assert space["input_chunk_length"] == ByValue("shape", {"recurrent": 6, "direct": Choice(6, 9), "hybrid": 9})
+    seasonal = ByValue("shape", {"recurrent": True, "direct": True, "hybrid": False})  # the hybrid's season is its own
+    assert (space["training_length"], space["calendar"], space["deseasonalise"]) == (10, seasonal, seasonal)
+    # The direct shape's windows from the last 4 horizons, the hybrid's from the last 5.
+    assert space["windows_from_last"] == ByValue("shape", {"recurrent": 0, "direct": 24, "hybrid": 30})
+    pinned = make_plan("panel", data=str(monthly), horizon=6, pins={"shape": "direct"}, storage_path=str(tmp_path))
+    assert (pinned.sweep.space["calendar"], pinned.sweep.space["windows_from_last"]) == (True, 24)  # its own only
     assert len(plan.panel) == 3 and plan.panel.dropped == ()
     assert transform_lines(plan)[0] == "  transform  the log of every series (all 3 are above 0)"
     assert plan.sweep.refit_answer and not make_plan("air_rnn", storage_path=str(tmp_path)).sweep.refit_answer
@@ -207,6 +208,8 @@ def test_the_panel_sweep_resolves_on_each_panel_and_says_what_it_needs(tmp_path)
         "  transform  the log of 2 of 3 series; 1 with a value at or below 0 as they are: 's1'",
         "  seasons    1 of 3 series divided by their seasonal indices, 1 less their seasonal shifts (a value below 0, "
         "or a place always 0) ('s1'), 1 as they are (no season by Theta's test, or under 3 seasons to train)",
+        "  hybrid     the log of every series, 1 with a value at or below 0 after a shift of 1 % of its mean absolute "
+        "value above its lowest: 's1'",
     ]
     yearly = tmp_path / "yearly.csv"
     frame = pd.DataFrame({"ds": pd.date_range("1990", periods=14, freq="YS"), "y": np.arange(14.0) + 5})
@@ -214,8 +217,8 @@ def test_the_panel_sweep_resolves_on_each_panel_and_says_what_it_needs(tmp_path)
     plan = make_plan("panel", data=str(yearly), horizon=3, storage_path=str(tmp_path))
     space = plan.sweep.space  # 8 points to train on: windows of 1.6 horizons (6 points) read 3
     assert (space["training_length"], space["calendar"], space["deseasonalise"]) == (5, False, False)
-    assert space["input_chunk_length"] == ByValue("shape", {"recurrent": 3, "direct": Choice(3, 4)})
-    assert space["windows_from_last"] == ByValue("shape", {"recurrent": 0, "direct": 12})
+    assert space["input_chunk_length"] == ByValue("shape", {"recurrent": 3, "direct": Choice(3, 4), "hybrid": 4})
+    assert space["windows_from_last"] == ByValue("shape", {"recurrent": 0, "direct": 12, "hybrid": 15})
     with pytest.raises(PlanError, match="the panel sweep runs on your data: give --data FILE"):
         make_plan("panel", storage_path=str(tmp_path))
     with pytest.raises(PlanError, match=r"the series has 14 points, too few for this fit: it needs at least 16 points"):
