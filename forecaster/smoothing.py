@@ -24,6 +24,7 @@ import torch
 from torch import Tensor, nn
 
 from forecaster.panel import Panel
+from forecaster.transforms import seasonal_components
 
 SHIFT_MARGIN = 0.01
 """How far above 0 a shifted series' lowest value lands, as a share of its mean absolute value."""
@@ -176,8 +177,6 @@ def new_series_factors(panel: Panel) -> np.ndarray:
     """(S, m) initial log factors by place in the season for series the model never trained on: the logs of their
     classical multiplicative seasonal indices (forecaster.transforms.seasonal_components: 1 where its test finds no
     season), 0 where those are undefined."""
-    from forecaster.transforms import seasonal_components
-
     indices, _ = seasonal_components(panel) if panel.season > 1 else (np.ones((len(panel), 1)), None)
     return np.log(indices)
 
