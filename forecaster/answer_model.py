@@ -50,13 +50,14 @@ ANSWER = "answer"
 @dataclasses.dataclass(frozen=True)
 class Calibration:
     """What the answer's intervals are made of (forecaster.intervals): per step ahead, the absolute errors of
-    calibration forecasts divided by their series' scale, and each trained series' error on its validation part
-    (one of the three parts of a series' scale, `interval_scales`; a series the model never saw goes without)."""
+    calibration forecasts divided by their series' scale, and how far the members miss each trained series' last
+    horizon of the points they trained on (one of the three parts of a series' scale, `interval_scales`; a series the
+    model never saw goes without)."""
 
     errors: np.ndarray
     """(horizon, n) scaled errors; NaN where a forecast had no point."""
-    validation_error: np.ndarray
-    """(S,) in the order of the model's series."""
+    fitted_error: np.ndarray
+    """(S,) in the order of the model's series (forecaster.intervals.fitted_error, the members' mean)."""
     levels: tuple[float, ...]
     """The levels a forecast gives unless asked for others."""
     method: str = ""
@@ -71,6 +72,10 @@ class SavedMember:
     net: RNNNet
     trial_id: str = ""
     epochs: int = 0
+    """Its trial's best epoch count: the epochs of the net the trial kept."""
+    continued: tuple[tuple[str, int], ...] = ()
+    """How that net was trained on after its trial, in order: (on which points, how many epochs), e.g.
+    (("the validation part", 9), ("the test window", 9)); empty for the trial's net as it trained it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,7 +207,7 @@ class AnswerModel:
         calibration = self.calibration
         quantiles = conformal_quantiles(calibration.errors, levels)
         rows = known_rows(self.data["series"], panel)
-        missed = np.where(rows >= 0, calibration.validation_error[np.maximum(rows, 0)], np.nan)
+        missed = np.where(rows >= 0, calibration.fitted_error[np.maximum(rows, 0)], np.nan)
         lowest = np.minimum.reduceat(panel.values, panel.offsets[:-1])
         scale = interval_scales(panel, calibration.horizon, missed)
         return bands(forecast, scale, quantiles, floor=np.where(lowest >= 0, 0.0, -np.inf))
@@ -318,6 +323,7 @@ class AnswerModel:
                 {
                     "trial_id": member.trial_id,
                     "epochs": member.epochs,
+                    "continued": [{"on": on, "epochs": epochs} for on, epochs in member.continued],
                     "config": hyperparameters["config"],
                     "season": hyperparameters["season"],
                     "per_series": sorted(arrays),
@@ -326,9 +332,7 @@ class AnswerModel:
         calibration = None
         if self.calibration is not None:
             tensors["calibration.errors"] = torch.as_tensor(self.calibration.errors, dtype=torch.float64)
-            tensors["calibration.validation_error"] = torch.as_tensor(
-                self.calibration.validation_error, dtype=torch.float64
-            )
+            tensors["calibration.fitted_error"] = torch.as_tensor(self.calibration.fitted_error, dtype=torch.float64)
             calibration = {"levels": list(self.calibration.levels), "method": self.calibration.method}
         record = {
             "format": FORMAT,
@@ -368,12 +372,16 @@ class AnswerModel:
             )
             state = {name[len(prefix) + 6 :]: t for name, t in tensors.items() if name.startswith(prefix + "state.")}
             net.load_state_dict(state)
-            members.append(SavedMember(net.eval(), saved.get("trial_id", ""), int(saved.get("epochs", 0))))
+            continued = tuple((step["on"], int(step["epochs"])) for step in saved.get("continued", []))
+            members.append(SavedMember(net.eval(), saved.get("trial_id", ""), int(saved.get("epochs", 0)), continued))
         calibration = None
         if record.get("calibration") is not None:
             calibration = Calibration(
                 errors=tensors["calibration.errors"].numpy(),
-                validation_error=tensors["calibration.validation_error"].numpy(),
+                # A model saved before 2026-11-29 scaled by the answer's validation errors instead.
+                fitted_error=tensors.get(
+                    "calibration.fitted_error", tensors.get("calibration.validation_error")
+                ).numpy(),
                 levels=tuple(float(level) for level in record["calibration"]["levels"]),
                 method=record["calibration"].get("method", ""),
             )

@@ -118,26 +118,100 @@ def _columns(predicted, history: Panel, column: str, steps: int) -> np.ndarray:
 def _series_by_series(method: str, history: Panel, steps: int, levels: Sequence[float] = ()) -> BaselineForecast:
     """The slow path where the parallel fit failed: each series on its own, seasonal naive (and its intervals) for
     those that fail."""
-    from statsforecast import models
+    return fit_baseline(method, history, steps, levels)[0]
 
+
+@dataclasses.dataclass
+class FittedBaseline:
+    """A statistical baseline fit on each series of a history, which forecasts after the same series grown by newer
+    points without fitting again: statsforecast's `forward` (its form and parameters kept, its states run on over the
+    newer points), as statsforecast's cross-validation does with refit=False."""
+
+    method: str
+    ids: np.ndarray
+    """The series, in the history's order."""
+    models: list
+    """Per series, the fitted statsforecast model; None where it could not fit (seasonal naive stands in)."""
+
+
+def fit_baseline(
+    method: str, history: Panel, steps: int, levels: Sequence[float] = ()
+) -> tuple[BaselineForecast, FittedBaseline | None]:
+    """Baseline `method` fit on each series of `history` in turn, forecasting `steps` points after it (with its
+    intervals at `levels`); seasonal naive, which fits nothing, and the series a model cannot fit take seasonal naive's
+    forecast (those named in `fell_back`). The fitted models go with it, for `forward_baseline`."""
     values = seasonal_naive(history, steps)
     bounds = {
         level: tuple(side.copy() for side in pair)
         for level, pair in seasonal_naive_bounds(history, steps, levels).items()
     }
-    fell_back = []
+    if method == "seasonal naive":
+        return BaselineForecast(values, bounds=bounds), None
+    model = _statistical_model(method, history.season)
+    fitted, fell_back = [], []
     for index, series_id in enumerate(history.ids):
-        model = getattr(models, method)(season_length=history.season)
         try:
-            found = model.forecast(y=history.series(index).to_numpy(np.float64), h=steps, level=list(levels) or None)
-        except Exception:  # the series keeps seasonal naive's forecast, and is counted
+            found = model.new().fit(y=history.series(index).to_numpy(np.float64))
+            _fill(found.predict(h=steps, level=_named(levels)), index, values, bounds, levels)
+        except Exception:  # statsforecast raises bare Exceptions on series it cannot fit: seasonal naive stands in
+            found = None
             fell_back.append(str(series_id))
-            continue
-        values[:, index] = found["mean"]
-        for level in levels:
-            name = f"{int(level) if float(level).is_integer() else level}"
-            bounds[level][0][:, index], bounds[level][1][:, index] = found[f"lo-{name}"], found[f"hi-{name}"]
+        fitted.append(found)
+    if len(history) == 1 and fell_back:
+        raise BaselineUnavailable(f"{method} could not fit this series")
+    return BaselineForecast(values, fell_back, bounds), FittedBaseline(method, history.ids, fitted)
+
+
+def forward_baseline(
+    fitted: FittedBaseline | None, newer: Panel, steps: int, levels: Sequence[float] = ()
+) -> BaselineForecast:
+    """The forecast of `steps` points after each series of `newer` (the series `fitted` was fit on, grown by newer
+    points; None: seasonal naive) by the models fit before, without fitting again (`FittedBaseline`)."""
+    values = seasonal_naive(newer, steps)
+    bounds = {
+        level: tuple(side.copy() for side in pair)
+        for level, pair in seasonal_naive_bounds(newer, steps, levels).items()
+    }
+    if fitted is None:
+        return BaselineForecast(values, bounds=bounds)
+    if list(map(str, fitted.ids)) != list(map(str, newer.ids)):
+        raise ValueError(f"{fitted.method} was fit on other series than these: forward it over the same series")
+    fell_back = []
+    for index, model in enumerate(fitted.models):
+        try:
+            if model is None:
+                raise ValueError("not fit")
+            found = model.forward(y=newer.series(index).to_numpy(np.float64), h=steps, level=_named(levels))
+            _fill(found, index, values, bounds, levels)
+        except Exception:  # not fit before, or its states do not run on over these points: seasonal naive stands in
+            fell_back.append(str(newer.ids[index]))
     return BaselineForecast(values, fell_back, bounds)
+
+
+def _statistical_model(method: str, season: int):
+    if method not in STATISTICAL:
+        raise ValueError(f"unknown baseline {method!r}; the baselines are: {', '.join(BASELINES)}")
+    try:
+        from statsforecast import models
+    except ImportError:
+        raise BaselineUnavailable(f"{method} needs statsforecast: pip install '.[baselines]'") from None
+    return getattr(models, method)(season_length=season)
+
+
+def _named(levels: Sequence[float]) -> list | None:
+    """Levels as statsforecast names them (80, not 80.0), or None."""
+    return [int(level) if float(level).is_integer() else level for level in levels] or None
+
+
+def _fill(found: dict, index: int, values: np.ndarray, bounds: dict, levels: Sequence[float]) -> None:
+    """Series `index`'s column of `values` and `bounds` from statsforecast's answer for it (mean, lo-80, hi-80, ...)."""
+    mean = np.asarray(found["mean"], dtype=np.float64)
+    if not np.isfinite(mean).all():
+        raise ValueError("a forecast that is not finite")
+    columns = {level: (found[f"lo-{name}"], found[f"hi-{name}"]) for level, name in zip(levels, _named(levels) or [])}
+    values[:, index] = mean
+    for level, (lower, upper) in columns.items():
+        bounds[level][0][:, index], bounds[level][1][:, index] = lower, upper
 
 
 def forecast(name: str, history: Panel, steps: int, n_jobs: int = -1, levels: Sequence[float] = ()) -> BaselineForecast:

@@ -350,6 +350,7 @@ def fit(
     trainer_options: Mapping[str, Any] | None = None,
     prepare_trainer: Callable[[L.Trainer], L.Trainer] | None = None,
     ckpt_path: str | None = None,
+    initial: RNNNet | None = None,
 ) -> FitResult:
     """Train one forecaster on `data`: a Panel, a long DataFrame (unique_id, ds, y) or a dated Series, cut and checked
     here; or `FitParts` already cut and checked for this configuration (a sweep's plan checks every corner of its space
@@ -365,7 +366,9 @@ def fit(
     The model is tiny: one CPU thread is the cheapest way to train it, a GPU pays off only for large
     hidden_dim and batch_size, or when many fits share it. `threads` sets torch's CPU threads.
     `trainer_options` and `prepare_trainer` let a caller (a sweep) adjust the Trainer; `ckpt_path`
-    resumes from a Lightning checkpoint.
+    resumes from a Lightning checkpoint. `initial`, a trained net of this configuration on the same series, is where
+    the weights (and their moving average) start instead of at random: a fit that continues it on newer points, its
+    transforms fit on them as a fresh fit's would be.
     """
     config = config if isinstance(config, ForecasterConfig) else ForecasterConfig.from_dict(config)
     if isinstance(data, FitParts):
@@ -411,6 +414,8 @@ def fit(
         seasonal_shifts=transform.shifts,
         log_shifts=shifts,
     )
+    if initial is not None:
+        start_from(model, initial)
     module = PanelDataModule(config, parts, transform, shifts)
     history = EpochHistory()
     options = dict(
@@ -442,20 +447,45 @@ def fit(
     )
 
 
-def fit_through(config: ForecasterConfig, epochs: int, seen: Panel, **fit_options: Any) -> tuple[RNNNet, str]:
-    """Train `config` for `epochs` (a trial's best epoch count) on every point of `seen` but each series' last, which
-    the training loop validates on and a forecast reads: a sweep's configuration refit through its validation part
-    (neuralforecast's `refit_with_val`), or through every point for the future, so that what it forecasts follows right
-    after what it learnt. Returns the plain net (forecaster.net.RNNNet, on the CPU: a driver that forecasts with it
-    needs no Lightning), which knows the series it kept (those long enough for a training window, or in a panel for the
-    recurrent shape's input chunk), and where it trained (`FitResult.trained_on`: on a GPU fraction, "cuda:0")."""
+def fit_through(
+    config: ForecasterConfig, epochs: int, seen: Panel, start: RNNNet | None = None, **fit_options: Any
+) -> tuple[RNNNet, str]:
+    """Train `config` for `epochs` on every point of `seen` but each series' last, which the training loop validates
+    on and a forecast reads, so that what it forecasts follows right after what it learnt: a sweep's configuration
+    refit through its validation part (neuralforecast's `refit_with_val`), or through every point for the future.
+
+    From scratch, it keeps the series long enough for a training window (or in a panel the recurrent shape's input
+    chunk). From `start`, a trained net of `config` (a trial's best model, or such a refit), it continues that net for
+    `epochs` more on every one of its series (those too short for a window train nothing and are forecast by what the
+    others taught it), and `epochs` 0 gives `start` itself.
+
+    Returns the plain net (forecaster.net.RNNNet, on the CPU: a driver that forecasts with it needs no Lightning) and
+    where it trained (`FitResult.trained_on`: on a GPU fraction, "cuda:0"; "" where nothing trained)."""
+    if start is not None and epochs == 0:
+        return start.eval(), ""
     quiet_lightning()  # in a sweep's Ray task, as in a trial: no banner per fit
     config = config.replace(n_epochs=epochs, val_origins=1)
-    # The one validation point ranks nothing: sMAPE, defined on any value (MAPE is not at 0, MASE on a flat series).
-    result = fit(config, seen, val_size=1, metric="smape", drop_short=True, **fit_options)
+    if start is None:
+        # The one validation point ranks nothing: sMAPE, defined on any value (MAPE is not at 0, MASE on a flat series).
+        result = fit(config, seen, val_size=1, metric="smape", drop_short=True, **fit_options)
+    else:
+        train, last = seen.split_at(seen.lengths - 1)
+        parts = FitParts(train, last, seen, "smape")  # a continuation of nets trained on shorter parts of these series
+        result = fit(config, parts, initial=start, **fit_options)
     net = RNNNet(**result.model.hyperparameters)
     net.load_state_dict({name: tensor.cpu() for name, tensor in result.model.state_dict().items()})
     return net.eval(), result.trained_on
+
+
+def start_from(model: RNNForecaster, initial: RNNNet) -> None:
+    """`model`'s weights, their moving average and its per-series parameters set to `initial`'s, a net of the same
+    configuration trained on the same series (ValueError otherwise)."""
+    if list(initial.series_ids or []) != list(model.series_ids or []):
+        raise ValueError(
+            f"a fit continues a net trained on the same series: it knows {len(initial.series_ids or [])}, the data "
+            f"holds {len(model.series_ids or [])}"
+        )
+    model.load_state_dict(initial.state_dict())
 
 
 def validation_forecast(model: RNNForecaster, parts: FitParts) -> pd.DataFrame:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -75,6 +76,30 @@ def parse_pins(pairs: Sequence[str] | None) -> dict[str, Any]:
 
 def parse_scheduler_options(pairs: Sequence[str] | None) -> dict[str, Any]:
     return key_values(pairs, "--scheduler-option", "--scheduler-option grace_period=30")
+
+
+def parse_duration(text: str | float) -> float:
+    """Seconds of a duration: 90s, 10m, 2h, 1h30m, or a plain number of seconds."""
+    if isinstance(text, (int, float)):
+        seconds = float(text)
+    else:
+        spoken = str(text).strip().lower()
+        parts = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?", spoken)
+        if not spoken or parts is None or not any(parts.groups()):
+            raise PlanError(f"--time-limit {text!r}: give a duration such as 90s, 10m, 2h or 1h30m")
+        hours, minutes, seconds = (float(part) if part else 0.0 for part in parts.groups())
+        seconds += 60 * minutes + 3600 * hours
+    if not seconds > 0:
+        raise PlanError(f"--time-limit {text!r}: the limit must be longer than 0 s")
+    return seconds
+
+
+def shown_duration(seconds: float) -> str:
+    """A duration as a command line takes it: 45s, 5m, 2m30s, 1h5m."""
+    seconds = math.ceil(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    return "".join(f"{value}{unit}" for value, unit in ((hours, "h"), (minutes, "m"), (seconds, "s")) if value) or "0s"
 
 
 def _option(
@@ -207,6 +232,17 @@ class SweepOptions:
         group="hardware",
         goes="resources",
         action="store_true",
+    )
+    time_limit: float | None = _option(
+        None,
+        "bound the whole command, search and answer, to this long: 90s, 10m, 2h; the search gets what the answer "
+        "will not need, and what gives way when time runs short is in docs/sweeps.md (--resume counts the time "
+        "spent before)",
+        group="budget",
+        goes="sweep",
+        resumable=True,
+        parse=lambda text: None if text is None else parse_duration(text),
+        metavar="DURATION",
     )
     max_failures: int = _option(
         1,
@@ -366,7 +402,8 @@ class SweepOptions:
     )
     refit_answer: bool | None = _option(
         None,
-        "train the answer's configurations again through the validation part before they forecast the test window",
+        "continue the answer's nets through the validation part (a quarter of each trial's best epoch count) before "
+        "they forecast the test window",
         group="answer",
         goes="answer",
         sweep_field=True,
@@ -374,8 +411,8 @@ class SweepOptions:
     )
     future: bool = _option(
         True,
-        "train the answer's configurations again on every point, the test window included, forecast the horizon after "
-        "each series' end (future.parquet) and save the answer as one model (model/); --no-future skips it",
+        "continue the answer's nets on every point, the test window included, forecast the horizon after each "
+        "series' end (future.parquet) and save the answer as one model (model/); --no-future skips it",
         group="answer",
         goes="answer",
         resumable=True,

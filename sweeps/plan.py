@@ -27,7 +27,7 @@ from forecaster.intervals import check_levels
 from forecaster.metrics import METRICS
 from forecaster.panel import Panel
 from forecaster.parts import FIT_PARTS_FIELDS, Cut, FitParts, check_parts, cut_parts, default_metric, no_cut_message
-from sweeps.options import SMOKE_TEST, PlanError, SweepOptions
+from sweeps.options import SMOKE_TEST, PlanError, SweepOptions, parse_duration
 from sweeps.registry import ANSWER_SCOPES, SWEEPS, Sweep
 from sweeps.resources import ResourceError, TrialResources
 from sweeps.schedulers import SCHEDULERS, SchedulerError
@@ -162,6 +162,8 @@ def make_plan(sweep: str | SweepOptions, **options: Any) -> SweepPlan:
         )
     except (SchedulerError, ResourceError) as error:
         raise PlanError(str(error)) from None
+    if given.time_limit is not None:  # from Python: a duration as the command line takes it, or seconds
+        given = dataclasses.replace(given, time_limit=parse_duration(given.time_limit))
     _check_run(given)
 
     data_label = given.data or sweep.dataset

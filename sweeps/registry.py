@@ -68,8 +68,8 @@ class Sweep:
     validation score over its epochs; "last", its last epoch's, which does not reward a trial whose validation dipped
     once and then rose as it overfit (its best epoch's score is the lowest of many noisy ones)."""
     refit_answer: bool = False
-    """Train the answer's configurations again through the validation parts (each for its trial's best epoch count)
-    before they forecast the test windows, as the statistical baselines fit on every point before them."""
+    """Continue the answer's nets through the validation parts (sweeps.answer.refits: a share of each trial's best
+    epoch count) before they forecast the test windows, as the statistical baselines fit on every point before them."""
     metric: str = "mape"
     """What schedulers and searches rank trials on (forecaster.metrics.METRICS): each trial's lowest validation
     value of it so far, best_val_<metric>."""

@@ -101,6 +101,22 @@ class TrialResources:
             return {"accelerator": "gpu", "devices": 1, "threads": threads}
         return {"accelerator": "cpu", "devices": 1, "threads": threads}
 
+    def task_options(self, accelerated: bool = True) -> dict[str, object]:
+        """ray.remote's options of a task that takes a trial's share of a node: its CPUs and, for one that trains
+        (`accelerated`), its GPU fraction (one whole GPU at most: a data-parallel trial's configuration trains again
+        on one) or TPU chips."""
+        options: dict[str, object] = {"num_cpus": float(self.cpus)}
+        if accelerated and self.gpus:
+            options["num_gpus"] = min(float(self.gpus), 1.0)
+        if accelerated and self.tpu_chips:
+            options["resources"] = {"TPU": float(self.tpu_chips)}
+        return options
+
+    def task_fit_options(self) -> dict[str, object]:
+        """threads, accelerator and devices of a fit in such a task: a trial's, on one GPU at most."""
+        arguments = self.trainer_arguments()
+        return arguments | ({"devices": 1} if arguments["accelerator"] == "gpu" else {})
+
     def describe(self) -> str:
         per = f"{self.cpus:g} CPU"
         if self.gpus:

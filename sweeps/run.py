@@ -21,13 +21,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import gc
 import importlib
+import math
 import signal
 import sys
 import textwrap
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,10 +37,24 @@ import numpy as np
 from forecaster.metrics import METRIC_NAMES
 from forecaster.smoothing import log_shifts
 from forecaster.transforms import seasonal_components
-from sweeps.answer import build_answer
+from sweeps.answer import build_answer, run_tail, tail_plan
+from sweeps.answer.baselines import BaselineJobs, baselines_left, cancel_baselines, submit_baselines
 from sweeps.answer.future import Future, build_future
-from sweeps.answer.members import top_checkpoints
+from sweeps.answer.intervals import future_horizon
+from sweeps.answer.members import members
 from sweeps.answer.scores import scores as score
+from sweeps.answer.tasks import Runner
+from sweeps.budget import (
+    ACTIVE,
+    Active,
+    Cut,
+    TimeBudget,
+    check_time_limit,
+    give_way,
+    read_spent,
+    spent_writer,
+    trials_tail_seconds,
+)
 from sweeps.cluster_probe import CapacityError, cluster_capacity
 from sweeps.options import SweepOptions, changed_on_resume, from_args, resumed
 from sweeps.options import build_parser as build_options_parser
@@ -50,8 +66,18 @@ from sweeps.resources import TrialResources
 from sweeps.results import SweepResults, collect
 from sweeps.schedulers import scheduler_of
 from sweeps.space import describe, is_relative, values_taken
-from sweeps.storage import DEFAULT_STORAGE, experiment_path, latest_run, located
-from sweeps.summary import interrupted, report_command, resume_command, summary, write_future, write_results
+from sweeps.storage import DEFAULT_STORAGE, SweepFolder, experiment_path, latest_run, located
+from sweeps.summary import (
+    interrupted,
+    report_command,
+    resume_command,
+    summary,
+    write_future,
+    write_results,
+    write_test_model,
+    write_timings,
+)
+from sweeps.timings import Clock
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -273,6 +299,8 @@ class SweepRun:
     """CPU time of this process inside Tuner.fit: Tune's controller, scheduler, loggers and reporter."""
     fit_started_at: float
     """When Tuner.fit started, in seconds since the epoch (as the trials' reported_at)."""
+    timings: dict[str, Any] | None = None
+    """Where the time went (sweeps.timings): timings.json."""
 
 
 DRIVER_MODULES_LATER = ("torch", "forecaster.net", "forecaster.baselines", "matplotlib")
@@ -311,11 +339,21 @@ class TrialsRun:
     """CPU time of this process inside Tuner.fit: Tune's controller, scheduler, loggers and reporter."""
     fit_started_at: float
     """When Tuner.fit started, in seconds since the epoch (as the trials' reported_at)."""
+    started_with: Any = None
+    """What `run_trials`' `start_with` gave."""
 
 
-def run_trials(plan: SweepPlan, command: list[str], progress: bool = True, shared: bool = False) -> TrialsRun:
-    """Run (or resume) the sweep's trials on the Ray session of this process, its plan stored in its folder first.
-    `shared`: on a cluster that other sweeps may use at the same time, it keeps to its fair share (sweeps.sharing)."""
+def run_trials(
+    plan: SweepPlan,
+    command: list[str],
+    progress: bool = True,
+    shared: bool = False,
+    start_with: Callable[[SweepPlan], Any] | None = None,
+) -> TrialsRun:
+    """Run (or resume) the sweep's trials on the Ray session of this process, its plan stored in its folder first;
+    `start_with(plan)`, once the folder is claimed, starts what runs beside the trials (run_sweep: the baselines'
+    tasks and the time limit's stopper). `shared`: on a cluster that other sweeps may use at the same time, it keeps
+    to its fair share (sweeps.sharing)."""
     from sweeps.ray_session import warm_workers_enabled
     from sweeps.tuner import build_tuner
     from sweeps.warm_pool import warm_up
@@ -324,40 +362,87 @@ def run_trials(plan: SweepPlan, command: list[str], progress: bool = True, share
         warm_up(plan.resources, plan.most_at_once)  # the trials' workers import torch while the Tuner is built
     if not plan.options.resume:
         plan = claim_folder(plan, command)
+    started_with = start_with(plan) if start_with is not None else None
     tuner = build_tuner(plan, progress=progress, shared=shared)
     started_at, wall, cpu = time.time(), time.perf_counter(), time.process_time()
     with signals_given_back():
         tuner.fit()
-    return TrialsRun(plan, time.perf_counter() - wall, time.process_time() - cpu, started_at)
+    return TrialsRun(plan, time.perf_counter() - wall, time.process_time() - cpu, started_at, started_with)
 
 
-def run_sweep(plan: SweepPlan, command: list[str], progress: bool = True, shared: bool = False) -> SweepRun:
-    """Run (or resume) the sweep (`run_trials`), then make and score its answer; write and return its results."""
-    trials = run_trials(plan, command, progress, shared)
+def beside_the_trials(plan: SweepPlan, runner: Runner, budget: TimeBudget) -> BaselineJobs:
+    """What a sweep starts with its trials: the baselines' tasks (they wait on nothing but the data), and what its
+    stopper reads to keep the search within --time-limit (sweeps.budget)."""
+    from sweeps.ray_session import warm_workers_enabled
+    from sweeps.warm_pool import warm_for_the_tail
+
+    baselines = submit_baselines(plan, runner, future_horizon(plan) if plan.options.future else None)
+    slots = runner.slots()
+    left = lambda: sum(baselines_left(baselines, runner, plan.options.levels).values()) / slots  # noqa: E731
+    ACTIVE[plan.experiment_path] = Active(
+        budget,
+        trials_tail_seconds(plan, slots, every_few_seconds(left)),
+        spent_writer(SweepFolder(plan.experiment_path)),
+        warm=lambda: warm_for_the_tail(plan.resources, plan.most_at_once) if warm_workers_enabled() else None,
+    )
+    return baselines
+
+
+def run_sweep(
+    plan: SweepPlan, command: list[str], progress: bool = True, shared: bool = False, clock: Clock | None = None
+) -> SweepRun:
+    """Run (or resume) the sweep (`run_trials`), then make and score its answer from the tasks after the trials
+    (sweeps.answer.run_tail); write and return its results."""
+    clock = clock or Clock()
+    clock.spent_before = earlier_runs_spent(plan)
+    budget = TimeBudget(plan.options.time_limit, clock.started, clock.spent_before)
+    runner = Runner(plan.resources, on_ray=True)
+    trials = run_trials(plan, command, progress, shared, lambda claimed: beside_the_trials(claimed, runner, budget))
+    clock.mark("trials")
     plan = trials.plan
+    ACTIVE.pop(plan.experiment_path, None)  # the stopper's: the trials have ended
     results = None
     try:
         results = collect(plan)
-        if progress and len(plan.panel) > 1 and not interrupted(plan, results):
-            again = [
-                *(["through the validation part"] if plan.sweep.refit_answer and plan.parts.test is not None else []),
-                *(["then on every point for the future"] if plan.options.future else []),
-            ]
-            top = len(top_checkpoints(plan, results))  # the top k, less any too far behind to be in the answer
-            trained = f" (the top {top} configurations trained again {' and '.join(again)})" if again else ""
-            print(
-                f"The trials have ended; scoring the answer and the baselines on {len(plan.panel)} series{trained}...",
-                flush=True,
-            )
-        found = build_answer(plan, results)
-        scores = score(found, plan) if found else None
+        stopped = interrupted(plan, results)
+        chosen = members(plan, results)
+        found = scores = tail = future = None
+        if chosen:
+            wanted, baselines, cut = tail_plan(plan, chosen, future=not stopped), trials.started_with, Cut()
+            if plan.options.time_limit is not None:
+                left = baselines_left(baselines, runner, plan.options.levels)
+                wanted, cut = give_way(wanted, budget.left(), runner.slots(), left)
+                why = "cut by --time-limit: it had not finished when the trials ended"
+                baselines = cancel_baselines(baselines, runner, cut.baselines, why)
+            if progress and len(plan.panel) > 1 and not stopped:
+                print(announcement(plan, wanted), flush=True)
+            tail = run_tail(plan, wanted, runner, baselines)
+            clock.tasks = tail.timings
+            clock.mark("tail")
+            found = build_answer(plan, results, tail)
+            scores = score(found, plan)
+            if plan.options.time_limit is not None:
+                scores["time_limit"] = {"seconds": plan.options.time_limit, "cut": cut.lines()}
         written = write_results(plan, results, found, scores)  # the answer's files first: the future takes longest
-        future = None
-        if found and plan.options.future and not interrupted(plan, results):
-            future = build_future(plan, found)
+        if tail is not None:
+            written.update(write_test_model(plan, tail))
+        clock.mark("scoring")
+        if found is not None and tail.future:
+            future = build_future(plan, found, tail)
             written.update(write_future(plan, future))
+        clock.mark("saving")
+        record = clock.record(ended=clock.marks["saving"])
+        written.update(write_timings(plan, record))
+        spent_writer(SweepFolder(plan.experiment_path))(budget.spent())
         return SweepRun(
-            results, written, scores, future, trials.fit_seconds, trials.driver_cpu_seconds, trials.fit_started_at
+            results,
+            written,
+            scores,
+            future,
+            trials.fit_seconds,
+            trials.driver_cpu_seconds,
+            trials.fit_started_at,
+            record,
         )
     except KeyboardInterrupt:
         if results is None or interrupted(plan, results):
@@ -368,6 +453,35 @@ def run_sweep(plan: SweepPlan, command: list[str], progress: bool = True, shared
             "stopped by Ctrl+C while the answer was scored; every trial had ended and is stored. "
             f"Score it and write its files with:  {report_command(plan)}"
         ) from None
+
+
+def earlier_runs_spent(plan: SweepPlan) -> float:
+    """Seconds earlier runs of a resumed sweep spent (0 for a new one): what --time-limit counts too."""
+    return read_spent(SweepFolder(plan.experiment_path)) if plan.options.resume else 0.0
+
+
+def every_few_seconds(function, seconds: float = 2.0):
+    """`function()`, called again only every few `seconds`: the stopper asks at every step of Tune's loop."""
+    kept = {"at": -math.inf, "value": None}
+
+    def cached():
+        if time.monotonic() - kept["at"] >= seconds:
+            kept["at"], kept["value"] = time.monotonic(), function()
+        return kept["value"]
+
+    return cached
+
+
+def announcement(plan: SweepPlan, tail) -> str:
+    """What the sweep does once its trials have ended, and on how many series."""
+    steps = []
+    if any(tail.refit_epochs):
+        steps.append(f"continued through the validation part ({', '.join(map(str, tail.refit_epochs))} epochs)")
+    if tail.future_epochs is not None:
+        through = "then through" if steps else "continued through"
+        steps.append(f"{through} every point for the future ({', '.join(map(str, tail.future_epochs))} epochs)")
+    done = f" (the top {len(tail.members)} trials' nets {', '.join(steps)})" if steps else ""
+    return f"The trials have ended; scoring the answer and the baselines on {len(plan.panel)} series{done}..."
 
 
 class ScoringInterrupted(KeyboardInterrupt):
@@ -404,8 +518,10 @@ def main(argv: list[str] | None = None) -> int:
             f"error: name a sweep; the sweeps are: {', '.join(SWEEPS)} (python -m sweeps.run --list)", file=sys.stderr
         )
         return 2
+    clock = Clock() if argv is None else Clock(started=time.time())  # the command's start: the process's, or now
     try:
         plan = plan_from_args(args, sys.argv[1:] if argv is None else argv)
+        check_time_limit(plan.options.time_limit, clock.elapsed() + earlier_runs_spent(plan))
     except PlanError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -417,13 +533,17 @@ def main(argv: list[str] | None = None) -> int:
     importing.start()
     try:
         options = plan.options
+        clock.mark("start")
         session = start_ray(options.address, options.dashboard_host, options.dashboard_port)
+        clock.mark("ray")
         importing.join()
         at_once, cluster = cluster_capacity(
             plan.resources, options.max_concurrent_trials, session.address, own=session.own
         )
         print(banner(plan, at_once, cluster, session), flush=True)
-        run = run_sweep(plan, [sys.executable, "-m", "sweeps.run", *plan.arguments], shared=not session.own)
+        run = run_sweep(
+            plan, [sys.executable, "-m", "sweeps.run", *plan.arguments], shared=not session.own, clock=clock
+        )
     except (PlanError, RaySessionError, CapacityError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -434,11 +554,13 @@ def main(argv: list[str] | None = None) -> int:
         if started_here:
             ray.shutdown()
     took = f"after {run.fit_seconds:.1f} s"
-    print(summary(plan, run.results, run.written, took=took, scores=run.scores, future=run.future))
+    print(summary(plan, run.results, run.written, took=took, scores=run.scores, future=run.future, timings=run.timings))
     if interrupted(plan, run.results):
         return 130  # as a shell reports a program stopped by Ctrl+C
     return 0 if run.results.best else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    gc.freeze()  # the driver's heap, collected object by object at exit, took 5 s for nothing (2026-11-29)
+    sys.exit(code)

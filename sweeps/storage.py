@@ -12,6 +12,8 @@
       intervals)
       future.parquet, future.csv, future.png   the forecast after each series' end (not with --no-future)
       model/                the answer saved as one model: model.json and tensors.pt (forecaster.answer_model)
+      test_model/           the answer as it forecast the test window (its nets continued through the validation part)
+      timings.json          where the time went, phase by phase, and the tasks after the trials
 
 Every read and write goes through pyarrow's filesystems, so a local folder and a bucket behave alike.
 Nothing here knows what a plan or a trial is beyond the bytes it stores.
@@ -45,6 +47,11 @@ FUTURE_CSV = "future.csv"
 FUTURE_PLOT = "future.png"
 MODEL_FOLDER = "model"
 """The answer saved as one model (forecaster.answer_model): model.json and tensors.pt."""
+TEST_MODEL_FOLDER = "test_model"
+"""The answer as it forecast the test window (its members continued through the validation part), saved the same way:
+what sweeps.report forecasts with instead of training again."""
+TIMINGS_FILE = "timings.json"
+"""Where the sweep's time went (sweeps.timings)."""
 CHECKPOINT_FILE = "checkpoint.ckpt"
 """In a trial's checkpoint: the full training state of its latest checkpointed epoch, to continue from."""
 BEST_MODEL_FILE = "best_model.ckpt"

@@ -22,6 +22,7 @@ from sweeps.answer.combination import COMBINATION
 from sweeps.answer.future import Future
 from sweeps.answer.scores import per_series as series_scores
 from sweeps.answer.text import describe
+from sweeps.options import shown_duration
 from sweeps.plan import SweepPlan
 from sweeps.results import SweepResults
 from sweeps.storage import (
@@ -39,9 +40,12 @@ from sweeps.storage import (
     RESULTS_CSV,
     RESULTS_PARQUET,
     SERIES_PLOT,
+    TEST_MODEL_FOLDER,
+    TIMINGS_FILE,
     SweepFolder,
     curves_plot,
 )
+from sweeps.timings import timing_lines
 
 STATUS_WORDING = {
     "COMPLETED": "ran all epochs",
@@ -100,8 +104,10 @@ def summary(
     took: str,
     scores: dict[str, Any] | None = None,
     future: Future | None = None,
+    timings: dict[str, Any] | None = None,
 ) -> str:
-    """What the sweep prints at its end; `scores`: the answer's (sweeps.answer.scores.scores)."""
+    """What the sweep prints at its end; `scores`: the answer's (sweeps.answer.scores.scores); `timings`: where the
+    time went (sweeps.timings)."""
     counts = results.trials["status"].value_counts().to_dict() if len(results.trials) else {}
     wording = {status: words.format(scheduler=plan.sweep.scheduler) for status, words in STATUS_WORDING.items()}
     ended = "stopped before its end" if interrupted(plan, results) else "finished"
@@ -146,6 +152,13 @@ def summary(
             lines += [*future_lines(plan, future), ""]
     else:
         lines += ["No trial reported a result.", ""]
+    limit = (scores or {}).get("time_limit")
+    if limit:
+        cut = "; ".join(limit["cut"])
+        done = f"to end in time, cut in this order: {cut}" if cut else "the answer's work fitted, nothing was cut"
+        lines += [f"--time-limit {shown_duration(limit['seconds'])}: {done}", ""]
+    if timings:
+        lines += [*timing_lines(timings), ""]
     lines.append(f"Written to {plan.experiment_path}:")
     lines += [f"  {name}" for name in [RESOLVED_FILE, *written]]
     lines += [
@@ -173,15 +186,17 @@ def future_lines(plan: SweepPlan, future: Future) -> list[str]:
         f"Future: {horizon} points after each series' end (to {shown_last}), in {FUTURE_PARQUET} and {FUTURE_CSV}: "
         f"{record['rows']:,} rows, {record['series']:,} series",
     ]
-    if record.get("seconds") is not None:
-        count = len(record["trials"])
-        included = ", the test window included" if plan.parts.test is not None else ""
-        lines.append(
-            f"  the answer's {count} configuration{'s' if count > 1 else ''} trained again on every point{included}: "
-            f"{record['seconds']:.1f} s on {', '.join(record['trained_on'])}"
-        )
-    else:
+    if "read_from" in record:
         lines.append(f"  from {record['read_from']}, without training")
+    else:
+        count = len(record["trials"])
+        last = [steps[-1][1] if steps else 0 for steps in record["continued"]]
+        through = "the test window" if plan.parts.test is not None else "the validation part"
+        lines.append(
+            f"  the answer's {count} net{'s' if count > 1 else ''}, each continued through {through} "
+            f"({', '.join(map(str, last))} epochs"
+            + (f"; {record['seconds']:.1f} s on {', '.join(record['trained_on'])})" if record["seconds"] else ")")
+        )
     unavailable = record.get("calibration", {}).get("unavailable")
     if plan.options.levels and not record["levels"]:
         lines.append(f"  the answer without bounds: {unavailable or 'its saved model holds no calibration'}")
@@ -294,6 +309,26 @@ def write_future(plan: SweepPlan, future: Future) -> dict[str, str]:
             folder.write(f"{MODEL_FOLDER}/{name}", content)
     written[f"{MODEL_FOLDER}/"] = f"{folder.path}/{MODEL_FOLDER}"
     return written
+
+
+def write_test_model(plan: SweepPlan, tail) -> dict[str, str]:
+    """test_model/: the nets that forecast the test window, where they were continued through the validation part
+    (sweeps.report forecasts with them instead of training again)."""
+    from sweeps.answer.future import test_model
+
+    model = test_model(plan, tail)
+    if model is None:
+        return {}
+    folder = SweepFolder(plan.experiment_path)
+    for name, content in model.to_files().items():
+        folder.write(f"{TEST_MODEL_FOLDER}/{name}", content)
+    return {f"{TEST_MODEL_FOLDER}/": f"{folder.path}/{TEST_MODEL_FOLDER}"}
+
+
+def write_timings(plan: SweepPlan, record: dict[str, Any]) -> dict[str, str]:
+    """timings.json: where the time went (sweeps.timings)."""
+    folder = SweepFolder(plan.experiment_path)
+    return {TIMINGS_FILE: folder.write(TIMINGS_FILE, json.dumps(record, indent=1).encode())}
 
 
 FUTURE_SERIES_DRAWN = 4

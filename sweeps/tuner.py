@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
+import logging
 import os
+import time
 from pathlib import Path
+from typing import Any
 
+from ray.tune import Stopper
 from ray.tune.logger import CSVLoggerCallback
 from ray.tune.result import SHOULD_CHECKPOINT
 from ray.tune.utils import flatten_dict
 
 from forecaster.metrics import METRIC_LABELS
+from sweeps.budget import ACTIVE, WARM_AHEAD_SECONDS
 from sweeps.faults import FaultLog, HangWatchdog
 from sweeps.plan import PlanError, SweepPlan
 from sweeps.ray_session import warm_workers_enabled
@@ -46,14 +52,50 @@ class ProgressLog(CSVLoggerCallback):
         super().log_trial_result(iteration, trial, result)
 
 
+class BudgetStopper(Stopper):
+    """Stops every trial once the time left is what the answer would take as the trials stand (`Active.tail_seconds`,
+    from each trial's best epoch so far and its measured seconds per epoch), and keeps the time spent in the sweep's
+    folder every few seconds. It never stops before some trial has reported an epoch: the answer needs a model."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.trials: dict[str, dict[str, Any]] = {}
+
+    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+        seen = self.trials.setdefault(trial_id, {"seconds": []})
+        seen["seconds"].append(float(result.get("time_this_iter_s", 0.0)))
+        seen.update({key: result.get(key) for key in result if key.startswith(("best_", "val_")) or key == "epoch"})
+        return False
+
+    def stop_all(self) -> bool:
+        active = ACTIVE.get(self.path)
+        if active is None:
+            return False
+        now = time.time()
+        if now - active.written >= 5:
+            active.written = now
+            active.spent(active.budget.spent())
+        if active.budget.limit is None or not self.trials:
+            return False
+        left, needed = active.budget.left(), active.tail_seconds(self.trials)
+        if not active.warmed and left <= needed + WARM_AHEAD_SECONDS:
+            active.warmed = True
+            active.warm()
+        return left <= needed
+
+
 def trial_inputs(plan: SweepPlan) -> dict:
     """What every trial is given besides its configuration: the plan's parts without the test windows (nothing a
-    trial, the scheduler or the ranking does can see them), and the settings the trials share."""
+    trial, the scheduler or the ranking does can see them), and the settings the trials share. Under --time-limit a
+    trial checkpoints at every improvement too: stopped at any epoch, its best model is in its last checkpoint."""
     sweep = plan.sweep
+    checkpoints = scheduler_of(sweep).checkpoints(sweep)
+    if plan.options.time_limit is not None:
+        checkpoints = dataclasses.replace(checkpoints, on_improvement_from=1)
     settings = TrialSettings(
         max_epochs=sweep.max_epochs,
         resources=plan.resources,
-        checkpoints=scheduler_of(sweep).checkpoints(sweep),
+        checkpoints=checkpoints,
         storage_path=plan.storage_path,
     )
     return {"parts": plan.parts.without_test(), "settings": settings}
@@ -87,7 +129,8 @@ def progress_reporter(plan: SweepPlan):
     return CLIReporter(
         metric_columns={plan.sweep.ranked: best, "best_epoch": "at epoch", "epoch": "epochs"},
         parameter_columns={key: short.get(key, key) for key in plan.searched if key != "random_state"},
-        sort_by_metric=True,
+        # Tune's sort fails on two trials stopped before they reported (a time budget stops pending ones too).
+        sort_by_metric=plan.options.time_limit is None,
         max_progress_rows=12,
         max_error_rows=5,
         max_report_frequency=10,
@@ -107,10 +150,13 @@ def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False):
     """A new Tuner for the plan, or the stored one when resuming; `progress` prints Tune's live table.
 
     `shared`: the cluster is one the sweep joined, which other sweeps may use at the same time; the sweep then
-    keeps to its fair share of it (sweeps.sharing)."""
+    keeps to its fair share of it (sweeps.sharing). Its stopper keeps the search within --time-limit."""
     from ray import tune
     from ray.tune.logger import TBXLoggerCallback
 
+    # Tune's own reading of the results, which sweeps.results replaces, warns of every trial stopped before it
+    # reported (a time limit stops pending trials), as if something had failed.
+    logging.getLogger("ray.tune.analysis.experiment_analysis").setLevel(logging.ERROR)
     # Ray's newer console output ignores a custom reporter; the classic one shows the table we choose.
     os.environ["RAY_AIR_NEW_OUTPUT"] = "0"
     # A checkpoint forces a snapshot of the sweep's state when it would delete one the last snapshot names;
@@ -179,6 +225,7 @@ def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False):
                 ),
             ],
             failure_config=tune.FailureConfig(max_failures=options.max_failures),
+            stop=BudgetStopper(plan.experiment_path),
             progress_reporter=progress_reporter(plan) if progress else None,
             verbose=1 if progress else 0,
         ),

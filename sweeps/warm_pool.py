@@ -40,16 +40,25 @@ logger = logging.getLogger(__name__)
 
 warmed_nodes: set[str] = set()
 """The nodes this driver has asked for warm workers, by the early `warm_up` and by every WarmPool."""
+warmed_for_the_tail: set[str] = set()
+"""The nodes this driver has asked for warm workers for the answer's tasks after the trials."""
+
+
+def trial_env_vars() -> dict[str, str]:
+    """Tune's env_vars for its trainables (ray.tune.execution.class_cache): what the sweep's trial actors, and the
+    answer's tasks that train after them (sweeps.answer.tasks), run with, so that a warm worker serves either."""
+    from ray.tune.execution.class_cache import DEFAULT_ENV_VARS, ENV_VARS_TO_PROPAGATE
+
+    propagated = {name: os.environ[name] for name in ENV_VARS_TO_PROPAGATE if name in os.environ}
+    return {**DEFAULT_ENV_VARS, **propagated}
 
 
 def trial_runtime_env() -> str:
     """The runtime environment of the sweep's trial actors, serialized as the raylet compares it: Tune's env_vars
-    for its trainables (ray.tune.execution.class_cache) merged over the job's own environment."""
+    for its trainables merged over the job's own environment."""
     import ray
-    from ray.tune.execution.class_cache import DEFAULT_ENV_VARS, ENV_VARS_TO_PROPAGATE
 
-    propagated = {name: os.environ[name] for name in ENV_VARS_TO_PROPAGATE if name in os.environ}
-    tune_env_vars = {**DEFAULT_ENV_VARS, **propagated}
+    tune_env_vars = trial_env_vars()
     job = json.loads(ray.get_runtime_context().get_runtime_env_string() or "{}")
     if not job:  # nothing to merge: Python serializes the actor's own environment
         return json.dumps({"env_vars": tune_env_vars}, sort_keys=True)
@@ -62,6 +71,14 @@ def warm_up(resources: TrialResources, most_at_once: int) -> None:
     """Ask every node for its warm workers now, before the Tuner is even built: the imports in the workers then
     overlap with the driver's own setup."""
     WarmPool(resources, most_at_once, actors_reused=True).setup()
+
+
+def warm_for_the_tail(resources: TrialResources, most_at_once: int) -> None:
+    """As many warm workers on every node as it has trial slots, once per node, for the answer's tasks after the
+    trials (sweeps.answer.refits): asked while the last trials still run, so that the tasks take them when the trials
+    end instead of waiting for new processes to import torch and Lightning (seconds each, more on a busy node). Asked
+    any earlier, the trials' actors would take them."""
+    WarmPool(resources, most_at_once, actors_reused=True)._warm_for_the_tail()
 
 
 class WarmPool(tune.Callback):
@@ -78,6 +95,16 @@ class WarmPool(tune.Callback):
     def on_step_begin(self, iteration, trials, **info) -> None:
         if time.monotonic() - self.looked >= LOOK_EVERY_S:
             self._look_for_new_nodes()
+
+    def on_trial_start(self, iteration, trials, trial, **info) -> None:
+        import ray
+
+        nodes = ray.nodes()
+        if all(node["NodeID"] in warmed_for_the_tail for node in nodes if node.get("Alive")):
+            return
+        slots = min(trials_at_once(self.resources, nodes), self.most_at_once)
+        if sum(other.status == "PENDING" for other in trials) <= slots:
+            self._warm_for_the_tail()
 
     def on_trial_error(self, iteration, trials, trial, **info) -> None:
         self._replace(trial)
@@ -100,6 +127,16 @@ class WarmPool(tune.Callback):
         for node in ray.nodes():
             if node.get("Alive") and node["NodeID"] not in warmed_nodes:
                 warmed_nodes.add(node["NodeID"])
+                self._prestart(node, min(trials_at_once(self.resources, [node]), self.most_at_once))
+
+    def _warm_for_the_tail(self) -> None:
+        """`warm_for_the_tail`, once the last round of trials has started (or a time limit is near: sweeps.tuner
+        .BudgetStopper)."""
+        import ray
+
+        for node in ray.nodes():
+            if node.get("Alive") and node["NodeID"] not in warmed_for_the_tail:
+                warmed_for_the_tail.add(node["NodeID"])
                 self._prestart(node, min(trials_at_once(self.resources, [node]), self.most_at_once))
 
     def _replace(self, trial) -> None:

@@ -140,8 +140,9 @@ def test_the_answer_of_one_series_has_ordered_intervals_in_its_units_calibrated_
     intervals = run.scores["intervals"]
     assert intervals["answer"]["coverage_95"] == pytest.approx(((test.y >= low95) & (test.y <= high95)).mean())
     calibration = intervals["calibration"]
-    # One series: every origin of the validation part forecasts a horizon of the training part, every step pooled.
+    # One series: its validation part's 23 errors, every step pooled, from the answer's members as their trials kept
+    # them (no model trained for them).
     assert calibration["steps_pooled"] and calibration["calibration_series"] == 1
-    assert calibration["refit_trials"] == run.results.trials.trial_id.head(2).tolist()
+    assert calibration["calibration_errors"] == 23 and calibration["members"] == len(run.scores["trials"])
     for baseline in ("seasonal naive", "AutoETS", "Theta", "AutoCES"):
         assert 0 <= intervals[baseline]["coverage_80"] <= intervals[baseline]["coverage_95"] <= 1

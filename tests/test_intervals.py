@@ -1,6 +1,6 @@
 """Prediction intervals: levels checked, conformal quantiles and bounds as a hand computation gives them, coverage,
-width and MSIS as written out here and as utilsforecast computes them, the baselines' own intervals, and a
-calibration that reads no point after each series' training part."""
+width and MSIS as written out here and as utilsforecast computes them, the baselines' own intervals, and the nets'
+error on the last horizon they trained on."""
 
 import math
 
@@ -14,15 +14,15 @@ from forecaster.config import ForecasterConfig
 from forecaster.data import load_panel
 from forecaster.intervals import (
     bands,
-    calibration_forecast,
     check_levels,
     conformal_quantiles,
+    fitted_error,
     interval_scales,
     interval_scores,
-    scaled_errors,
 )
+from forecaster.net import RNNNet
 from forecaster.panel import Panel
-from forecaster.parts import fit_parts
+from forecaster.transforms import TargetTransform
 from tests.test_panel import monthly_panel_frame
 
 
@@ -46,7 +46,7 @@ def test_conformal_quantiles_per_step_and_pooled_where_few_series_calibrate():
     assert math.isinf(conformal_quantiles(np.ones((1, 3)), [95])[95][0])  # 3 errors cannot bound 95 %
 
 
-def test_a_series_interval_scale_is_how_hard_it_is_by_its_history_its_last_horizon_and_the_answer():
+def test_a_series_interval_scale_is_how_hard_it_is_by_its_history_its_last_horizon_and_the_nets_error():
     calm_then_wild = [10.0, 11.0] * 6 + [10.0, 14.0, 10.0, 16.0, 10.0, 12.0, 10.0, 18.0]  # season 2
     flat_lately = [1.0, 3.0, 2.0, 5.0] + [4.0] * 16
     short = [5.0, 7.0]  # a season long: no seasonal difference at all
@@ -59,11 +59,11 @@ def test_a_series_interval_scale_is_how_hard_it_is_by_its_history_its_last_horiz
         season=2,
         origins=np.zeros(3, dtype=np.int64),
     )
-    scales = interval_scales(train, 4, validation_error=np.array([2.0, 0.0, np.nan]))
+    scales = interval_scales(train, 4, np.array([2.0, 0.0, np.nan]))
     # "wild": 18 differences at lag 2 over the whole part, 3 + 2 + 4 + 6 of them not 0; its last 4 (10, 16, 10, 12,
-    # 10, 18): 0, 4, 0, 6; the answer missed it by 2 on average
+    # 10, 18): 0, 4, 0, 6; the nets missed its last horizon by 2 on average
     assert scales[0] == pytest.approx((15 / 18 * 10 / 4 * 2.0) ** (1 / 3))
-    # "flat": no move over its last horizon and a perfect validation forecast: its whole part's scale stands in
+    # "flat": no move over its last horizon and a perfect fit of it: its whole part's scale stands in
     assert scales[1] == pytest.approx((1 + 2 + 2 + 1) / 18)
     assert scales[2] == pytest.approx(2.0)  # no longer than a season: lag 1's error for all three
 
@@ -128,30 +128,18 @@ def test_seasonal_naive_intervals_widen_each_season_by_its_residuals():
     np.testing.assert_allclose(seasonal_naive(history, 4)[:, 0] - lower[:, 0], expected)
 
 
-def test_a_calibration_reads_nothing_after_each_series_training_part():
-    """Every point after the training parts is NaN: a calibration that read one would forecast NaN."""
+def test_the_nets_error_on_their_last_horizon_is_their_forecast_of_it_from_before_it():
+    """The error is the net's forecast of each series' last 6 points from the points before them, against them; a
+    series whose points before them are fewer than the net reads is NaN (its MASE scale stands in)."""
     clean = load_panel(monthly_panel_frame(lengths=(48, 60, 40)))
-    config = ForecasterConfig(
-        shape="direct", hidden_dim=8, input_chunk_length=12, target_transform="log", window_norm="subtract"
-    )
-    parts = fit_parts(config, clean, val_size=6, test_size=6)
-    after = np.ones(len(clean.values), dtype=bool)
-    after[np.concatenate([np.arange(s, s + n) for s, n in zip(clean.offsets[:-1], parts.train.lengths)])] = False
-    spoiled = Panel(**{**clean.__dict__, "values": np.where(after, np.nan, clean.values)})
-    train = fit_parts(config, spoiled, val_size=6, test_size=6).train
-    calibration = calibration_forecast(config, 3, train, 6, threads=1)
-    assert calibration.ids.tolist() == ["s0", "s1", "s2"] and np.isfinite(calibration.forecast).all()
-    assert calibration.actual[:, 0].tolist() == train.series(0).to_numpy()[-6:].tolist()  # its last horizon
-    rolled = calibration_forecast(config, 3, train, 6, origins=7, threads=1)  # from every point of the gap too
-    assert len(rolled.ids) == 21 and sorted(set(rolled.origins.tolist())) == list(range(7))
-    assert np.isfinite(rolled.forecast).all() and np.isfinite(rolled.actual).all()
-    first = train.series(0).to_numpy()  # s0's window after reading 2 of the gap's 6 points: its points 30-35 of 42
-    column = np.flatnonzero((rolled.ids == "s0") & (rolled.origins == 2))[0]
-    assert rolled.actual[:, column].tolist() == first[-12 + 2 : -12 + 2 + 6].tolist()
-    missed = np.array([1.0, 2.0, 4.0])  # the answer's validation errors: each forecast's scale takes its series'
-    scaled = calibration_forecast(config, 3, train, 6, validation_error=missed, threads=1)
-    trained_on = train.split_at(train.lengths - 12)[0]  # less the horizon and the gap (a horizon by default)
-    np.testing.assert_allclose(scaled.scale, interval_scales(trained_on, 6, missed))
-    errors, ids = scaled_errors([calibration, calibration])
-    assert ids.tolist() == ["s0", "s1", "s2"]
-    np.testing.assert_allclose(errors, np.abs(calibration.actual - calibration.forecast) / calibration.scale)
+    config = ForecasterConfig(hidden_dim=8, input_chunk_length=12, target_transform="log", window_norm="subtract")
+    transform = TargetTransform.fit(config, clean)
+    net = RNNNet(config, transform.scaler.minimum, transform.scaler.scale, clean.season, series_ids=clean.ids)
+    found = fitted_error(net, clean, 6)
+    history, last = clean.split_at(clean.lengths - 6)
+    forecast = net.forecast_part(history, last).reshape(3, 6)
+    by_hand = np.abs(last.values.reshape(3, 6) - forecast).mean(axis=1)
+    np.testing.assert_allclose(found, by_hand)
+    short = clean.split_at(np.array([48, 60, 17]))[0]  # s2 keeps 11 points before its last 6: the net reads 12
+    partly = fitted_error(net, short, 6)
+    assert np.isnan(partly[2]) and np.allclose(partly[:2], by_hand[:2])

@@ -36,7 +36,7 @@ def connect(cluster):
 
 
 @pytest.mark.slow
-def test_trials_spread_over_nodes_and_a_big_trial_runs_where_it_fits(cluster, tmp_path):
+def test_trials_and_the_answers_tasks_spread_over_nodes_and_a_big_trial_runs_where_it_fits(cluster, tmp_path):
     small = cluster.add_node(num_cpus=1)
     big = cluster.add_node(num_cpus=3)
     connect(cluster)
@@ -49,10 +49,14 @@ def test_trials_spread_over_nodes_and_a_big_trial_runs_where_it_fits(cluster, tm
         pins={"hidden_dim": 8},
         storage_path=str(tmp_path),
         name="spread",
-        future=False,
     )
-    spread = run_sweep(plan, ["test"], progress=False).results.trials
-    assert set(spread.node) == {small.node_id, big.node_id}
+    run = run_sweep(plan, ["test"], progress=False)
+    assert set(run.results.trials.node) == {small.node_id, big.node_id}
+    # The tasks after the trials (the members' nets continued for the future, the baselines) ran on both nodes too.
+    tasks = run.timings["tasks"]
+    assert tasks["refit"]["tasks"] == tasks["future"]["tasks"] == len(run.scores["trials"]) >= 2
+    assert set(run.timings["after_the_last_trial"]["nodes"]) == {small.node_id, big.node_id}
+    assert (tmp_path / "spread" / "model" / "model.json").exists()
     plan = make_plan(
         "air_rnn",
         num_samples=1,

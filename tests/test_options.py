@@ -40,6 +40,8 @@ def typed(field: dataclasses.Field) -> list[str]:
         return [flag, "model=GRU"]
     if field.name == "scheduler_options":
         return [flag, "grace_period=3"]
+    if field.name == "time_limit":
+        return [flag, "10m"]
     if "choices" in options:
         return [flag, list(options["choices"])[-1]]
     value = {int: "7", float: "0.5"}.get(options.get("type"), "elsewhere")

@@ -318,7 +318,7 @@ def test_on_gpu_fractions_the_panel_sweep_trains_its_trials_its_refit_and_its_ca
 
 
 @pytest.mark.slow
-def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_units(tmp_path):
+def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_units(tmp_path, monkeypatch, capsys):
     """`python -m sweeps.run panel --data FILE --horizon 6 --smoke-test --levels 80 95`, as a user runs it on a panel
     of their own (a month of one store at 0): its space resolved on the data, the shapes in turn, the answer and every
     baseline with
@@ -334,13 +334,15 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
     shapes = pd.read_csv(tmp_path / "mine" / "results.csv")["shape"]
     assert sorted(shapes) == ["direct", "hybrid", "recurrent", "recurrent"]  # the smoke test's 4 trials, in turn
     assert "hybrid     the log of every series, 1 with a value at or below 0 after a shift" in out  # store1's 0
-    assert "Prediction intervals on the test window" in out and "the answer's: conformal, from" in out
+    assert "Prediction intervals on the test window" in out and "the answer's: conformal, on the validation" in out
     folder = tmp_path / "mine"
     test = pd.read_parquet(folder / "forecasts.parquet").query("part == 'test'")
     methods = ["answer", "seasonal naive", "AutoETS", "Theta", "AutoCES"]
     answer = json.loads((folder / "best_config.json").read_text())["answer"]
     intervals, refit = answer["intervals"], answer["refit"]
-    assert refit["trials"] == answer["trials"] and len(refit["epochs"]) == len(answer["trials"]) >= 1
+    assert refit["trials"] == answer["trials"] and len(refit["best_epochs"]) == len(answer["trials"]) >= 1
+    # Each trial's net continued through the validation part for a quarter of its best epoch count, at least one.
+    assert refit["continued_epochs"] == [max(1, round(best / 4)) for best in refit["best_epochs"]]
     # The answer's trials ranked on their last epoch's validation (the panel sweep's answer_scope), not their best's.
     plan = read_plan(str(folder))
     results = collect(plan)
@@ -371,13 +373,13 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
         f"the mean forecast of the top {len(chosen)} trials' best models (ranked on their last epoch's validation)"
         in out
     )
-    assert all(epochs >= 1 for epochs in refit["epochs"]) and refit["series_as_trained"] == []
     assert refit["trained_on"] == ["cpu"]
+    continued = ", ".join(map(str, refit["continued_epochs"]))
     assert (
-        f"The trials have ended; scoring the answer and the baselines on 5 series (the top {len(chosen)} "
-        "configurations trained again through the validation part and then on every point for the future)..."
+        f"The trials have ended; scoring the answer and the baselines on 5 series (the top {len(chosen)} trials' "
+        f"nets continued through the validation part ({continued} epochs), then through every point for the future"
     ) in out
-    assert f"refit: its {len(answer['trials'])} configurations trained again through the validation part" in out
+    assert f"refit: its {len(answer['trials'])} trials' nets continued through the validation part ({continued}" in out
     assert " s on cpu), then forecasting the test window" in out
     assert not np.allclose(test["answer"], test["answer before refit"])  # trained on 6 more points per series
     before = (
@@ -396,12 +398,13 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
     width = (test["answer-hi-80"] - test["answer-lo-80"]) / test.y  # in each series' units: relative to its level
     assert width.groupby(test.unique_id).median().between(0.001, 2).all()
     assert intervals["calibration"]["calibration_series"] == 5 and not intervals["calibration"]["unbounded_levels"]
-    # calibration.parquet holds the points that set the answer's bands: with 5 series every step's pool, and each
-    # level's conformal quantile of their scaled errors, times one scale per series, is the band's half-width.
+    # calibration.parquet holds the points that set the answer's bands, the validation part's (no model trained for
+    # them): with 5 series every step's pool, and each level's conformal quantile of their scaled errors, times one
+    # scale per series, is the band's half-width.
     points = pd.read_parquet(folder / "calibration.parquet")
-    assert len(points) == intervals["calibration"]["calibration_errors"]
-    assert set(points.unique_id) == set(test.unique_id)
-    assert points.origin_points.between(0, 1).all() and points.step.between(1, HORIZON).all()
+    validation = pd.read_parquet(folder / "forecasts.parquet").query("part == 'validation'")
+    assert len(points) == intervals["calibration"]["calibration_errors"] == len(validation)
+    assert np.allclose(points.forecast, validation.answer) and points.step.between(1, HORIZON).all()
     scores = np.sort(np.abs(points.y - points.forecast) / points.scale)
     half = {level: scores[int(np.ceil((len(scores) + 1) * level / 100)) - 1] for level in (80, 95)}
     scale80, scale95 = ((test[f"answer-hi-{level}"] - test["answer"]) / half[level] for level in (80, 95))
@@ -422,12 +425,27 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
         assert (high80 <= high95).all() and future[method].notna().all(), method
     statistical = future[["AutoETS", "Theta", "AutoCES"]]
     assert np.allclose(future.combination, pd.concat([future.answer, statistical], axis=1).mean(axis=1))
-    assert "Future: 6 points after each series' end" in out and "trained again on every point, the test" in out
+    assert "Future: 6 points after each series' end" in out and "nets, each continued through the test window" in out
     assert f"python -m sweeps.forecast {folder} --data NEWER.csv" in out
     assert (folder / "future.png").read_bytes()[:4] == b"\x89PNG"
     pd.testing.assert_frame_equal(pd.read_csv(folder / "future.csv", parse_dates=["ds"]), future, check_dtype=False)
     saved = json.loads((folder / "model" / "model.json").read_text())
     assert [member["trial_id"] for member in saved["members"]] == answer["trials"] and saved["trained_on"] == ["cpu"]
+    # How each member was trained: its trial's best epochs, then continued through each newer part.
+    assert [member["continued"] for member in saved["members"]] == [
+        [{"on": "the validation part", "epochs": epochs}, {"on": "the test window", "epochs": epochs}]
+        for epochs in refit["continued_epochs"]
+    ]
+    # Where the time went: phases that add up to the whole command, and every kind of task after the trials.
+    timings = json.loads((folder / "timings.json").read_text())
+    assert sum(phase["seconds"] for phase in timings["phases"]) == pytest.approx(timings["whole_seconds"], abs=0.05)
+    assert [phase["phase"] for phase in timings["phases"]] == ["start", "ray", "trials", "tail", "scoring", "saving"]
+    assert set(timings["tasks"]) == {"baselines", "refit", "future"}
+    assert timings["tasks"]["refit"]["tasks"] == timings["tasks"]["future"]["tasks"] == len(answer["trials"])
+    assert timings["tasks"]["baselines"]["tasks"] == 4  # each baseline on the 5 series, one chunk
+    after = timings["after_the_last_trial"]
+    assert 0 < after["seconds"] < timings["whole_seconds"] and after["tasks_at_once"] > 0
+    assert "Where the time went" in out and "tasks: refit" in out and "after the last trial:" in out
     again = tmp_path / "again.csv"
     done = subprocess.run(
         [sys.executable, "-m", "sweeps.forecast", str(folder), "--data", path, "--output", str(again)],
@@ -440,6 +458,56 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
     bounded = ["answer", *(f"answer-{name}" for name in ("lo-95", "lo-80", "hi-80", "hi-95"))]
     assert forecast.columns.tolist() == ["unique_id", "ds", *bounded]
     pd.testing.assert_frame_equal(forecast, future[["unique_id", "ds", *bounded]], check_dtype=False, rtol=1e-9)
+
+    # sweeps.report on the finished folder trains and fits nothing (it forecasts with the saved nets and reads the
+    # baselines' forecasts), gives the same answer, and leaves every file but those it writes as they were.
+    import forecaster.baselines
+    import forecaster.train
+    from sweeps.report import main as report
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("sweeps.report trained a net or fit a baseline")
+
+    monkeypatch.setattr(forecaster.train, "fit", refuse)
+    monkeypatch.setattr(forecaster.baselines, "fit_baseline", refuse)
+    monkeypatch.setattr(forecaster.baselines, "statistical", refuse)
+    before = {path: path.read_bytes() for path in folder.rglob("*") if path.is_file()}
+    assert report([str(folder)]) == 0
+    printed = capsys.readouterr().out
+    assert "from the saved test model" in printed and "from the model the sweep saved, without training" in printed
+    listed = printed.split("Written to", 1)[1].splitlines()[1:]
+    written = {line.strip() for line in listed if line.startswith("  ") and not line.endswith("/")}
+    assert {"forecasts.parquet", "future.parquet", "best_config.json"} <= written
+    changed = [path.relative_to(folder) for path, content in before.items() if path.read_bytes() != content]
+    assert [path for path in changed if str(path) not in written] == []  # the saved models and the trials' files too
+    rebuilt = pd.read_parquet(folder / "forecasts.parquet").query("part == 'test'")
+    for method in (*methods, "answer before refit"):
+        assert np.allclose(rebuilt[method], test[method], rtol=1e-6), method
+
+
+@pytest.mark.slow
+def test_a_time_limit_ends_a_sweep_whose_trials_would_take_longer_with_its_answer_future_and_model(tmp_path):
+    """`--time-limit 2m` on a small panel whose 8 trials of 2,000 epochs would take many minutes: the command exits 0
+    within the limit and 5 %, its trials stopped early, with an answer scored beside the baselines, the future and
+    the saved model, and the summary says what the limit cut, if anything."""
+    path = panel_csv(tmp_path)
+    arguments = ["panel", "--data", path, "--horizon", str(HORIZON), "--num-samples", "8", "--max-epochs", "2000"]
+    started = time.monotonic()
+    done = sweeps_run(*arguments, "--time-limit", "2m", "--storage-path", str(tmp_path), "--name", "limited")
+    took = time.monotonic() - started
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert took <= 1.05 * 120, f"the command took {took:.0f} s under --time-limit 2m"
+    folder = tmp_path / "limited"
+    trials = pd.read_csv(folder / "results.csv")
+    assert len(trials) == 8 and (trials.epochs < 2000).all() and trials.best_val_smape.notna().any()
+    answer = json.loads((folder / "best_config.json").read_text())["answer"]
+    assert answer["test_smape"] > 0 and answer["time_limit"]["seconds"] == 120
+    assert "--time-limit 2m: " in done.stdout and "Future: 6 points after each series' end" in done.stdout
+    future = pd.read_parquet(folder / "future.parquet")
+    assert len(future) == 5 * HORIZON and future.answer.notna().all()
+    assert json.loads((folder / "model" / "model.json").read_text())["members"]
+    timings = json.loads((folder / "timings.json").read_text())
+    assert timings["whole_seconds"] <= took and json.loads((folder / "time_spent.json").read_text())["seconds"] > 0
 
 
 @pytest.mark.slow

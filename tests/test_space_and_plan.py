@@ -363,9 +363,9 @@ def test_a_run_that_ended_before_creating_every_trial_is_unfinished(tmp_path):
         plan,
         SweepResults(trials=pd.DataFrame({"status": ["COMPLETED", "UNFINISHED", "ERROR"]}), histories={}, best=None),
     )
-    from sweeps.answer import build_answer
+    from sweeps.answer.members import members
 
-    assert build_answer(plan, SweepResults(trials=pd.DataFrame([]), histories={}, best=None)) is None  # none started
+    assert members(plan, SweepResults(trials=pd.DataFrame([]), histories={}, best=None)) == []  # none started
 
 
 def test_the_command_for_more_trials_repeats_the_sweep_with_a_new_seed_and_name(tmp_path):

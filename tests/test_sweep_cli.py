@@ -2,6 +2,7 @@
 test_sharing.py (two at once beside a `ray start` Ray)."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -143,6 +144,11 @@ BAD_OPTIONS = {  # name: (options, what the error says)
         "--levels: the intervals are scored on a test window, and this sweep has none: give --test-after DATE",
     ),
     "mlflow-folder": (["--mlflow-uri", "mlruns"], "refuses it unless MLFLOW_ALLOW_FILE_STORE=true is set"),
+    "time-limit-not-a-duration": (["--time-limit", "soon"], "--time-limit 'soon': give a duration such as 90s, 10m"),
+    "time-limit-below-an-epoch": (
+        ["--time-limit", "5s"],
+        "--time-limit 5s is too short for even one trial's first epoch: ",  # the seconds spent vary: not pinned
+    ),
 }
 
 
@@ -170,8 +176,12 @@ def test_zeros_in_the_test_window_are_refused_before_ray_starts(tmp_path, capsys
 def test_bad_options_are_refused_before_ray_starts(tmp_path, capsys, name):
     options, message = BAD_OPTIONS[name]
     assert main(["air_rnn", "--storage-path", str(tmp_path), *options]) == 2
-    assert message in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert message in error
     assert not ray.is_initialized() and not list(tmp_path.iterdir())
+    if name == "time-limit-below-an-epoch":  # it says the least that would do, from the seconds already gone
+        spent, least = re.search(r"(\d+) s are spent already .* give at least --time-limit (\d+)s", error).groups()
+        assert 45 <= int(least) - int(spent) <= 46  # LEAST_SECONDS after what was spent, rounded
 
 
 def trial_epochs(folder):

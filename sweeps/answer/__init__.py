@@ -1,18 +1,20 @@
 """The sweep's answer and how far to trust it: what a forecaster would deploy, scored where it was not chosen.
 
-The answer is the mean forecast, series by series, of the best models of the sweep's top trials (its members); with
-`refit_answer`, of their configurations trained again through the validation part. It is used as a forecaster deploys
-it: trained on what the sweep saw, forecasting on from the end of it with everything before as context.
+The answer is the mean forecast, series by series, of its members: the best models of the sweep's top trials; with
+`refit_answer`, each continued through the validation part first. It is used as a forecaster deploys it: trained on
+what the sweep saw, forecasting on from the end of it with everything before as context.
 
 - On the validation parts it forecasts from the end of the training parts, as the trials' single-origin score does.
   That number was *selected* on those same points, so it is optimistic; the summary says so.
 - On the test windows (`--test-after`, `--horizon`), which no trial, scheduler or ranking saw, it forecasts from the
   end of the validation parts: the honest score, beside the statistical baselines on the same points.
 
-One module per concern, each returning values: `members` (which trials, how they were chosen, their models),
-`refits` (configurations trained again on Ray), `intervals` (the answer's conformal intervals), `baselines`,
-`combination`, `scores` (how good it is, beside the baselines) and `text` (the summary's lines). `build_answer` puts
-the answer together; `future` then trains it on every point, saves it as one model and forecasts after the data.
+The work after the trials is one graph of tasks (`run_tail`, on the sweep's Ray: sweeps.answer.tasks): each member's
+refit, then its future (continued on every point), and the baselines, submitted before the trials. One module per
+concern, each returning values: `members` (which trials, how they were chosen), `refits` (the members' tasks),
+`intervals` (the answer's conformal intervals), `baselines`, `combination`, `scores` (how good it is, beside the
+baselines) and `text` (the summary's lines). `build_answer` puts the answer together from the tasks' results; `future`
+saves it as one model and forecasts after the data.
 """
 
 from __future__ import annotations
@@ -23,13 +25,82 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sweeps.answer.baselines import baseline_forecasts
+from sweeps.answer.baselines import BaselineForecasts, BaselineJobs, gather_baselines
 from sweeps.answer.combination import COMBINED, STATISTICAL_COMBINATION, combinations
-from sweeps.answer.intervals import AnswerIntervals, answer_intervals
-from sweeps.answer.members import Member, members, ranking, selection
-from sweeps.answer.refits import AS_TRAINED, refit_through_validation
+from sweeps.answer.intervals import AnswerIntervals, future_horizon, members_mean, test_intervals
+from sweeps.answer.members import Member, ranking, selection
+from sweeps.answer.refits import AS_TRAINED, FutureMember, RefitMember, continued_epochs, future_member, refit_member
+from sweeps.answer.tasks import Runner, TaskTiming
 from sweeps.plan import SweepPlan
 from sweeps.results import SweepResults
+
+
+@dataclasses.dataclass(frozen=True)
+class TailPlan:
+    """How the members are made after the trials: which, and how long each is continued; what a time limit cut."""
+
+    members: list[Member]
+    refit_epochs: list[int]
+    """Per member, the epochs it is continued through the validation part (0: the trial's net forecasts the test)."""
+    future_epochs: list[int] | None
+    """Per member, the epochs its net is continued through the test window for the future; None: no future."""
+    cut: list[str] = dataclasses.field(default_factory=list)
+    """What --time-limit took away, in the order it gave way (sweeps.budget)."""
+
+
+def tail_plan(plan: SweepPlan, chosen: list[Member], future: bool = True) -> TailPlan:
+    """The tail as the sweep asks for it: every member, each continued `continued_epochs` of its best epoch count
+    through the validation part (where the sweep refits its answer and has a test window) and then, for the future
+    (unless --no-future, or not `future`: a sweep stopped before its end), through the test window (through the
+    validation part without one)."""
+    refit = plan.sweep.refit_answer and plan.parts.test is not None
+    refit_epochs = [continued_epochs(member.epochs) if refit else 0 for member in chosen]
+    wanted = plan.options.future and future
+    future_epochs = [continued_epochs(member.epochs) for member in chosen] if wanted else None
+    return TailPlan(chosen, refit_epochs, future_epochs)
+
+
+@dataclasses.dataclass(frozen=True)
+class Tail:
+    """What the tasks after the trials gave."""
+
+    plan: TailPlan
+    refits: list[RefitMember]
+    future: list[FutureMember]
+    """Empty without a future (--no-future)."""
+    baselines: BaselineForecasts
+    timings: list[TaskTiming]
+
+
+def run_tail(
+    plan: SweepPlan,
+    tail: TailPlan,
+    runner: Runner,
+    baselines: BaselineJobs | BaselineForecasts,
+    saved_refits: list | None = None,
+) -> Tail:
+    """Every member's refit and future as tasks, each future waiting on its own refit only, and the baselines'
+    results (tasks submitted before the trials, or forecasts read back: sweeps.report). `saved_refits`: the nets a
+    sweep saved as they forecast the test window (sweeps.report), forecasting instead of training again."""
+    parts = runner.put(plan.parts)
+    options = runner.fit_options()
+    refit_handles = []
+    for index, (member, epochs) in enumerate(zip(tail.members, tail.refit_epochs)):
+        kept = None if saved_refits is None else saved_refits[index]
+        arguments = (member.trial_id, member.best_model, parts, epochs, kept)
+        refit_handles.append(runner.submit("refit", member.trial_id, refit_member, *arguments, **options))
+    future_handles = []
+    if tail.future_epochs is not None:
+        panel, horizon = runner.put(plan.panel), future_horizon(plan)
+        future_handles = [
+            runner.submit("future", member.trial_id, future_member, handle.value, panel, epochs, horizon, **options)
+            for member, handle, epochs in zip(tail.members, refit_handles, tail.future_epochs)
+        ]
+    refits = [runner.get(handle) for handle in refit_handles]
+    future = [runner.get(handle) for handle in future_handles]
+    if isinstance(baselines, BaselineJobs):
+        baselines = gather_baselines(plan, runner, baselines)
+    return Tail(tail, refits, future, baselines, runner.timings())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,13 +122,11 @@ class Answer:
     calibration: dict[str, Any] = dataclasses.field(default_factory=dict)
     """How the answer's intervals were calibrated (sweeps.answer.intervals), or why they could not be."""
     calibration_points: pd.DataFrame | None = None
-    """The points that calibrated the answer's intervals, with the mean forecast of the calibrating models:
+    """The points that calibrated the answer's intervals, with the members' mean forecast of them:
     calibration.parquet."""
     refit: dict[str, Any] = dataclasses.field(default_factory=dict)
-    """With the sweep's `refit_answer`: which configurations were trained again through the validation parts, for
-    how many epochs, on which devices, and how long it took (sweeps.answer.refits)."""
-    members: list[Member] = dataclasses.field(default_factory=list)
-    """The trials' best models that make it (what the future trains again: sweeps.answer.future)."""
+    """With the sweep's `refit_answer`: which members were continued through the validation parts, for how many
+    epochs, on which devices, and how long it took (sweeps.answer.refits)."""
     intervals: AnswerIntervals | None = None
     """The calibration of its intervals on the test windows, with their scaled errors (None without --levels)."""
 
@@ -84,13 +153,10 @@ class Answer:
         return pd.concat(frames, ignore_index=True)
 
 
-def build_answer(plan: SweepPlan, results: SweepResults) -> Answer | None:
-    """The answer of a sweep whose trials reported; None if no trial has a best model to forecast with."""
-    chosen = members(plan, results)
-    if not chosen:
-        return None
-    parts = plan.parts
-    validation = np.mean([member.model.forecast_part(parts.train, parts.val) for member in chosen], axis=0)
+def build_answer(plan: SweepPlan, results: SweepResults, tail: Tail) -> Answer:
+    """The answer of a sweep from what its tasks after the trials gave (`run_tail`)."""
+    parts, refits = plan.parts, tail.refits
+    validation = np.mean([member.validation for member in refits], axis=0)
     forecasts: dict[str, dict[str, np.ndarray]] = {"validation": {"answer": validation}}
     bounds: dict[str, dict[float, tuple[np.ndarray, np.ndarray]]] = {}
     calibration: dict[str, Any] = {}
@@ -98,18 +164,24 @@ def build_answer(plan: SweepPlan, results: SweepResults) -> Answer | None:
     refit: dict[str, Any] = {}
     intervals = None
     if parts.test is not None:
-        as_trained = np.mean([member.model.forecast_part(parts.seen, parts.test) for member in chosen], axis=0)
+        as_trained = np.mean([member.as_trained for member in refits], axis=0)
         forecasts["test"] = {"answer": as_trained}
-        if plan.sweep.refit_answer:
-            refitted = refit_through_validation(plan, chosen, as_trained)
-            forecasts["test"] = {"answer": refitted.forecast, AS_TRAINED: as_trained}
-            refit = refitted.record
+        if any(tail.plan.refit_epochs) or any(member.read_from for member in refits):
+            forecasts["test"] = {"answer": np.mean([member.test for member in refits], axis=0), AS_TRAINED: as_trained}
+            refit = refit_record(tail)
         if plan.options.levels:
-            intervals = answer_intervals(plan, chosen, validation, forecasts["test"]["answer"])
+            intervals = test_intervals(
+                plan,
+                validation,
+                forecasts["test"]["answer"],
+                members_mean([member.fitted_before_validation for member in refits]),
+                members_mean([member.fitted_before_test for member in refits]),
+                len(refits),
+            )
             if "unavailable" not in intervals.calibration:
                 bounds["answer"] = intervals.bounds
             calibration, calibration_points = intervals.calibration, intervals.points
-    baselines = baseline_forecasts(plan)
+    baselines = tail.baselines
     for part_name, by_name in baselines.forecasts.items():
         forecasts[part_name].update(by_name)
     bounds.update(baselines.bounds)
@@ -122,7 +194,7 @@ def build_answer(plan: SweepPlan, results: SweepResults) -> Answer | None:
         if combined:
             fell_back[STATISTICAL_COMBINATION] = sorted({s for name in COMBINED for s in fell_back[name]})
     return Answer(
-        trial_ids=[member.trial_id for member in chosen],
+        trial_ids=[member.trial_id for member in refits],
         forecasts=forecasts,
         unavailable=baselines.unavailable,
         fell_back=fell_back,
@@ -131,6 +203,22 @@ def build_answer(plan: SweepPlan, results: SweepResults) -> Answer | None:
         calibration=calibration,
         calibration_points=calibration_points,
         refit=refit,
-        members=chosen,
         intervals=intervals,
     )
+
+
+def refit_record(tail: Tail) -> dict[str, Any]:
+    """Which members were continued through the validation part, from which best epoch, for how many epochs, on
+    which devices and for how long; or that their nets were read from the sweep's folder."""
+    seconds = [timing.seconds for timing in tail.timings if timing.kind == "refit"]
+    return {
+        "trials": [member.trial_id for member in tail.refits],
+        "best_epochs": [member.epochs for member in tail.plan.members],
+        "continued_epochs": [member.epochs for member in tail.refits],
+        "trained_on": sorted({member.trained_on for member in tail.refits if member.trained_on}),
+        **(
+            {"seconds": None, "read_from": "the saved test model"}
+            if any(member.read_from for member in tail.refits)
+            else {"seconds": round(max(seconds), 1) if seconds else None}
+        ),
+    }

@@ -1,16 +1,49 @@
 """The statistical baselines beside the answer, on the same points (forecaster.baselines: seasonal naive, AutoETS,
-Theta, AutoCES), each series in parallel: fit on everything seen for the test windows, with their own intervals at the
-plan's levels; on the training parts for the validation parts too where that is cheap (one series, or no test window:
-a panel's statistical fits cost minutes, and only the test windows judge).
+Theta, AutoCES), as Ray tasks that wait on nothing but the data: a sweep submits them before its trials, and they take
+a trial's CPUs as they come free.
+
+Each task fits one baseline on one chunk of the series: on everything before the test window, forecasting it with
+the baseline's own intervals at the plan's levels (and on the training parts for the validation parts too where that
+is cheap: one series, or no test window); then, without fitting again, it runs the fitted models on over the newer
+points to forecast the future (forecaster.baselines.forward_baseline, statsforecast's forward). A baseline is fit
+once per series.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
+from typing import Any
 
 import numpy as np
 
+from forecaster.panel import Panel
+from sweeps.answer.tasks import Handle, Runner
 from sweeps.plan import SweepPlan
+
+PRIOR_SECONDS_PER_SERIES = {"AutoETS": 0.07, "AutoCES": 0.01, "Theta": 0.003, "seasonal naive": 0.0}
+"""A baseline's seconds per series on one CPU, fit and run on, before any chunk of it has ended: what --time-limit
+expects of it until its own chunks say (M3 monthly, 2 CPUs, 2026-11-29). AutoCES's intervals, simulated, add
+LEVELS_SECONDS_PER_SERIES."""
+LEVELS_SECONDS_PER_SERIES = {"AutoCES": 0.2}
+SERIES_PER_CHUNK = 20
+"""A chunk holds at least this many series: fewer would cost more in tasks than in fits."""
+CHUNKS_PER_SLOT = 4
+"""At most this many chunks per task the cluster runs at once: small enough to fill the CPUs the trials leave."""
+
+
+@dataclasses.dataclass(frozen=True)
+class BaselineJobs:
+    """The baselines' tasks, per baseline one per chunk of series."""
+
+    handles: dict[str, list[Handle]]
+    chunks: list[np.ndarray]
+    """The series of each chunk, as row numbers of the plan's panel."""
+    parts: tuple[str, ...]
+    """The parts each task forecasts, in the order fit ("validation", "test")."""
+    future: bool
+    cut: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Baselines whose tasks were cancelled, and why (--time-limit)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,31 +56,208 @@ class BaselineForecasts:
     """Baselines that did not run, and why."""
     fell_back: dict[str, list[str]]
     """Per baseline that ran: the series it could not fit (seasonal naive's forecast stands in for them)."""
+    future: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """Per baseline that ran: its forecast after every series' end (forecaster.baselines.BaselineForecast, (H, S))."""
 
 
-def baseline_forecasts(plan: SweepPlan) -> BaselineForecasts:
-    from forecaster.baselines import BASELINES, BaselineUnavailable, forecast
-
+def scored_parts(plan: SweepPlan) -> list[tuple[str, Panel, Panel]]:
+    """(part name, history, part) of every part the baselines forecast, in the order fit."""
     parts = plan.parts
     jobs = [("test", parts.seen, parts.test)] if parts.test is not None else []
     if parts.test is None or len(parts.val) == 1:
         jobs.insert(0, ("validation", parts.train, parts.val))
-    forecasts: dict[str, dict[str, np.ndarray]] = {part_name: {} for part_name, _, _ in jobs}
-    bounds: dict[str, dict[float, tuple[np.ndarray, np.ndarray]]] = {}
-    unavailable: dict[str, str] = {}
-    fell_back: dict[str, list[str]] = {}
+    return jobs
+
+
+def submit_baselines(plan: SweepPlan, runner: Runner, future_steps: int | None) -> BaselineJobs:
+    """Every baseline's tasks, chunk by chunk: forecasting the parts `scored_parts` names and, with `future_steps`,
+    that many points after each series' end."""
+    from forecaster.baselines import BASELINES
+
+    series = len(plan.panel)
+    count = min(math.ceil(series / SERIES_PER_CHUNK), CHUNKS_PER_SLOT * runner.slots())
+    chunks = np.array_split(np.arange(series), max(1, count))
+    jobs = scored_parts(plan)
+    handles: dict[str, list[Handle]] = {}
+    inputs = []
+    for rows in chunks:
+        taken = [(name, history.take(_mask(rows, series)), int(part.lengths.max())) for name, history, part in jobs]
+        newer = plan.panel.take(_mask(rows, series)) if future_steps else None
+        inputs.append(runner.put((taken, newer)))
     for name in BASELINES:
-        try:
-            for part_name, history, part in jobs:
-                levels = plan.options.levels if part_name == "test" else ()
-                result = forecast(name, history, int(part.lengths.max()), levels=levels)
-                where = part.positions, np.repeat(np.arange(len(part)), part.lengths)
-                forecasts[part_name][name] = result.values[where]
-                if result.bounds:
-                    bounds[name] = {level: (lo[where], hi[where]) for level, (lo, hi) in result.bounds.items()}
-                fell_back[name] = sorted({*fell_back.get(name, []), *result.fell_back})
-        except BaselineUnavailable as error:
-            unavailable[name] = str(error)
-            for by_name in forecasts.values():
-                by_name.pop(name, None)
-    return BaselineForecasts(forecasts, bounds, unavailable, fell_back)
+        handles[name] = [
+            runner.submit(
+                "baselines",
+                f"{name}, series {rows[0] + 1}-{rows[-1] + 1}",
+                baseline_chunk,
+                name,
+                chunk,
+                future_steps or 0,
+                plan.options.levels,
+                trains=False,
+            )
+            for rows, chunk in zip(chunks, inputs)
+        ]
+    return BaselineJobs(handles, chunks, tuple(name for name, _, _ in jobs), bool(future_steps))
+
+
+def _mask(rows: np.ndarray, series: int) -> np.ndarray:
+    mask = np.zeros(series, dtype=bool)
+    mask[rows] = True
+    return mask
+
+
+def baseline_chunk(method: str, chunk: tuple, future_steps: int, levels: tuple[float, ...]) -> dict[str, Any]:
+    """One baseline on one chunk ((part name, history, steps) of each part, and the chunk's every point or None): its
+    forecast of each part (the test window with its intervals at `levels`), then of `future_steps` points after
+    every point, from the models fit for the last part. {"unavailable": why} where it cannot run."""
+    from forecaster.baselines import BaselineUnavailable, fit_baseline, forward_baseline
+
+    scored, newer = chunk
+    found: dict[str, Any] = {"parts": {}}
+    fitted = None
+    try:
+        for name, history, steps in scored:
+            found["parts"][name], fitted = fit_baseline(method, history, steps, levels if name == "test" else ())
+        if newer is not None:
+            found["future"] = forward_baseline(fitted, newer, future_steps, levels)
+    except BaselineUnavailable as error:
+        return {"unavailable": str(error)}
+    return found
+
+
+def gather_baselines(plan: SweepPlan, runner: Runner, jobs: BaselineJobs) -> BaselineForecasts:
+    """The baselines' forecasts, once their tasks have ended, put together in the parts' row order."""
+    wanted = {name: part for name, _, part in scored_parts(plan)}
+    forecasts: dict[str, dict[str, np.ndarray]] = {name: {} for name in jobs.parts}
+    bounds: dict[str, dict[float, tuple[np.ndarray, np.ndarray]]] = {}
+    unavailable: dict[str, str] = dict(jobs.cut)
+    fell_back: dict[str, list[str]] = {}
+    future: dict[str, Any] = {}
+    for method, handles in jobs.handles.items():
+        results = [runner.get(handle) for handle in handles]
+        why = next((result["unavailable"] for result in results if "unavailable" in result), None)
+        if why is not None:
+            unavailable[method] = why
+            continue
+        failed: set[str] = set()
+        for part_name in jobs.parts:
+            pieces = [result["parts"][part_name] for result in results]
+            whole = _joined(pieces)
+            part = wanted[part_name]
+            where = part.positions, np.repeat(np.arange(len(part)), part.lengths)
+            forecasts[part_name][method] = whole.values[where]
+            if whole.bounds:
+                bounds[method] = {level: (lo[where], hi[where]) for level, (lo, hi) in whole.bounds.items()}
+            failed.update(whole.fell_back)
+        if jobs.future:
+            whole = _joined([result["future"] for result in results])
+            future[method] = whole
+            failed.update(whole.fell_back)
+        fell_back[method] = sorted(failed)
+    return BaselineForecasts(forecasts, bounds, unavailable, fell_back, future)
+
+
+def _joined(pieces: list) -> Any:
+    """The chunks' forecasts of a part side by side, (steps, S) in the panel's series order."""
+    from forecaster.baselines import BaselineForecast
+
+    levels = pieces[0].bounds
+    return BaselineForecast(
+        np.concatenate([piece.values for piece in pieces], axis=1),
+        [series for piece in pieces for series in piece.fell_back],
+        {
+            level: tuple(np.concatenate([piece.bounds[level][side] for piece in pieces], axis=1) for side in (0, 1))
+            for level in levels
+        },
+    )
+
+
+def saved_baselines(plan: SweepPlan, future: bool) -> BaselineForecasts | None:
+    """The baselines' forecasts as the sweep wrote them (forecasts.parquet, with `future` future.parquet too, and
+    best_config.json for what did not run or fell back), at the plan's levels; None where the folder does not hold
+    them all (a sweep stopped before it wrote them, or levels it did not bound)."""
+    import io
+    import json
+
+    import pandas as pd
+
+    from forecaster.baselines import BASELINES, BaselineForecast
+    from forecaster.intervals import level_name
+    from sweeps.storage import BEST_CONFIG_FILE, FORECASTS_PARQUET, FUTURE_PARQUET, SweepFolder
+
+    folder = SweepFolder(plan.experiment_path)
+    try:
+        answer = json.loads(folder.read(BEST_CONFIG_FILE))["answer"] or {}
+        frame = pd.read_parquet(io.BytesIO(folder.read(FORECASTS_PARQUET)))
+        table = pd.read_parquet(io.BytesIO(folder.read(FUTURE_PARQUET))) if future else None
+    except (OSError, KeyError, ValueError):
+        return None
+    recorded = answer.get("baselines", {})
+    names = [part for part, _, _ in scored_parts(plan)]
+    levels = plan.options.levels
+    forecasts: dict[str, dict[str, np.ndarray]] = {part: {} for part in names}
+    bounds, unavailable, fell_back, found_future = {}, {}, {}, {}
+    horizon = None if table is None else len(table) // len(plan.panel)
+    for name in BASELINES:
+        if "unavailable" in recorded.get(name, {}):
+            unavailable[name] = recorded[name]["unavailable"]
+            continue
+        for part in names:
+            rows = frame[frame["part"] == part]
+            if name not in rows or rows[name].isna().any():
+                return None
+            forecasts[part][name] = rows[name].to_numpy()
+            if part == "test" and levels:
+                columns = [(f"{name}-lo-{level_name(level)}", f"{name}-hi-{level_name(level)}") for level in levels]
+                if not all(lo in rows and hi in rows for lo, hi in columns):
+                    return None
+                bounds[name] = {
+                    level: (rows[lo].to_numpy(), rows[hi].to_numpy()) for level, (lo, hi) in zip(levels, columns)
+                }
+        if table is not None:
+            if name not in table:
+                return None
+
+            def grid(column: str) -> np.ndarray:
+                return table[column].to_numpy().reshape(len(plan.panel), horizon).T
+
+            sides = {level: tuple(f"{name}-{side}-{level_name(level)}" for side in ("lo", "hi")) for level in levels}
+            if not all(lo in table and hi in table for lo, hi in sides.values()):
+                return None
+            found_future[name] = BaselineForecast(
+                grid(name), bounds={level: (grid(lo), grid(hi)) for level, (lo, hi) in sides.items()}
+            )
+        fell_back[name] = list(recorded.get(name, {}).get("fell_back", []))
+    return BaselineForecasts(forecasts, bounds, unavailable, fell_back, found_future)
+
+
+def baselines_left(jobs: BaselineJobs, runner: Runner, levels: tuple[float, ...]) -> dict[str, float]:
+    """Per baseline not finished: the seconds of work its unfinished chunks have left, on one CPU (each as long as
+    its finished chunks were per series, or PRIOR_SECONDS_PER_SERIES before any has ended)."""
+    left = {}
+    for method, handles in jobs.handles.items():
+        done = [runner.done(handle) for handle in handles]
+        if all(done):
+            continue
+        finished = [
+            runner.get_timing(handle).seconds / len(rows)
+            for handle, rows, ended in zip(handles, jobs.chunks, done)
+            if ended
+        ]
+        per_series = (
+            float(np.mean(finished))
+            if finished
+            else PRIOR_SECONDS_PER_SERIES[method] + (LEVELS_SECONDS_PER_SERIES.get(method, 0.0) if levels else 0.0)
+        )
+        left[method] = per_series * sum(len(rows) for rows, ended in zip(jobs.chunks, done) if not ended)
+    return left
+
+
+def cancel_baselines(jobs: BaselineJobs, runner: Runner, names: tuple[str, ...], why: str) -> BaselineJobs:
+    """The jobs without the baselines `names`, their tasks cancelled; gather_baselines reports them unavailable."""
+    for name in names:
+        for handle in jobs.handles[name]:
+            runner.cancel(handle)
+    kept = {name: handles for name, handles in jobs.handles.items() if name not in names}
+    return dataclasses.replace(jobs, handles=kept, cut={**jobs.cut, **dict.fromkeys(names, why)})

@@ -1,23 +1,21 @@
-"""The future: what a sweep hands its user. The answer's members (the same configurations, each for its trial's best
-epoch count) trained again on every point given, the test windows included, as Ray tasks of a trial's resources; saved
-as one model (forecaster.answer_model) with a calibration of its intervals for that situation; and forecasting the
-horizon after each series' end, beside the statistical baselines fit on the same points and, for a panel, the
-combination.
+"""The future: what a sweep hands its user. The answer's members, each net continued on every point given (the test
+window included: sweeps.answer.refits.future_member), saved as one model (forecaster.answer_model) with a calibration
+of its intervals made as the future is (sweeps.answer.intervals.future_errors); and its forecast of the horizon after
+each series' end, beside the statistical baselines run on over the same points (sweeps.answer.baselines) and, for a
+panel, the combination.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import time
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from sweeps.answer import Answer
+from sweeps.answer import Answer, Tail
 from sweeps.answer.combination import COMBINATION, COMBINED
-from sweeps.answer.intervals import AnswerIntervals, answer_intervals, future_horizon
-from sweeps.answer.refits import fits_on_ray
+from sweeps.answer.intervals import FUTURE_METHOD, METHOD, future_errors, future_horizon, members_mean
 from sweeps.plan import SweepPlan
 
 
@@ -28,60 +26,65 @@ class Future:
     table: pd.DataFrame
     """unique_id, ds, answer and its bounds, each baseline's forecast and bounds, and for a panel the combination."""
     record: dict[str, Any]
-    """How it was made: the trials, epochs, devices and seconds of the refit, the horizon, what did not run."""
+    """How it was made: the trials, how each net was continued, the devices and seconds, the horizon, what did not
+    run."""
 
 
-def future_calibration(plan: SweepPlan, answer: Answer) -> AnswerIntervals | None:
-    """The scaled errors the future's bounds come from: the test windows' where they were made as the future is (a
-    refit answer, gap 1, over at least the future's horizon); otherwise calibrated for it. None without --levels."""
-    if not plan.options.levels:
-        return None
-    test, intervals = plan.parts.test, answer.intervals
-    if (
-        intervals is not None
-        and intervals.errors is not None
-        and plan.sweep.refit_answer
-        and int(test.lengths.max()) >= future_horizon(plan)
-    ):
-        return intervals
-    return answer_intervals(plan, answer.members, answer.forecasts["validation"]["answer"], None)
-
-
-def future_model(plan: SweepPlan, answer: Answer):
-    """The members' configurations trained on every point of the plan's panel, as one model with the calibration of
-    its intervals (where the sweep asked for levels); and how it was made."""
+def future_model(plan: SweepPlan, answer: Answer, tail: Tail):
+    """The members' nets continued on every point of the plan's panel, as one model with the calibration of its
+    intervals (where the sweep asked for levels); and how it was made."""
     from forecaster.answer_model import AnswerModel, Calibration, SavedMember, library_versions
-    from forecaster.train import fit_through
 
-    started = time.perf_counter()
-    intervals = future_calibration(plan, answer)
-    found = fits_on_ray(plan, fit_through, answer.members, plan.panel)
-    calibration, calibrated = None, {}
-    if intervals is not None:
-        calibrated = intervals.calibration
-        if intervals.errors is not None:
-            rows = {series_id: row for row, series_id in enumerate(plan.parts.train.ids)}
-            calibration = Calibration(
-                errors=intervals.errors,
-                validation_error=intervals.validation_error[[rows[i] for i in plan.panel.ids]],
-                levels=tuple(level for level in plan.options.levels if level not in calibrated["unbounded_levels"]),
-                method=calibrated["method"],
-            )
-    trained_on = sorted({device for _, device in found})
-    model = AnswerModel(
-        [SavedMember(net, member.trial_id, member.epochs) for (net, _), member in zip(found, answer.members)],
-        model_data(plan),
-        calibration,
-        library_versions() | training_versions(),
-        trained_on,
-    )
+    calibration = None
+    tested = plan.parts.test is not None
+    if plan.options.levels:
+        from forecaster.intervals import conformal_quantiles
+
+        forecast = answer.forecasts["test" if tested else "validation"]["answer"]
+        fitted = [member.fitted_before_test if tested else member.fitted_before_validation for member in tail.refits]
+        errors = future_errors(plan, forecast, members_mean(fitted))
+        quantiles = conformal_quantiles(errors, plan.options.levels)
+        calibration = Calibration(
+            errors=errors,
+            fitted_error=members_mean([member.fitted for member in tail.future]),
+            levels=tuple(level for level, half in quantiles.items() if np.isfinite(half).all()),
+            method=FUTURE_METHOD if tested else METHOD,
+        )
+    members = []
+    for refit, future, best in zip(tail.refits, tail.future, tail.plan.members):
+        steps = [("the validation part", refit.epochs)] if refit.epochs else []
+        if future.epochs:
+            newer = "the validation part"  # the points after what the net had learnt
+            if tested:
+                newer = "the test window" if steps else "the validation part and the test window"
+            steps.append((newer, future.epochs))
+        members.append(SavedMember(future.net, future.trial_id, best.epochs, tuple(steps)))
+    trained_on = sorted({member.trained_on for member in [*tail.refits, *tail.future] if member.trained_on})
+    seconds = [timing.seconds for timing in tail.timings if timing.kind == "future"]
+    model = AnswerModel(members, model_data(plan), calibration, library_versions() | training_versions(), trained_on)
     return model, {
-        "trials": [member.trial_id for member in answer.members],
-        "epochs": [member.epochs for member in answer.members],
+        "trials": [member.trial_id for member in members],
+        "best_epochs": [member.epochs for member in members],
+        "continued": [[list(step) for step in member.continued] for member in members],
         "trained_on": trained_on,
-        "calibration": calibrated,
-        "seconds": round(time.perf_counter() - started, 1),
+        "seconds": round(max(seconds), 1) if seconds else None,
     }
+
+
+def test_model(plan: SweepPlan, tail: Tail):
+    """The nets that forecast the test window as one model, where any was continued through the validation part
+    (without, the trials' own checkpoints hold them); None otherwise."""
+    from forecaster.answer_model import AnswerModel, SavedMember, library_versions
+
+    if plan.parts.test is None or not any(refit.epochs for refit in tail.refits):
+        return None
+    members = [
+        SavedMember(refit.net, refit.trial_id, best.epochs, (("the validation part", refit.epochs),))
+        for refit, best in zip(tail.refits, tail.plan.members)
+    ]
+    data = model_data(plan) | {"horizon": int(plan.parts.test.lengths.max()), "last": None}
+    trained_on = sorted({refit.trained_on for refit in tail.refits if refit.trained_on})
+    return AnswerModel(members, data, None, library_versions() | training_versions(), trained_on)
 
 
 def model_data(plan: SweepPlan) -> dict[str, Any]:
@@ -109,11 +112,10 @@ def training_versions() -> dict[str, str]:
     return {name: metadata.version(name) for name in ("ray", "lightning")}
 
 
-def future_table(plan: SweepPlan, model) -> tuple[pd.DataFrame, dict[str, Any]]:
+def future_table(plan: SweepPlan, model, baselines: dict[str, Any]) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The model's forecast of the horizon after every series of the plan's panel, at the plan's levels (those the
-    calibration bounds), beside every baseline's own forecast and bounds fit on the same points; and what did not
-    run."""
-    from forecaster.baselines import BASELINES, BaselineUnavailable, forecast
+    calibration bounds), beside every baseline's (`baselines`: name -> forecaster.baselines.BaselineForecast of
+    (H, S))."""
     from forecaster.intervals import conformal_quantiles, level_name
 
     panel, horizon = plan.panel, future_horizon(plan)
@@ -123,43 +125,27 @@ def future_table(plan: SweepPlan, model) -> tuple[pd.DataFrame, dict[str, Any]]:
         quantiles = conformal_quantiles(calibration.errors, plan.options.levels)
         bounded = tuple(level for level, half in quantiles.items() if np.isfinite(half).all())
     table = model.forecast(panel, horizon, bounded)
-    unavailable: dict[str, str] = {}
-    fell_back: dict[str, list[str]] = {}
-    for name in BASELINES:
-        try:
-            found = forecast(name, panel, horizon, levels=plan.options.levels)
-        except BaselineUnavailable as error:
-            unavailable[name] = str(error)
-            continue
+    for name, found in baselines.items():
         table[name] = found.values.T.reshape(-1)
         for level in sorted(found.bounds, reverse=True):
             table[f"{name}-lo-{level_name(level)}"] = found.bounds[level][0].T.reshape(-1)
         for level in sorted(found.bounds):
             table[f"{name}-hi-{level_name(level)}"] = found.bounds[level][1].T.reshape(-1)
-        fell_back[name] = found.fell_back
     if len(panel) > 1 and all(name in table for name in COMBINED):
         table[COMBINATION] = table[["answer", *COMBINED]].mean(axis=1)
-    return table, {
-        "horizon": horizon,
-        "levels": list(bounded),
-        "series": len(panel),
-        "rows": len(table),
-        "unavailable": unavailable,
-        "fell_back": {name: ids for name, ids in fell_back.items() if ids},
-    }
+    return table, {"horizon": horizon, "levels": list(bounded), "series": len(panel), "rows": len(table)}
 
 
-def build_future(plan: SweepPlan, answer: Answer, saved=None) -> Future:
-    """The future of a sweep: its answer refit on every point and saved, or `saved`, the model the sweep saved
-    (sweeps.report), where it holds the answer's members; and its forecast beside the baselines'."""
-    same = saved is not None and [(m.trial_id, m.epochs) for m in saved.members] == [
-        (m.trial_id, m.epochs) for m in answer.members
-    ]
+def build_future(plan: SweepPlan, answer: Answer, tail: Tail, saved=None) -> Future:
+    """The future of a sweep: its members as the tail continued them, saved as one model, or `saved`, the model the
+    sweep saved (sweeps.report), where it holds the answer's members; and its forecast beside the baselines'."""
+    same = saved is not None and [m.trial_id for m in saved.members] == [m.trial_id for m in tail.refits]
     if same:
         model = saved
-        record = {"trials": [m.trial_id for m in saved.members], "epochs": [m.epochs for m in saved.members]}
+        record = {"trials": [m.trial_id for m in saved.members], "best_epochs": [m.epochs for m in saved.members]}
+        record |= {"continued": [[list(step) for step in m.continued] for m in saved.members]}
         record |= {"trained_on": saved.trained_on, "seconds": None, "read_from": "the model the sweep saved"}
     else:
-        model, record = future_model(plan, answer)
-    table, made = future_table(plan, model)
+        model, record = future_model(plan, answer, tail)
+    table, made = future_table(plan, model, tail.baselines.future)
     return Future(model, table, record | made)

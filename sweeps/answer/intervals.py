@@ -1,32 +1,40 @@
-"""The answer's prediction intervals on the test windows (--levels), by conformal calibration (forecaster.intervals).
+"""The answer's prediction intervals (--levels), by conformal calibration on forecasts that already exist
+(forecaster.intervals): no model is trained for them.
 
-The top configurations are trained again on each series' training part less its last horizon and the gap the answer
-forecasts across, and forecast that last horizon, which ranked no trial. Their errors, scaled by each series' scale
-(forecaster.intervals.interval_scales over each series' training part, for the calibration points over what their fits
-trained on, with the answer's validation errors), give each step's half-width. The gap is the validation part for an
-answer as the trials trained it, one point for a refit answer (which trains through all but the last point it reads).
-With few series, forecasts from every point of the gap too, every step's errors pooled.
+- On the test window: the members' mean forecast of the validation part (the trials' nets, from the end of training:
+  what the refit answer does one part later, from the end of what it learnt) gives, per step ahead, the absolute
+  errors that calibrate. Each is divided by its series' scale over the points before the validation part (with the
+  trials' nets' own error on the last horizon they trained on); the test window's half-widths are those quantiles
+  times each series' scale over the points before the test window (with the refit nets' error on theirs).
+- For the future (the saved model): the test window's errors of the answer that forecast it, in the same scales as
+  the test window's bounds: made as the future is, by nets continued through the part before the one they forecast.
+  Without a test window, the validation part's errors.
+
+docs/design-notes.md, "The work after the trials", compares this calibration with the one before it (two
+configurations trained again from scratch to forecast the last horizon of the training part) on inner windows.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import time
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from forecaster.data import SeriesError
-from sweeps.answer.members import Member
-from sweeps.answer.refits import fits_on_ray
+from forecaster.panel import Panel
 from sweeps.plan import SweepPlan
 
-CALIBRATION_REFITS = 2
-"""How many of the answer's top configurations are trained again to calibrate its intervals (each for its trial's
-best epoch count; their mean forecast stands for the answer's mean of models): two run beside each other on a laptop's
-two cores."""
+METHOD = (
+    "conformal on the members' errors one part before (the validation part's, forecast by the trials' nets from the "
+    "end of training), each series' scale the geometric mean of its MASE scale, the same over its last horizon, and "
+    "the nets' error on the last horizon they trained on"
+)
+FUTURE_METHOD = (
+    "conformal on the answer's errors on the test window (forecast by its nets continued through the validation "
+    "part, as the saved model's are through the test window), each series' scale the geometric mean of its MASE "
+    "scale, the same over its last horizon, and the nets' error on the last horizon they trained on"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,84 +44,98 @@ class AnswerIntervals:
     calibration: dict[str, Any]
     """How they were calibrated, or why they could not be ({"unavailable": ...})."""
     points: pd.DataFrame | None = None
-    """The points that calibrated them, with the calibrating models' mean forecast (calibration.parquet)."""
+    """The points that calibrated them, with the members' mean forecast and each series' scale (calibration.parquet)."""
     errors: np.ndarray | None = None
-    """(horizon, n): their scaled errors, from which any level's half-widths come (the saved model keeps them)."""
-    validation_error: np.ndarray | None = None
-    """(S,): the answer's mean absolute error on each series' validation part, in the training part's order."""
+    """(steps, S): their scaled errors, from which any level's half-widths come."""
 
 
-def answer_intervals(
-    plan: SweepPlan, members: Sequence[Member], validation_forecast: np.ndarray, test_forecast: np.ndarray | None
+def scaled_errors(
+    history: Panel, part: Panel, forecast: np.ndarray, fitted: np.ndarray, horizon: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, S) the absolute errors of a flat `forecast` of `part` (NaN past a series' end), each divided by its
+    series' scale over `history` (the points before `part`; `fitted`, the nets' error on its last horizon), and those
+    scales (S,)."""
+    from forecaster.intervals import interval_scales
+
+    scale = interval_scales(history, horizon, fitted)
+    errors = grid(part, np.abs(part.values - forecast)) / scale[None, :]
+    return errors, scale
+
+
+def members_mean(values: list[np.ndarray]) -> np.ndarray:
+    """The members' mean per series, NaN where none gave one (a series no net could read)."""
+    stacked = np.array(values, dtype=np.float64)
+    counts = np.isfinite(stacked).sum(axis=0)
+    return np.where(counts > 0, np.nansum(stacked, axis=0) / np.maximum(counts, 1), np.nan)
+
+
+def grid(part: Panel, flat: np.ndarray) -> np.ndarray:
+    """A part's flat values as (steps, S), NaN past a series' end."""
+    values = np.full((int(part.lengths.max()), len(part)), np.nan)
+    values[part.positions, np.repeat(np.arange(len(part)), part.lengths)] = flat
+    return values
+
+
+def test_intervals(
+    plan: SweepPlan,
+    validation_forecast: np.ndarray,
+    test_forecast: np.ndarray,
+    fitted_before_validation: np.ndarray,
+    fitted_before_test: np.ndarray,
+    members: int,
 ) -> AnswerIntervals:
-    """The intervals at the plan's levels around the answer's test forecast; `validation_forecast` is the answer's
-    forecast of the validation parts, whose errors set each series' scale. With `test_forecast` None, the calibration
-    alone, for the future: its horizon, and the gap of a model trained through all but each series' last point."""
-    from forecaster.intervals import (
-        POOLED_BELOW,
-        bands,
-        calibration_forecast,
-        conformal_quantiles,
-        interval_scales,
-        mean_calibration,
-        scaled_errors,
-    )
+    """The intervals at the plan's levels around the answer's test forecast, calibrated on `validation_forecast`'s
+    errors (the mean of `members` trials' nets); `fitted_before_*`, the nets' errors on the last horizon they trained
+    on before each part (forecaster.intervals.fitted_error)."""
+    from forecaster.intervals import POOLED_BELOW, bands, conformal_quantiles, interval_scales
 
-    started = time.perf_counter()
     train, val, seen, test = plan.parts.train, plan.parts.val, plan.parts.seen, plan.parts.test
-    levels = plan.options.levels
-    future = test_forecast is None
-    horizon = future_horizon(plan) if future else int(test.lengths.max())
-    gap = 1 if future or plan.sweep.refit_answer else int(val.lengths.max())
-    calibrating = members[:CALIBRATION_REFITS]
-    few = len(train if future else test) < POOLED_BELOW
-    missed = np.abs(val.values - validation_forecast)
-    validation_error = np.add.reduceat(missed, val.offsets[:-1]) / val.lengths
-    origins = gap + 1 if few else 1
-    try:
-        calibrations = fits_on_ray(
-            plan, calibration_forecast, calibrating, train, horizon, gap, origins, validation_error
-        )
-    except SeriesError as error:  # no series has room for a calibration window
-        return AnswerIntervals({}, {"unavailable": f"no series is long enough to calibrate intervals: {error}"})
-    errors, ids = scaled_errors(calibrations)
-    quantiles = conformal_quantiles(errors, levels)
+    horizon = int(test.lengths.max())
+    errors, before = scaled_errors(train, val, validation_forecast, fitted_before_validation, horizon)
+    errors = reach(errors, horizon)
+    quantiles = conformal_quantiles(errors, plan.options.levels)
     unbounded = [level for level, half in quantiles.items() if not np.isfinite(half).all()]
     calibration = {
-        "method": (
-            "conformal: scaled errors of the top configurations trained again, on points that ranked no trial; "
-            "each series' scale the geometric mean of its MASE scale, the same over its last horizon, and the "
-            "answer's validation error"
-        ),
-        "refit_trials": [member.trial_id for member in calibrating],
-        "calibration_series": len(set(ids)),
-        "series": len(train if future else test),
+        "method": METHOD,
+        "members": members,
+        "calibration_series": int(np.isfinite(errors).any(axis=0).sum()),
+        "series": len(test),
         "horizon": horizon,
-        "gap": gap,
-        "calibration_errors": int(errors.size),
+        "calibration_errors": int(np.isfinite(errors).sum()),
         "steps_pooled": errors.shape[1] < POOLED_BELOW,
         "unbounded_levels": unbounded,
-        "seconds": round(time.perf_counter() - started, 1),
     }
-    points = mean_calibration(calibrations).to_frame()
-    if future:
-        return AnswerIntervals({}, calibration, points, errors, validation_error)
-    columns = np.repeat(np.arange(len(test)), test.lengths)
-    grid = np.full((horizon, len(test)), np.nan)
-    grid[test.positions, columns] = test_forecast
-    lowest = np.minimum.reduceat(seen.values, seen.offsets[:-1])
+    points = val.to_frame()
+    points["step"] = val.positions + 1
+    points["forecast"] = validation_forecast
+    points["scale"] = np.repeat(before, val.lengths)
     bounded = {level: half for level, half in quantiles.items() if level not in unbounded}
-    found = bands(
-        grid, interval_scales(train, horizon, validation_error), bounded, floor=np.where(lowest >= 0, 0.0, -np.inf)
-    )
-    where = test.positions, columns
+    lowest = np.minimum.reduceat(seen.values, seen.offsets[:-1])
+    scale = interval_scales(seen, horizon, fitted_before_test)
+    found = bands(grid(test, test_forecast), scale, bounded, floor=np.where(lowest >= 0, 0.0, -np.inf))
+    where = test.positions, np.repeat(np.arange(len(test)), test.lengths)
     return AnswerIntervals(
-        {level: (lower[where], upper[where]) for level, (lower, upper) in found.items()},
-        calibration,
-        points,
-        errors,
-        validation_error,
+        {level: (lower[where], upper[where]) for level, (lower, upper) in found.items()}, calibration, points, errors
     )
+
+
+def reach(errors: np.ndarray, horizon: int) -> np.ndarray:
+    """`errors` (steps, n) for `horizon` steps: a step past the calibration's last one takes its errors (a test
+    window longer than the validation part, cut by dates)."""
+    if len(errors) >= horizon:
+        return errors[:horizon]
+    return np.concatenate([errors, np.repeat(errors[-1:], horizon - len(errors), axis=0)])
+
+
+def future_errors(plan: SweepPlan, forecast: np.ndarray, fitted: np.ndarray) -> np.ndarray:
+    """(horizon, n) the scaled errors the saved model's intervals come from: `forecast`, the answer's of the test
+    window (of the validation part without one), with `fitted`, its nets' error on the last horizon before it, over
+    at least the future's horizon."""
+    parts = plan.parts
+    history, part = (parts.seen, parts.test) if parts.test is not None else (parts.train, parts.val)
+    horizon = future_horizon(plan)
+    errors, _ = scaled_errors(history, part, forecast, fitted, horizon)
+    return reach(errors, horizon)
 
 
 def future_horizon(plan: SweepPlan) -> int:

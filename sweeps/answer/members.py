@@ -2,14 +2,13 @@
 
 The members are the sweep's top `answer_top_k` trials (by their best validation score over their epochs, or by their
 last epoch's: `Sweep.answer_scope`), less any too far behind the best to have learnt the data (`FAR_BEHIND`); each
-brings its best model (its latest checkpoint's `best_model.ckpt`, loaded with weights_only=True) and its best epoch
-count, for which it is trained again (sweeps.answer.refits).
+brings its best model (its latest checkpoint's `best_model.ckpt`, as bytes: the task that continues it loads it, with
+weights_only=True) and its best epoch count, which sets how long it is continued (sweeps.answer.refits).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,7 +16,7 @@ import pandas as pd
 
 from sweeps.plan import SweepPlan
 from sweeps.results import CHOOSABLE, SweepResults
-from sweeps.storage import BEST_MODEL_FILE
+from sweeps.storage import BEST_MODEL_FILE, located
 
 FAR_BEHIND = 2.0
 """A trial whose ranking score is over this many times the best trial's has not learnt the data and is left out of
@@ -30,10 +29,14 @@ AROUND_BEST_EPOCHS = 10
 @dataclasses.dataclass(frozen=True)
 class Member:
     trial_id: str
-    model: Any
-    """Its trial's best model, as forecaster.net.RNNNet."""
+    best_model: bytes
+    """Its trial's best model, as the trial saved it (forecaster.net.RNNNet.load_best_model reads it)."""
     epochs: int
-    """Its trial's best epoch count: how long a refit of its configuration trains."""
+    """Its trial's best epoch count: a share of it is how long the net is continued on newer points."""
+    config: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """Its trial's configuration, as Tune recorded it."""
+    epoch_seconds: float = 0.0
+    """Its trial's median seconds per epoch: what a continued epoch is expected to cost (--time-limit)."""
 
 
 def ranking(plan: SweepPlan, results: SweepResults) -> tuple[pd.DataFrame, list[str]]:
@@ -66,19 +69,30 @@ def top_checkpoints(plan: SweepPlan, results: SweepResults) -> list[tuple[str, s
 
 def members(plan: SweepPlan, results: SweepResults) -> list[Member]:
     """The answer's members, best first: the top trials whose checkpoint holds a best model."""
-    from ray.tune import Checkpoint
-
-    from forecaster.net import RNNNet
+    import pyarrow.fs
 
     if not len(results.trials):
         return []
-    epochs = results.trials.set_index("trial_id")["best_epoch"]
+    trials = results.trials.set_index("trial_id")
     found = []
     for trial_id, path in top_checkpoints(plan, results):
-        with Checkpoint(path).as_directory() as folder:
-            if (Path(folder) / BEST_MODEL_FILE).exists():
-                model = RNNNet.load_best_model(Path(folder) / BEST_MODEL_FILE)
-                found.append(Member(trial_id, model, int(epochs[trial_id])))
+        filesystem, root = pyarrow.fs.FileSystem.from_uri(located(path))
+        try:
+            with filesystem.open_input_stream(f"{root}/{BEST_MODEL_FILE}") as stream:
+                best_model = stream.read()
+        except FileNotFoundError:  # a checkpoint from before its trial's first improvement
+            continue
+        history = results.histories.get(trial_id)
+        seconds = history["time_this_iter_s"] if history is not None and "time_this_iter_s" in history else []
+        found.append(
+            Member(
+                trial_id,
+                best_model,
+                int(trials.at[trial_id, "best_epoch"]),
+                {key: trials.at[trial_id, key] for key in plan.sweep.space if key in trials},
+                float(np.median(seconds)) if len(seconds) else 0.0,
+            )
+        )
     return found
 
 

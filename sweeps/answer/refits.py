@@ -1,87 +1,134 @@
-"""The answer's configurations trained again, as Ray tasks of a trial's resources, and what they forecast.
+"""The answer's members after the trials: each trial's best net continued on the newer points, as Ray tasks.
 
-A member's model was trained on the training parts only; refit through the validation part (each configuration for its
-trial's best epoch count, neuralforecast's `refit_with_val`), it forecasts the test window from right after what it
-learnt, as the statistical baselines, fit on every point before the window, do. The intervals' calibration fits
-(sweeps.answer.intervals) run the same way.
+A member's net trained on each series' training part. For the test window it is continued through the validation
+part (`refit_member`), so that it forecasts from right after what it learnt, as the statistical baselines, fit on
+every point before the window, do (neuralforecast's `refit_with_val`, without training again from scratch); for the
+future the net that forecast the test window is continued through the test window (`future_member`). Each
+continuation is `CONTINUED_SHARE` of its trial's best epoch count, from the trial's weights, their moving average and
+(the hybrid) its per-series smoothing (forecaster.train.fit_through); docs/design-notes.md, "The work after the
+trials", says how that share was chosen. Nothing is trained twice from scratch.
+
+The task also forecasts with the nets it holds: the trial's net on the validation part (from the end of training)
+and on the test window (from the end of the validation part), and the continued net on the test window, so that the
+driver needs neither the nets nor torch to score the answer.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import time
-from collections.abc import Callable, Sequence
+import io
 from typing import Any
 
 import numpy as np
 
 from forecaster.panel import Panel
-from sweeps.answer.members import Member
-from sweeps.plan import SweepPlan
+from forecaster.parts import FitParts
 
 AS_TRAINED = "answer before refit"
 """With `refit_answer`: the answer as the trials trained it (on the training parts only), reported beside the refit
 one, which is the answer."""
+CONTINUED_SHARE = 0.25
+"""A continuation trains this share of its trial's best epoch count (at least one epoch)."""
 
 
-def fits_on_ray(plan: SweepPlan, function: Callable, jobs: Sequence[Member], panel: Panel, *arguments: Any) -> list:
-    """`function(config, epochs, panel, *arguments)` for each member: Ray tasks of a trial's resources (on a GPU
-    fraction where the trials had one), all at once, on the sweep's Ray; in this process, one after the other, without
-    one (sweeps.report)."""
-    import ray
-
-    resources = plan.resources
-    options: dict[str, Any] = {"threads": max(1, int(resources.cpus)), "accelerator": "cpu"}
-    configs = [(member.model.config, member.epochs) for member in jobs]
-    if not ray.is_initialized():
-        return [function(config, epochs, panel, *arguments, **options) for config, epochs in configs]
-    task: dict[str, Any] = {"num_cpus": resources.cpus}
-    if resources.gpus and not resources.train_on_cpu:
-        task["num_gpus"] = min(resources.gpus, 1.0)
-        options.update(accelerator="gpu", devices=1)
-    remote = ray.remote(**task)(function)
-    shared = ray.put(panel)
-    return ray.get([remote.remote(config, epochs, shared, *arguments, **options) for config, epochs in configs])
+def continued_epochs(best_epochs: int, share: float = CONTINUED_SHARE) -> int:
+    """How many epochs a member's net is continued on newer points: `share` of its trial's best epoch count, rounded
+    (as measured: bench/tail_rules.py), at least one; none at a share of 0."""
+    return max(1, round(share * best_epochs)) if share > 0 else 0
 
 
-@dataclasses.dataclass(frozen=True)
-class Refit:
-    forecast: np.ndarray
-    """The refit members' mean forecast of the test windows, flat in the test part's row order; a series no refit
-    kept (too short for a training window, which the members read anyway) keeps the as-trained forecast."""
-    record: dict[str, Any]
-    """Which configurations were trained again, for how many epochs, on which devices, and how long it took."""
+@dataclasses.dataclass
+class RefitMember:
+    """One member for the test window: its trial's net, continued through the validation part, and what each
+    forecast."""
+
+    trial_id: str
+    net: Any
+    """The net that forecasts the test window (forecaster.net.RNNNet): the trial's best continued through the
+    validation part, or without a test window or a continuation the trial's net itself."""
+    validation: np.ndarray
+    """The trial's net forecasting the validation part from the end of training, flat in its row order."""
+    as_trained: np.ndarray | None
+    """The trial's net forecasting the test window from the end of the validation part (None: no test window)."""
+    test: np.ndarray | None
+    """`net` forecasting the test window."""
+    epochs: int
+    """The epochs it was continued (0: the trial's net forecasts the test window)."""
+    trained_on: str
+    """Where those epochs ran ("": none ran)."""
+    fitted_before_validation: np.ndarray
+    """(S,) how far the trial's net misses each series' last horizon of its training part (forecaster.intervals
+    .fitted_error): the third part of each series' scale on the validation part."""
+    fitted_before_test: np.ndarray | None
+    """(S,) the same of `net` over every point before the test window."""
+    read_from: str = ""
+    """Where a saved net came from instead of training (sweeps.report)."""
 
 
-def refit_through_validation(plan: SweepPlan, members: Sequence[Member], as_trained: np.ndarray) -> Refit:
-    """Each member's configuration trained again on every point before the test windows (its validation part too),
-    forecasting the test windows; `as_trained` is the members' own forecast of them."""
+def refit_member(
+    trial_id: str, best_model: bytes, parts: FitParts, epochs: int, saved: Any = None, **fit_options: Any
+) -> RefitMember:
+    """Member `trial_id`'s trial net (its best model's bytes) and its forecasts; where `parts` has a test window, the
+    net continued `epochs` through the validation part, or `saved`, a net saved so (sweeps.report: no training)."""
+    from forecaster.intervals import fitted_error
+    from forecaster.net import RNNNet
     from forecaster.train import fit_through
 
-    started = time.perf_counter()
-    seen, test = plan.parts.seen, plan.parts.test
-    steps = int(test.lengths.max())
-    found = []
-    for net, trained_on in fits_on_ray(plan, fit_through, members, seen):
-        kept = seen.take(np.isin(seen.ids, net.series_ids))
-        found.append((kept.ids, net.forecast_columns(kept, steps), trained_on))
-    columns = np.repeat(np.arange(len(test)), test.lengths)
-    grid = np.full((steps, len(test)), np.nan)
-    grid[test.positions, columns] = as_trained
-    totals, counts = np.zeros_like(grid), np.zeros(len(test))
-    rows = {series_id: index for index, series_id in enumerate(test.ids)}
-    for ids, forecast, _ in found:
-        where = np.array([rows[series_id] for series_id in ids], dtype=np.int64)
-        totals[:, where] += forecast
-        counts[where] += 1
-    refit = np.where(counts > 0, totals / np.maximum(counts, 1), grid)
-    return Refit(
-        forecast=refit[test.positions, columns],
-        record={
-            "trials": [member.trial_id for member in members],
-            "epochs": [member.epochs for member in members],
-            "series_as_trained": [str(i) for i in test.ids[counts == 0]],
-            "trained_on": sorted({trained_on for _, _, trained_on in found}),
-            "seconds": round(time.perf_counter() - started, 1),
-        },
+    as_a_trial(fit_options)
+    trial_net = RNNNet.load_best_model(io.BytesIO(best_model))
+    validation = trial_net.forecast_part(parts.train, parts.val)
+    before_validation = fitted_error(trial_net, parts.train, int(parts.val.lengths.max()))
+    if parts.test is None:
+        return RefitMember(trial_id, trial_net, validation, None, None, 0, "", before_validation, None)
+    as_trained = trial_net.forecast_part(parts.seen, parts.test)
+    if saved is not None:
+        net, trained_on = saved, ""
+    else:
+        net, trained_on = fit_through(trial_net.config, epochs, parts.seen, start=trial_net, **fit_options)
+    test = net.forecast_part(parts.seen, parts.test) if net is not trial_net else as_trained
+    before_test = fitted_error(net, parts.seen, int(parts.test.lengths.max()))
+    return RefitMember(
+        trial_id,
+        net,
+        validation,
+        as_trained,
+        test,
+        epochs,
+        trained_on,
+        before_validation,
+        before_test,
+        "saved" if saved is not None else "",
     )
+
+
+@dataclasses.dataclass
+class FutureMember:
+    """One member for the future: the net continued through every point given."""
+
+    trial_id: str
+    net: Any
+    epochs: int
+    """The epochs it was continued beyond the test window's net (0: that net itself)."""
+    trained_on: str
+    fitted: np.ndarray
+    """(S,) how far it misses each series' last horizon (forecaster.intervals.fitted_error): the saved model's third
+    part of each series' scale."""
+
+
+def future_member(refit: RefitMember, panel: Panel, epochs: int, horizon: int, **fit_options: Any) -> FutureMember:
+    """`refit`'s net continued `epochs` on every point of `panel` (the test window's too); `horizon`, the future's."""
+    from forecaster.intervals import fitted_error
+    from forecaster.train import fit_through
+
+    as_a_trial(fit_options)
+    net, trained_on = fit_through(refit.net.config, epochs, panel, start=refit.net, **fit_options)
+    return FutureMember(refit.trial_id, net, epochs, trained_on, fitted_error(net, panel, horizon))
+
+
+def as_a_trial(fit_options: dict[str, Any]) -> None:
+    """torch's threads as a trial's (its CPUs): forecasts come out the same to the bit wherever they are made again
+    (sweeps.report in a process of its own)."""
+    import torch
+
+    if fit_options.get("threads"):
+        torch.set_num_threads(int(fit_options["threads"]))

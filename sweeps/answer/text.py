@@ -53,16 +53,10 @@ def _describe_intervals(intervals: dict[str, Any] | None) -> list[str]:
     elif calibration:
         pooled = ", every step's pooled" if calibration["steps_pooled"] else ""
         lines.append(
-            f"  the answer's: conformal, from {len(calibration['refit_trials'])} of its configurations trained again, "
-            f"forecasting points that ranked no trial ({calibration['calibration_errors']} errors of "
-            f"{calibration['calibration_series']} series{pooled}; {calibration['seconds']:.0f} s)"
+            f"  the answer's: conformal, on the validation errors of its {calibration['members']} trials' nets "
+            f"({calibration['calibration_errors']} errors of {calibration['calibration_series']} series{pooled}), in "
+            "each series' scale; no model trained for them"
         )
-        short = calibration.get("series", 0) - calibration["calibration_series"]
-        if short > 0:
-            lines.append(
-                f"  {short} series, too short to train with a horizon and a validation part's length less, take the "
-                "others' quantiles, in their own scale"
-            )
         lines += [
             f"  no {level_name(level)} % interval for the answer: {calibration['calibration_errors']} calibration "
             f"errors cannot bound it (it takes {math.ceil(100 / (100 - level)) - 1}); lower the level"
@@ -72,24 +66,24 @@ def _describe_intervals(intervals: dict[str, Any] | None) -> list[str]:
 
 
 def _describe_refit(scores: dict[str, Any]) -> list[str]:
-    """How the answer was refit before the test window, where it was."""
+    """How the answer's nets were continued before the test window, where they were."""
     refit = scores.get("refit")
     if not refit:
         return []
-    epochs = ", ".join(str(count) for count in refit["epochs"])
-    devices = refit.get("trained_on")  # a sweep of the day before says nothing of it
+    if refit.get("read_from"):
+        return [
+            f"  refit: its {len(refit['trials'])} nets as continued through the validation part, from "
+            f"{refit['read_from']}"
+        ]
+    epochs = ", ".join(str(count) for count in refit["continued_epochs"])
+    devices = refit.get("trained_on")
     where = f" on {' and '.join(devices)}" if devices else ""
-    lines = [
-        f"  refit: its {len(refit['trials'])} configurations trained again through the validation part ({epochs} "
-        f"epochs, each its trial's best; {refit['seconds']:.0f} s{where}), then forecasting the test window; "
-        f"'{AS_TRAINED}' is the answer as the trials trained it"
+    took = f"; {refit['seconds']:.0f} s{where}" if refit.get("seconds") is not None else ""
+    return [
+        f"  refit: its {len(refit['trials'])} trials' nets continued through the validation part ({epochs} epochs, a "
+        f"share of each trial's best{took}), then forecasting the test window; '{AS_TRAINED}' is the answer as the "
+        "trials trained it"
     ]
-    if refit["series_as_trained"]:
-        lines.append(
-            f"  {len(refit['series_as_trained'])} series too short for a refit's training window keep the "
-            "as-trained forecast"
-        )
-    return lines
 
 
 def _where(plan: SweepPlan, scores: dict[str, Any]) -> tuple[str, str]:

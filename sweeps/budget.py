@@ -1,0 +1,220 @@
+"""`--time-limit DURATION`: the whole command, from its start to its exit, search and the work after it, within a
+budget (AutoGluon's `time_limit`).
+
+The search gets what the work after the trials will not need: as Ray Tune's `time_budget_s` would stop it, but at a
+moment that moves with what the trials show. sweeps.tuner.BudgetStopper stops every trial as soon as the time left is
+what the answer's tasks would take as the trials stand: each member's continued epochs (a share of its best epoch
+count: sweeps.answer.refits) at its trial's own measured seconds per epoch, spread over the slots the cluster runs at
+once, the baselines' work not yet done, and `TAIL_SECONDS` of reading, scoring, writing and saving. It never stops
+the search before a trial has reported an epoch (Tune's own time budget would, and leave no model).
+
+When the trials end, `give_way` fits the answer's tasks into the time left, cutting in this order until they fit
+(`GIVE_WAY`); the summary says what was cut:
+
+1. the statistical baselines that have not finished, the slowest first (AutoCES, then AutoETS, then Theta; seasonal
+   naive costs nothing and always stays);
+2. the answer's members, from the last (the least good) down to one;
+3. the continuation through the validation part: the trials' own nets forecast the test window;
+4. the continuation through the test window, down to one epoch (one, not none: its transforms fit again on the newer
+   points, which a net cannot always read as it stands: a series logged before may hold a 0 there).
+
+The command always ends with an answer, the future and the saved model; a limit too short for even one trial's
+first epoch exits 2 before Ray starts, saying the least that would do (`check_time_limit`). `--resume` counts the time
+earlier runs of the sweep spent (`time_spent.json` in its folder).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import math
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from sweeps.options import PlanError, shown_duration
+
+LEAST_SECONDS = 45.0
+"""What a sweep needs at least after its start, for Ray's start, a trial's first epoch and its answer (the smoke panel
+cut to one epoch took 30-40 s on 2 CPUs, 2026-11-29)."""
+TAIL_SECONDS = 15.0
+"""What the command takes after the last trial besides the answer's tasks: reading the trials, scoring, writing the
+results and plots, saving the model, stopping Ray (5-8 s on the smoke panel and M3 monthly on 2 idle CPUs, 12-15 s
+with both busy, 2026-11-29)."""
+STOP_SECONDS = 5.0
+"""How long Tune takes to stop the trials once told to (their last epoch, their actors' end)."""
+WARM_AHEAD_SECONDS = 20.0
+"""How long before it stops the trials the stopper asks for the answer's warm workers: what a worker takes to start
+and import torch and Lightning on a busy node."""
+MARGIN_SHARE = 0.03
+"""The time kept back, as a share of the limit: the end lands before it rather than just after."""
+GIVE_WAY = (
+    "the statistical baselines not yet finished",
+    "the answer's members, from the last",
+    "the continuation through the validation part",
+    "the continuation through the test window, down to one epoch",
+)
+"""What gives way when time runs short, in order (the module's docstring)."""
+SLOWEST_FIRST = ("AutoCES", "AutoETS", "Theta")
+"""The statistical baselines in the order they give way."""
+TIME_SPENT_FILE = "time_spent.json"
+"""Seconds the sweep's runs have spent, kept in its folder while it runs: what a resumed sweep counts."""
+
+
+def check_time_limit(limit: float | None, spent: float) -> None:
+    """PlanError (exit 2, before Ray starts) where `limit` leaves less than the least a sweep needs after the
+    `spent` seconds already gone (this command's start, and a resumed sweep's earlier runs)."""
+    if limit is None:
+        return
+    least = spent + LEAST_SECONDS
+    if limit < least:
+        raise PlanError(
+            f"--time-limit {shown_duration(limit)} is too short for even one trial's first epoch: {spent:.0f} s are "
+            f"spent already and Ray's start, an epoch and the answer need about {LEAST_SECONDS:.0f} s more; give at "
+            f"least --time-limit {shown_duration(least)}"
+        )
+
+
+@dataclasses.dataclass
+class TimeBudget:
+    """The limit of a sweep (None: none), and what it has spent: earlier runs (a resumed sweep's) and this command
+    so far."""
+
+    limit: float | None
+    started: float
+    """When this command started (seconds since the epoch)."""
+    spent_before: float = 0.0
+
+    def spent(self) -> float:
+        return self.spent_before + time.time() - self.started
+
+    def left(self) -> float:
+        """Seconds left before the limit, less the margin kept back (infinite without a limit)."""
+        return math.inf if self.limit is None else self.limit * (1 - MARGIN_SHARE) - self.spent()
+
+
+def epochs_cost(epochs: list[int], epoch_seconds: list[float], slots: int) -> float:
+    """Seconds to run tasks of `epochs` at `epoch_seconds` each, `slots` at once: the work over the slots, at least
+    the longest task."""
+    work = [count * seconds for count, seconds in zip(epochs, epoch_seconds)]
+    return max(sum(work) / max(1, slots), max(work, default=0.0))
+
+
+@dataclasses.dataclass
+class Active:
+    """What the stopper of a sweep running in this process reads (sweeps.tuner.BudgetStopper): its budget, the
+    estimate of the answer's time as the trials stand, and where the time spent is kept. Looked up by the sweep's
+    folder, so that a stopper Tune restores for a resumed sweep reads the budget of the run that resumed it."""
+
+    budget: TimeBudget
+    tail_seconds: Callable[[dict[str, dict[str, Any]]], float]
+    spent: Callable[[float], None]
+    warm: Callable[[], None]
+    """Asks for warm workers for the answer's tasks (sweeps.warm_pool.warm_for_the_tail), once the end is near."""
+    written: float = 0.0
+    warmed: bool = False
+
+
+ACTIVE: dict[str, Active] = {}
+
+
+def trials_tail_seconds(
+    plan, slots: int, baselines_left: Callable[[], float]
+) -> Callable[[dict[str, dict[str, Any]]], float]:
+    """What the answer would take after the trials, as they stand (`BudgetStopper`'s estimate)."""
+    from sweeps.answer.refits import continued_epochs
+
+    sweep = plan.sweep
+    ranked = f"val_{sweep.metric}" if sweep.answer_scope == "last" else sweep.ranked
+
+    def estimate(trials: dict[str, dict[str, Any]]) -> float:
+        reported = [t for t in trials.values() if t.get(ranked) is not None and math.isfinite(t[ranked])]
+        top = sorted(reported, key=lambda t: t[ranked])[: sweep.answer_top_k]
+        epochs, seconds = [], []
+        for trial in top:
+            each = continued_epochs(int(trial.get("best_epoch") or trial.get("epoch") or 1))
+            refit = each if sweep.refit_answer and plan.parts.test is not None else 0
+            future = each if plan.options.future else 0
+            epochs += [refit, future]
+            seconds += [statistics.median(trial["seconds"])] * 2
+        return STOP_SECONDS + TAIL_SECONDS + epochs_cost(epochs, seconds, slots) + baselines_left()
+
+    return estimate
+
+
+@dataclasses.dataclass(frozen=True)
+class Cut:
+    """What `give_way` took away, for the summary and best_config.json."""
+
+    baselines: tuple[str, ...] = ()
+    members: int = 0
+    """How many of the answer's members were left out."""
+    refit: bool = False
+    future: bool = False
+
+    def lines(self) -> list[str]:
+        found = []
+        if self.baselines:
+            found.append(f"{', '.join(self.baselines)} (not finished)")
+        if self.members:
+            found.append(f"the last {self.members} of the answer's members")
+        if self.refit:
+            found.append("the continuation through the validation part (the trials' nets forecast the test window)")
+        if self.future:
+            found.append("the continuation through the test window, to one epoch")
+        return found
+
+
+def give_way(tail, left: float, slots: int, baselines: dict[str, float]) -> tuple[Any, Cut]:
+    """`tail` (sweeps.answer.TailPlan) cut in GIVE_WAY's order until its tasks, `baselines` (the seconds of work each
+    unfinished baseline has left) and TAIL_SECONDS fit in `left` seconds; and what was cut."""
+    seconds = [member.epoch_seconds for member in tail.members]
+    cut_baselines: list[str] = []
+    pending = dict(baselines)
+
+    def cost(plan) -> float:
+        epochs = list(plan.refit_epochs) + list(plan.future_epochs or [])
+        each = seconds[: len(plan.members)] * (2 if plan.future_epochs is not None else 1)
+        return TAIL_SECONDS + epochs_cost(epochs, each, slots) + sum(pending.values()) / max(1, slots)
+
+    for name in SLOWEST_FIRST:
+        if cost(tail) <= left:
+            break
+        if pending.pop(name, None) is not None:
+            cut_baselines.append(name)
+    members = 0
+    while cost(tail) > left and len(tail.members) > 1:
+        tail = dataclasses.replace(
+            tail,
+            members=tail.members[:-1],
+            refit_epochs=tail.refit_epochs[:-1],
+            future_epochs=None if tail.future_epochs is None else tail.future_epochs[:-1],
+        )
+        members += 1
+    refit = cost(tail) > left and any(tail.refit_epochs)
+    if refit:
+        tail = dataclasses.replace(tail, refit_epochs=[0] * len(tail.members))
+    future = cost(tail) > left and tail.future_epochs is not None and any(epochs > 1 for epochs in tail.future_epochs)
+    if future:
+        tail = dataclasses.replace(tail, future_epochs=[1] * len(tail.members))
+    return tail, Cut(tuple(cut_baselines), members, refit, future)
+
+
+def read_spent(folder) -> float:
+    """Seconds the sweep's earlier runs spent (0 for a new sweep)."""
+    try:
+        return float(json.loads(folder.read(TIME_SPENT_FILE))["seconds"])
+    except (OSError, ValueError, KeyError):
+        return 0.0
+
+
+def spent_writer(folder) -> Callable[[float], None]:
+    """Keeps the seconds the sweep has spent in its folder."""
+
+    def write(seconds: float) -> None:
+        with contextlib.suppress(OSError):  # a storage that failed once: the next write tries again
+            folder.write(TIME_SPENT_FILE, json.dumps({"seconds": round(seconds, 1)}).encode())
+
+    return write

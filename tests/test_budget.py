@@ -1,0 +1,75 @@
+"""--time-limit's arithmetic: durations read as a command line gives them, the least a sweep needs, and what gives
+way, in its documented order, when the answer's work does not fit in the time left."""
+
+import pytest
+
+from sweeps.answer import TailPlan
+from sweeps.answer.members import Member
+from sweeps.budget import LEAST_SECONDS, TAIL_SECONDS, Cut, check_time_limit, epochs_cost, give_way
+from sweeps.options import PlanError, parse_duration, shown_duration
+
+
+@pytest.mark.parametrize(
+    "text, seconds",
+    [("90s", 90), ("10m", 600), ("2h", 7200), ("1h30m", 5400), ("5m30s", 330), ("1.5h", 5400), ("300", 300)],
+)
+def test_a_duration_reads_as_a_command_line_gives_it(text, seconds):
+    assert parse_duration(text) == seconds
+    assert parse_duration(shown_duration(seconds)) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "soon", "10x", "-5m", "0s", "m"])
+def test_a_duration_that_is_none_says_how_to_give_one(text):
+    with pytest.raises(PlanError, match="--time-limit"):
+        parse_duration(text)
+
+
+def test_a_limit_below_the_least_a_sweep_needs_says_the_least_that_would_do():
+    check_time_limit(None, 1000)  # no limit, nothing to check
+    check_time_limit(LEAST_SECONDS + 10, 10)
+    with pytest.raises(PlanError, match=r"--time-limit 30s is too short .* 12 s are spent already .* at least "):
+        check_time_limit(30, 12)
+
+
+def test_tasks_take_their_work_over_the_slots_and_at_least_the_longest():
+    assert epochs_cost([4, 4, 4], [2.0, 2.0, 2.0], slots=2) == 12  # 24 s of work on 2 slots
+    assert epochs_cost([20, 1], [1.0, 1.0], slots=4) == 20  # the longest task
+    assert epochs_cost([], [], slots=2) == 0
+
+
+def tail(members=3):
+    chosen = [Member(f"t{n}", b"", 16, epoch_seconds=2.0) for n in range(members)]
+    return TailPlan(chosen, refit_epochs=[4] * members, future_epochs=[4] * members)
+
+
+@pytest.mark.parametrize(
+    "left, cut, members, refit, future",
+    [
+        # 3 members, each 4 + 4 epochs of 2 s on 2 slots (24 s), the baselines' 92 s of work on 2 slots (46 s)
+        (100, Cut(), 3, [4] * 3, [4] * 3),
+        (70, Cut(baselines=("AutoCES",)), 3, [4] * 3, [4] * 3),  # 15 + 24 + 31
+        (50, Cut(baselines=("AutoCES", "AutoETS")), 3, [4] * 3, [4] * 3),  # 15 + 24 + 1
+        (35, Cut(baselines=("AutoCES", "AutoETS", "Theta"), members=1), 2, [4] * 2, [4] * 2),  # 15 + 16
+        (  # one member: 15 + 8 s, then without its refit 15 + 8 (its future alone is 8 s), then one future epoch
+            20,
+            Cut(baselines=("AutoCES", "AutoETS", "Theta"), members=2, refit=True, future=True),
+            1,
+            [0],
+            [1],
+        ),
+    ],
+)
+def test_what_gives_way_does_so_in_its_order_until_the_answer_fits(left, cut, members, refit, future):
+    baselines = {"AutoCES": 30.0, "AutoETS": 60.0, "Theta": 2.0}
+    assert TAIL_SECONDS == 15
+    cut_tail, found = give_way(tail(), left, slots=2, baselines=baselines)
+    assert found == cut
+    assert [member.trial_id for member in cut_tail.members] == [f"t{n}" for n in range(members)]
+    assert (cut_tail.refit_epochs, cut_tail.future_epochs) == (refit, future)
+
+
+def test_what_was_cut_is_said_in_the_order_it_gave_way():
+    assert Cut().lines() == []
+    lines = Cut(baselines=("AutoCES",), members=2, refit=True, future=True).lines()
+    assert lines[0] == "AutoCES (not finished)" and lines[1] == "the last 2 of the answer's members"
+    assert "validation part" in lines[2] and "test window, to one epoch" in lines[3]
