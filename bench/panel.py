@@ -95,18 +95,27 @@ def inner_name(windows: int) -> str:
 
 
 def run_sweep(
-    panel: str, seed: int, storage: str, inner: int, levels: list[float], extra: list[str]
+    panel: str,
+    seed: int,
+    storage: str,
+    inner: int,
+    levels: list[float],
+    extra: list[str],
+    checkout: Path = ROOT,
+    label: str = "",
 ) -> tuple[dict, str]:
-    """One sweep as a user runs it (`inner` > 0: on that inner split): its row of the table, and its folder."""
-    name = f"{panel}{'-' + inner_name(inner) if inner else ''}-seed{seed}"
+    """One sweep as a user runs it (`inner` > 0: on that inner split), with the code of `checkout` (another worktree:
+    an earlier commit, side by side; its Ray workers import it too): its row of the table, and its folder."""
+    name = f"{panel}{'-' + inner_name(inner) if inner else ''}-seed{seed}{label}"
     data = ["--data", panel]
     if inner:
         path, horizon, season = inner_file(panel, storage, inner)
         data = ["--data", path, "--horizon", str(horizon), "--season-length", str(season)]
     command = [sys.executable, "-m", "sweeps.run", "panel", *data, "--seed", str(seed), "--storage-path", storage]
     command += ["--name", name, *(["--levels", *map(str, levels)] if levels else []), *extra]
-    started = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    started, clock = time.perf_counter(), time.time()
+    environment = {**os.environ, "PYTHONPATH": str(checkout)}
+    done = subprocess.run(command, cwd=checkout, capture_output=True, text=True, env=environment)
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
@@ -120,6 +129,7 @@ def run_sweep(
         ),
         "seed": seed,
         "whole_command_seconds": round(wall, 1),
+        "after_the_last_trial": after_the_last_trial(folder, clock + wall, wall),
         "trials_run": answer["selection"]["trials"],
         "answer_of_top_trials": len(answer["trials"]),
         "answer": {metric: answer[f"test_{metric}"] for metric in METRICS},
@@ -137,6 +147,20 @@ def run_sweep(
         intervals = answer["intervals"]
         row["intervals"] = {method: scores for method, scores in intervals.items() if method != "levels"}
     return row, folder
+
+
+def after_the_last_trial(folder: str, ended: float, wall: float) -> dict:
+    """The time from the last epoch any trial reported (its progress.csv) to the command's exit, and its share of
+    the whole command: how the issue measured a sweep's tail, for a commit without timings.json too."""
+    import pandas as pd
+
+    last = max(
+        float(pd.read_csv(path)["reported_at"].max())
+        for path in Path(folder).glob("*/progress.csv")
+        if path.stat().st_size
+    )
+    seconds = ended - last
+    return {"seconds": round(seconds, 1), "share": round(seconds / wall, 4)}
 
 
 def answer_rules(folder: str) -> dict:
@@ -452,6 +476,13 @@ def main() -> None:
         help="give AutoLSTM this many times the sweep's whole-command time of the same seed (its time_budget; its "
         "default trials take minutes each, so 24 of them take hours on 2 cores); default: no limit",
     )
+    parser.add_argument(
+        "--checkout",
+        type=Path,
+        default=ROOT,
+        help="run the sweeps with the code of this worktree (an earlier commit, side by side: git worktree add)",
+    )
+    parser.add_argument("--label", default="", help="appended to each sweep's folder name (-before, -after)")
     parser.add_argument("extra", nargs="*", help="more options for the sweep, after --")
     args = parser.parse_args()
 
@@ -464,7 +495,9 @@ def main() -> None:
             os.makedirs(storage, exist_ok=True)  # the inner splits' files are written there before any sweep
             for panel in args.panels:
                 for seed in args.seeds or SEEDS[panel]:
-                    row, folder = run_sweep(panel, seed, storage, args.inner, args.levels, args.extra)
+                    row, folder = run_sweep(
+                        panel, seed, storage, args.inner, args.levels, args.extra, args.checkout, args.label
+                    )
                     if args.answers:
                         row["answer_rules"] = answer_rules(folder)
                     if args.nf_python and not args.inner:
