@@ -73,3 +73,19 @@ def test_what_was_cut_is_said_in_the_order_it_gave_way():
     lines = Cut(baselines=("AutoCES",), members=2, refit=True, future=True).lines()
     assert lines[0] == "AutoCES (not finished)" and lines[1] == "the last 2 of the answer's members"
     assert "validation part" in lines[2] and "test window, to one epoch" in lines[3]
+
+
+def test_a_resumed_sweep_counts_the_time_its_earlier_runs_spent(tmp_path):
+    import time
+
+    from sweeps.budget import MARGIN_SHARE, TimeBudget, read_spent, spent_writer
+    from sweeps.storage import SweepFolder
+
+    folder = SweepFolder(str(tmp_path / "sweep"))
+    assert read_spent(folder) == 0.0  # a new sweep has spent nothing
+    spent_writer(folder)(95.04)
+    assert read_spent(folder) == 95.0
+    budget = TimeBudget(limit=300.0, started=time.time() - 10.0, spent_before=read_spent(folder))
+    assert budget.spent() == pytest.approx(105.0, abs=0.5)
+    assert budget.left() == pytest.approx(300.0 * (1 - MARGIN_SHARE) - 105.0, abs=0.5)
+    assert TimeBudget(limit=None, started=time.time()).left() == float("inf")
