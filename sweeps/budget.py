@@ -18,6 +18,11 @@ When the trials end, `give_way` fits the answer's tasks into the time left, cutt
 4. the continuation through the test window, down to one epoch (one, not none: its transforms fit again on the newer
    points, which a net cannot always read as it stands: a series logged before may hold a 0 there).
 
+That fit is an estimate. The tasks then run to a deadline `WRITE_SECONDS` before the limit (less its margin), and what
+has not ended by it is left out, its tasks cancelled: the members whose refit or future still runs (the first member
+to end is always waited for), then the statistical baselines still running (sweeps.answer.run_tail). A node busier
+than the trials found it would otherwise carry the command past its limit.
+
 The command always ends with an answer, the future and the saved model; a limit too short for even one trial's
 first epoch exits 2 before Ray starts, saying the least that would do (`check_time_limit`). `--resume` counts the time
 earlier runs of the sweep spent (`time_spent.json` in its folder).
@@ -43,6 +48,10 @@ TAIL_SECONDS = 15.0
 """What the command takes after the last trial besides the answer's tasks: reading the trials, scoring, writing the
 results and plots, saving the model, stopping Ray (5-8 s on the smoke panel and M3 monthly on 2 idle CPUs, 12-15 s
 with both busy, 2026-11-29)."""
+WRITE_SECONDS = 8.0
+"""What the command takes after the answer's tasks: scoring, writing the results and plots, saving the model and the
+future (2-4 s on the smoke panel with both CPUs busy, 2026-11-29). The tasks' deadline is this long before the
+limit (`deadline`)."""
 STOP_SECONDS = 5.0
 """How long Tune takes to stop the trials once told to (their last epoch, their actors' end)."""
 WARM_AHEAD_SECONDS = 20.0
@@ -94,11 +103,17 @@ class TimeBudget:
         """Seconds left before the limit, less the margin kept back (infinite without a limit)."""
         return math.inf if self.limit is None else self.limit * (1 - MARGIN_SHARE) - self.spent()
 
+    def deadline(self) -> float | None:
+        """When the answer's tasks must have ended (time.time()), for the command to end within its limit; None
+        without one."""
+        return None if self.limit is None else time.time() + self.left() - WRITE_SECONDS
+
 
 def epochs_cost(epochs: list[int], epoch_seconds: list[float], slots: int) -> float:
     """Seconds to run tasks of `epochs` at `epoch_seconds` each, `slots` at once: the work over the slots, at least
-    the longest task."""
-    work = [count * seconds for count, seconds in zip(epochs, epoch_seconds)]
+    the longest task. Each task costs an epoch more than it trains: its forecasts of the parts and its net's
+    in-sample errors pass over the panel about as often as an epoch does (sweeps.answer.refits)."""
+    work = [(count + 1) * seconds for count, seconds in zip(epochs, epoch_seconds)]
     return max(sum(work) / max(1, slots), max(work, default=0.0))
 
 
@@ -153,6 +168,8 @@ class Cut:
     """How many of the answer's members were left out."""
     refit: bool = False
     future: bool = False
+    late: tuple[str, ...] = ()
+    """The trials whose members were left out at the deadline, their tasks not ended (sweeps.answer.run_tail)."""
 
     def lines(self) -> list[str]:
         found = []
@@ -164,6 +181,8 @@ class Cut:
             found.append("the continuation through the validation part (the trials' nets forecast the test window)")
         if self.future:
             found.append("the continuation through the test window, to one epoch")
+        if self.late:
+            found.append(f"the members of {', '.join(self.late)}: their tasks had not ended by the deadline")
         return found
 
 

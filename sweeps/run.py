@@ -416,7 +416,8 @@ def run_sweep(
                 baselines = cancel_baselines(baselines, runner, cut.baselines, why)
             if progress and len(plan.panel) > 1 and not stopped:
                 print(announcement(plan, wanted), flush=True)
-            tail = run_tail(plan, wanted, runner, baselines)
+            tail = run_tail(plan, wanted, runner, baselines, deadline=budget.deadline())
+            cut = dataclasses.replace(cut, baselines=cut.baselines + tail.late_baselines, late=tail.late)
             clock.tasks = tail.timings
             clock.mark("tail")
             found = build_answer(plan, results, tail)

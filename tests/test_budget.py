@@ -32,8 +32,8 @@ def test_a_limit_below_the_least_a_sweep_needs_says_the_least_that_would_do():
 
 
 def test_tasks_take_their_work_over_the_slots_and_at_least_the_longest():
-    assert epochs_cost([4, 4, 4], [2.0, 2.0, 2.0], slots=2) == 12  # 24 s of work on 2 slots
-    assert epochs_cost([20, 1], [1.0, 1.0], slots=4) == 20  # the longest task
+    assert epochs_cost([4, 4, 4], [2.0, 2.0, 2.0], slots=2) == 15  # 30 s of work on 2 slots (an epoch more each)
+    assert epochs_cost([20, 1], [1.0, 1.0], slots=4) == 21  # the longest task
     assert epochs_cost([], [], slots=2) == 0
 
 
@@ -45,12 +45,13 @@ def tail(members=3):
 @pytest.mark.parametrize(
     "left, cut, members, refit, future",
     [
-        # 3 members, each 4 + 4 epochs of 2 s on 2 slots (24 s), the baselines' 92 s of work on 2 slots (46 s)
-        (100, Cut(), 3, [4] * 3, [4] * 3),
-        (70, Cut(baselines=("AutoCES",)), 3, [4] * 3, [4] * 3),  # 15 + 24 + 31
-        (50, Cut(baselines=("AutoCES", "AutoETS")), 3, [4] * 3, [4] * 3),  # 15 + 24 + 1
-        (35, Cut(baselines=("AutoCES", "AutoETS", "Theta"), members=1), 2, [4] * 2, [4] * 2),  # 15 + 16
-        (  # one member: 15 + 8 s, then without its refit 15 + 8 (its future alone is 8 s), then one future epoch
+        # 3 members, each two tasks of 4 epochs (and one more each) of 2 s on 2 slots (30 s), the baselines' 92 s of
+        # work on 2 slots (46 s)
+        (100, Cut(), 3, [4] * 3, [4] * 3),  # 15 + 30 + 46
+        (80, Cut(baselines=("AutoCES",)), 3, [4] * 3, [4] * 3),  # 15 + 30 + 31
+        (50, Cut(baselines=("AutoCES", "AutoETS")), 3, [4] * 3, [4] * 3),  # 15 + 30 + 1
+        (35, Cut(baselines=("AutoCES", "AutoETS", "Theta"), members=1), 2, [4] * 2, [4] * 2),  # 15 + 20
+        (  # one member: 15 + 10 s, then without its refit 15 + 10 (its future alone), then one future epoch: 15 + 4
             20,
             Cut(baselines=("AutoCES", "AutoETS", "Theta"), members=2, refit=True, future=True),
             1,
@@ -89,3 +90,31 @@ def test_a_resumed_sweep_counts_the_time_its_earlier_runs_spent(tmp_path):
     assert budget.spent() == pytest.approx(105.0, abs=0.5)
     assert budget.left() == pytest.approx(300.0 * (1 - MARGIN_SHARE) - 105.0, abs=0.5)
     assert TimeBudget(limit=None, started=time.time()).left() == float("inf")
+
+
+def test_at_the_deadline_the_tasks_that_ended_stay_and_the_others_are_cancelled(local_ray):
+    """The answer's tasks past --time-limit's deadline: the members whose tasks all ended stay, the others are left
+    out and their tasks cancelled; where none has ended, the first to end is waited for (an answer needs one)."""
+    import time
+
+    from sweeps.answer.tasks import Runner
+    from sweeps.resources import TrialResources
+
+    runner = Runner(TrialResources(cpus=1), on_ray=True)
+    quick = runner.submit("refit", "quick", time.sleep, 0, trains=False)
+    slow = runner.submit("refit", "slow", time.sleep, 600, trains=False)
+    local_ray.get(quick.value)
+    assert runner.ended_by([[slow], [quick]], deadline=time.time() + 1) == [1]
+    runner.cancel(slow)
+    with pytest.raises(local_ray.exceptions.TaskCancelledError):
+        local_ray.get(slow.value, timeout=60)
+
+    slow = runner.submit("refit", "slow", time.sleep, 600, trains=False)
+    after = runner.submit("future", "after", time.sleep, 1, trains=False)
+    assert runner.ended_by([[slow], [after]], deadline=time.time() - 1) == [1]  # past it: waits for the first
+    runner.cancel(slow)
+    assert [timing.label for timing in runner.timings()] == ["quick", "after"]
+
+
+def test_members_left_out_at_the_deadline_are_named():
+    assert Cut(late=("t1", "t3")).lines() == ["the members of t1, t3: their tasks had not ended by the deadline"]

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sweeps.answer.baselines import BaselineForecasts, BaselineJobs, gather_baselines
+from sweeps.answer.baselines import BaselineForecasts, BaselineJobs, finished_baselines, gather_baselines
 from sweeps.answer.combination import COMBINED, STATISTICAL_COMBINATION, combinations
 from sweeps.answer.intervals import AnswerIntervals, future_horizon, members_mean, test_intervals
 from sweeps.answer.members import Member, ranking, selection
@@ -44,8 +44,11 @@ class TailPlan:
     """Per member, the epochs it is continued through the validation part (0: the trial's net forecasts the test)."""
     future_epochs: list[int] | None
     """Per member, the epochs its net is continued through the test window for the future; None: no future."""
-    cut: list[str] = dataclasses.field(default_factory=list)
-    """What --time-limit took away, in the order it gave way (sweeps.budget)."""
+
+    def only(self, kept: list[int]) -> TailPlan:
+        """The plan of the members at positions `kept`."""
+        future = None if self.future_epochs is None else [self.future_epochs[index] for index in kept]
+        return TailPlan([self.members[index] for index in kept], [self.refit_epochs[index] for index in kept], future)
 
 
 def tail_plan(plan: SweepPlan, chosen: list[Member], future: bool = True) -> TailPlan:
@@ -70,6 +73,10 @@ class Tail:
     """Empty without a future (--no-future)."""
     baselines: BaselineForecasts
     timings: list[TaskTiming]
+    late: tuple[str, ...] = ()
+    """The trials whose members were left out, their tasks not ended by the deadline (--time-limit)."""
+    late_baselines: tuple[str, ...] = ()
+    """The baselines left out, not finished by the deadline."""
 
 
 def run_tail(
@@ -78,10 +85,16 @@ def run_tail(
     runner: Runner,
     baselines: BaselineJobs | BaselineForecasts,
     saved_refits: list | None = None,
+    deadline: float | None = None,
 ) -> Tail:
     """Every member's refit and future as tasks, each future waiting on its own refit only, and the baselines'
     results (tasks submitted before the trials, or forecasts read back: sweeps.report). `saved_refits`: the nets a
-    sweep saved as they forecast the test window (sweeps.report), forecasting instead of training again."""
+    sweep saved as they forecast the test window (sweeps.report), forecasting instead of training again.
+
+    `deadline` (time.time(), --time-limit): what has not ended by then is left out, its tasks cancelled: the members
+    whose refit or future is still running (all but the first to end, when none has) and the baselines not
+    finished. The estimate `give_way` fit the tail to is only an estimate: a node busier than the trials found it
+    would otherwise carry the command past its limit."""
     parts = runner.put(plan.parts)
     options = runner.fit_options()
     refit_handles = []
@@ -96,11 +109,24 @@ def run_tail(
             runner.submit("future", member.trial_id, future_member, handle.value, panel, epochs, horizon, **options)
             for member, handle, epochs in zip(tail.members, refit_handles, tail.future_epochs)
         ]
+    late, late_baselines = (), ()
+    if deadline is not None:
+        groups = [[refit, *future_handles[index : index + 1]] for index, refit in enumerate(refit_handles)]
+        kept = runner.ended_by(groups, deadline)
+        late = tuple(member.trial_id for index, member in enumerate(tail.members) if index not in kept)
+        for index in set(range(len(groups))) - set(kept):
+            for handle in groups[index]:
+                runner.cancel(handle)
+        tail, refit_handles = tail.only(kept), [refit_handles[index] for index in kept]
+        future_handles = [future_handles[index] for index in kept] if future_handles else []
+        if isinstance(baselines, BaselineJobs):
+            finished = finished_baselines(baselines, runner)
+            late_baselines, baselines = tuple(set(baselines.handles) - set(finished.handles)), finished
     refits = [runner.get(handle) for handle in refit_handles]
     future = [runner.get(handle) for handle in future_handles]
     if isinstance(baselines, BaselineJobs):
         baselines = gather_baselines(plan, runner, baselines)
-    return Tail(tail, refits, future, baselines, runner.timings())
+    return Tail(tail, refits, future, baselines, runner.timings(), late, late_baselines)
 
 
 @dataclasses.dataclass(frozen=True)

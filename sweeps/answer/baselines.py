@@ -261,3 +261,14 @@ def cancel_baselines(jobs: BaselineJobs, runner: Runner, names: tuple[str, ...],
             runner.cancel(handle)
     kept = {name: handles for name, handles in jobs.handles.items() if name not in names}
     return dataclasses.replace(jobs, handles=kept, cut={**jobs.cut, **dict.fromkeys(names, why)})
+
+
+def finished_baselines(jobs: BaselineJobs, runner: Runner) -> BaselineJobs:
+    """The jobs without the statistical baselines still running, their tasks cancelled (--time-limit's deadline);
+    seasonal naive, which costs nothing, is always waited for."""
+    from forecaster.baselines import STATISTICAL
+
+    running = tuple(
+        name for name in STATISTICAL if name in jobs.handles and not all(map(runner.done, jobs.handles[name]))
+    )
+    return cancel_baselines(jobs, runner, running, "cut by --time-limit: it had not finished by the deadline")

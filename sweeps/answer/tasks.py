@@ -124,6 +124,22 @@ class Runner:
         ready, _ = ray.wait([handle.timing], timeout=0)
         return bool(ready)
 
+    def ended_by(self, groups: list[list[Handle]], deadline: float) -> list[int]:
+        """The positions of the `groups` of tasks that have all ended by `deadline` (time.time()); where none has,
+        the first group to end, waited for past it (an answer needs one member)."""
+        if not self.on_ray:
+            return list(range(len(groups)))
+        import ray
+
+        pending = [handle.timing for group in groups for handle in group]
+        while pending and time.time() < deadline:
+            _, pending = ray.wait(pending, num_returns=len(pending), timeout=max(0.0, deadline - time.time()))
+        ended = [index for index, group in enumerate(groups) if all(map(self.done, group))]
+        while not ended and groups:
+            ray.wait([handle.timing for group in groups for handle in group if not self.done(handle)], num_returns=1)
+            ended = [index for index, group in enumerate(groups) if all(map(self.done, group))]
+        return ended
+
     def get_timing(self, handle: Handle) -> TaskTiming:
         """When and where an ended task ran."""
         if not self.on_ray:
