@@ -12,7 +12,9 @@ When the trials end, `give_way` fits the answer's tasks into the time left, cutt
 (`GIVE_WAY`); the summary says what was cut:
 
 1. the statistical baselines that have not finished, the slowest first (AutoCES, then AutoETS, then Theta; seasonal
-   naive costs nothing and always stays);
+   naive costs nothing and always stays). These give way while the trials run too: where the time left comes down
+   to the estimate, the stopper cuts one before it stops the trials, for their tasks hold slots the trials could use
+   (on 2 CPUs, M3 monthly's baselines with intervals are about 300 s of work);
 2. the answer's members, from the last (the least good) down to one;
 3. the continuation through the validation part: the trials' own nets forecast the test window;
 4. the continuation through the test window, down to one epoch (one, not none: its transforms fit again on the newer
@@ -48,10 +50,10 @@ TAIL_SECONDS = 15.0
 """What the command takes after the last trial besides the answer's tasks: reading the trials, scoring, writing the
 results and plots, saving the model, stopping Ray (5-8 s on the smoke panel and M3 monthly on 2 idle CPUs, 12-15 s
 with both busy, 2026-11-29)."""
-WRITE_SECONDS = 8.0
+WRITE_SECONDS = 12.0
 """What the command takes after the answer's tasks: scoring, writing the results and plots, saving the model and the
-future (2-4 s on the smoke panel with both CPUs busy, 2026-11-29). The tasks' deadline is this long before the
-limit (`deadline`)."""
+future, stopping Ray and exiting (7 s on a small panel with three busy processes beside it on 2 CPUs, 2026-11-29).
+The tasks' deadline is this long before the limit (`deadline`)."""
 STOP_SECONDS = 5.0
 """How long Tune takes to stop the trials once told to (their last epoch, their actors' end)."""
 WARM_AHEAD_SECONDS = 20.0
@@ -128,6 +130,9 @@ class Active:
     spent: Callable[[float], None]
     warm: Callable[[], None]
     """Asks for warm workers for the answer's tasks (sweeps.warm_pool.warm_for_the_tail), once the end is near."""
+    cut_baseline: Callable[[], str | None]
+    """Cancels the slowest statistical baseline not finished and names it (None: none is left to cut): the first to
+    give way, before the trials are stopped (sweeps.answer.baselines.cut_slowest)."""
     written: float = 0.0
     warmed: bool = False
 

@@ -38,7 +38,7 @@ from forecaster.metrics import METRIC_NAMES
 from forecaster.smoothing import log_shifts
 from forecaster.transforms import seasonal_components
 from sweeps.answer import build_answer, run_tail, tail_plan
-from sweeps.answer.baselines import BaselineJobs, baselines_left, cancel_baselines, submit_baselines
+from sweeps.answer.baselines import BaselineJobs, baselines_left, cancel_baselines, cut_slowest, submit_baselines
 from sweeps.answer.future import Future, build_future
 from sweeps.answer.intervals import future_horizon
 from sweeps.answer.members import members
@@ -378,12 +378,20 @@ def beside_the_trials(plan: SweepPlan, runner: Runner, budget: TimeBudget) -> Ba
 
     baselines = submit_baselines(plan, runner, future_horizon(plan) if plan.options.future else None)
     slots = runner.slots()
-    left = lambda: sum(baselines_left(baselines, runner, plan.options.levels).values()) / slots  # noqa: E731
+    left = every_few_seconds(lambda: sum(baselines_left(baselines, runner, plan.options.levels).values()) / slots)
+
+    def cut_baseline() -> str | None:
+        why = "cut by --time-limit while the trials ran: the time left was what the answer would need"
+        name = cut_slowest(baselines, runner, why)
+        left.forget()
+        return name
+
     ACTIVE[plan.experiment_path] = Active(
         budget,
-        trials_tail_seconds(plan, slots, every_few_seconds(left)),
+        trials_tail_seconds(plan, slots, left),
         spent_writer(SweepFolder(plan.experiment_path)),
         warm=lambda: warm_for_the_tail(plan.resources, plan.most_at_once) if warm_workers_enabled() else None,
+        cut_baseline=cut_baseline,
     )
     return baselines
 
@@ -408,12 +416,14 @@ def run_sweep(
         chosen = members(plan, results)
         found = scores = tail = future = None
         if chosen:
-            wanted, baselines, cut = tail_plan(plan, chosen, future=not stopped), trials.started_with, Cut()
+            wanted, baselines = tail_plan(plan, chosen, future=not stopped), trials.started_with
+            cut = Cut(baselines=tuple(baselines.cut))  # what gave way while the trials ran
             if plan.options.time_limit is not None:
                 left = baselines_left(baselines, runner, plan.options.levels)
-                wanted, cut = give_way(wanted, budget.left(), runner.slots(), left)
+                wanted, after = give_way(wanted, budget.left(), runner.slots(), left)
+                cut = dataclasses.replace(after, baselines=cut.baselines + after.baselines)
                 why = "cut by --time-limit: it had not finished when the trials ended"
-                baselines = cancel_baselines(baselines, runner, cut.baselines, why)
+                baselines = cancel_baselines(baselines, runner, after.baselines, why)
             if progress and len(plan.panel) > 1 and not stopped:
                 print(announcement(plan, wanted), flush=True)
             tail = run_tail(plan, wanted, runner, baselines, deadline=budget.deadline())
@@ -470,6 +480,7 @@ def every_few_seconds(function, seconds: float = 2.0):
             kept["at"], kept["value"] = time.monotonic(), function()
         return kept["value"]
 
+    cached.forget = lambda: kept.update(at=-math.inf)  # the next call asks again
     return cached
 
 

@@ -55,7 +55,9 @@ class ProgressLog(CSVLoggerCallback):
 class BudgetStopper(Stopper):
     """Stops every trial once the time left is what the answer would take as the trials stand (`Active.tail_seconds`,
     from each trial's best epoch so far and its measured seconds per epoch), and keeps the time spent in the sweep's
-    folder every few seconds. It never stops before some trial has reported an epoch: the answer needs a model."""
+    folder every few seconds. Before it stops them it cuts the statistical baselines not finished, the slowest first,
+    one at a time: their tasks hold slots the trials could use. It never stops before some trial has reported an
+    epoch: the answer needs a model."""
 
     def __init__(self, path: str):
         self.path = path
@@ -75,9 +77,13 @@ class BudgetStopper(Stopper):
         if now - active.written >= 5:
             active.written = now
             active.spent(active.budget.spent())
-        if active.budget.limit is None or not self.trials:
+        if active.budget.limit is None:
             return False
         left, needed = active.budget.left(), active.tail_seconds(self.trials)
+        if left <= needed and active.cut_baseline() is not None:
+            return False  # the baselines give way first: their slots go to the trials (sweeps.budget.GIVE_WAY)
+        if not self.trials:
+            return False
         if not active.warmed and left <= needed + WARM_AHEAD_SECONDS:
             active.warmed = True
             active.warm()

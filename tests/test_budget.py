@@ -118,3 +118,30 @@ def test_at_the_deadline_the_tasks_that_ended_stay_and_the_others_are_cancelled(
 
 def test_members_left_out_at_the_deadline_are_named():
     assert Cut(late=("t1", "t3")).lines() == ["the members of t1, t3: their tasks had not ended by the deadline"]
+
+
+def test_the_stopper_cuts_the_baselines_one_at_a_time_before_it_stops_the_trials():
+    """Short of time, the baselines give way first (their tasks hold slots the trials could use), even before any
+    trial has reported; once none is left to cut, the trials stop, but only after one has reported an epoch."""
+    import time
+
+    from sweeps.budget import ACTIVE, Active, TimeBudget
+    from sweeps.tuner import BudgetStopper
+
+    unfinished, spent = ["AutoCES", "AutoETS"], []
+    ACTIVE["sweep"] = Active(
+        TimeBudget(limit=100.0, started=time.time() - 90.0),  # 7 s left of the 97 s it spends
+        tail_seconds=lambda trials: 20.0,
+        spent=spent.append,
+        warm=lambda: None,
+        cut_baseline=lambda: unfinished.pop(0) if unfinished else None,
+    )
+    try:
+        stopper = BudgetStopper("sweep")
+        assert stopper.stop_all() is False and unfinished == ["AutoETS"]  # AutoCES cut, no trial has reported
+        assert stopper.stop_all() is False and unfinished == []
+        assert stopper.stop_all() is False  # nothing left to cut, but no model yet
+        stopper("t1", {"time_this_iter_s": 1.0, "epoch": 1, "val_smape": 20.0})
+        assert stopper.stop_all() is True and spent
+    finally:
+        ACTIVE.pop("sweep")

@@ -488,9 +488,9 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
 @pytest.mark.slow
 def test_a_time_limit_ends_a_sweep_whose_trials_would_take_longer_with_its_answer_future_and_model(tmp_path):
     """`--time-limit 2m` on a small panel whose 8 trials of 2,000 epochs would take many minutes: the command exits 0,
-    its trials stopped early, with an answer scored beside the baselines, the future and the saved model, its own
-    clock within the limit (the answer's tasks run to a deadline before it), and the summary says what the limit cut,
-    if anything. After its clock stops, Ray's stop and the interpreter's exit take seconds more on a busy machine."""
+    within the limit and 5 %, its trials stopped early, with an answer scored beside the baselines, the future and the
+    saved model, and the summary says what the limit cut, if anything. The answer's tasks run to a deadline before the
+    limit, so a machine busier than the trials found it cuts members rather than carrying the command past it."""
     path = panel_csv(tmp_path)
     arguments = ["panel", "--data", path, "--horizon", str(HORIZON), "--num-samples", "8", "--max-epochs", "2000"]
     started = time.monotonic()
@@ -499,8 +499,8 @@ def test_a_time_limit_ends_a_sweep_whose_trials_would_take_longer_with_its_answe
     assert done.returncode == 0, done.stderr[-3000:]
     folder = tmp_path / "limited"
     timings = json.loads((folder / "timings.json").read_text())
-    assert timings["whole_seconds"] <= 120, f"the command took {timings['whole_seconds']:.0f} s under --time-limit 2m"
-    assert took < 180  # far less than the trials would take: 8 x 2,000 epochs
+    assert timings["whole_seconds"] <= 120, f"the command's clock says {timings['whole_seconds']:.0f} s"
+    assert took <= 1.05 * 120, f"the command took {took:.0f} s under --time-limit 2m"
     trials = pd.read_csv(folder / "results.csv")
     assert len(trials) == 8 and (trials.epochs < 2000).all() and trials.best_val_smape.notna().any()
     answer = json.loads((folder / "best_config.json").read_text())["answer"]

@@ -272,3 +272,19 @@ def finished_baselines(jobs: BaselineJobs, runner: Runner) -> BaselineJobs:
         name for name in STATISTICAL if name in jobs.handles and not all(map(runner.done, jobs.handles[name]))
     )
     return cancel_baselines(jobs, runner, running, "cut by --time-limit: it had not finished by the deadline")
+
+
+def cut_slowest(jobs: BaselineJobs, runner: Runner, why: str) -> str | None:
+    """The slowest statistical baseline not finished (sweeps.budget.SLOWEST_FIRST), its tasks cancelled and left out
+    of `jobs`, in place: the stopper gives it way while the trials run, and the sweep reads the same jobs after them.
+    None when every one has finished or been cut."""
+    from sweeps.budget import SLOWEST_FIRST
+
+    for name in SLOWEST_FIRST:
+        handles = jobs.handles.get(name, [])
+        if handles and not all(map(runner.done, handles)):
+            for handle in jobs.handles.pop(name):
+                runner.cancel(handle)
+            jobs.cut[name] = why
+            return name
+    return None
