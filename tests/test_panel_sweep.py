@@ -502,7 +502,8 @@ def test_a_time_limit_ends_a_sweep_whose_trials_would_take_longer_with_its_answe
     assert timings["whole_seconds"] <= 120, f"the command's clock says {timings['whole_seconds']:.0f} s"
     assert took <= 1.05 * 120, f"the command took {took:.0f} s under --time-limit 2m"
     trials = pd.read_csv(folder / "results.csv")
-    assert len(trials) == 8 and (trials.epochs < 2000).all() and trials.best_val_smape.notna().any()
+    assert len(trials) == 8 and trials.best_val_smape.notna().any()
+    assert trials.epochs.sum() < 8 * 2000  # the limit stopped the search (a trial may finish on a fast machine)
     answer = json.loads((folder / "best_config.json").read_text())["answer"]
     assert answer["test_smape"] > 0 and answer["time_limit"]["seconds"] == 120
     assert "--time-limit 2m: " in done.stdout and "Future: 6 points after each series' end" in done.stdout
