@@ -9,7 +9,7 @@ series of a panel at once.
   docs/benchmarks.md, "M3 monthly") and AutoCES (complex exponential smoothing), untuned, fit on every
   series in parallel (StatsForecast with n_jobs processes). statsforecast is an optional extra (`pip install
   '.[baselines]'`, with statsmodels and scipy; docs/benchmarks.md says what it costs to install);
-  without it these say so.
+  without it these say so. AutoCES's intervals are its simulation's quantiles in closed form (`_ces_bounds`).
 
 Forecasts are (steps, S): one column per series of the history, `steps` points after each series' end.
 """
@@ -152,7 +152,7 @@ def fit_baseline(
     for index, series_id in enumerate(history.ids):
         try:
             found = model.new().fit(y=history.series(index).to_numpy(np.float64))
-            _fill(found.predict(h=steps, level=_named(levels)), index, values, bounds, levels)
+            _fill(_predicted(found, steps, levels), index, values, bounds, levels)
         except Exception:  # statsforecast raises bare Exceptions on series it cannot fit: seasonal naive stands in
             found = None
             fell_back.append(str(series_id))
@@ -181,11 +181,57 @@ def forward_baseline(
         try:
             if model is None:
                 raise ValueError("not fit")
-            found = model.forward(y=newer.series(index).to_numpy(np.float64), h=steps, level=_named(levels))
+            found = _predicted(model, steps, levels, newer.series(index).to_numpy(np.float64))
             _fill(found, index, values, bounds, levels)
         except Exception:  # not fit before, or its states do not run on over these points: seasonal naive stands in
             fell_back.append(str(newer.ids[index]))
     return BaselineForecast(values, fell_back, bounds)
+
+
+def _predicted(model, steps: int, levels: Sequence[float], newer: np.ndarray | None = None) -> dict:
+    """A fitted statsforecast model's forecast of `steps` points (after `newer`, the series it was fit on grown by
+    newer points: its `forward`), with its intervals at `levels`: AutoCES's in closed form (`_ces_bounds`)."""
+    ces = type(model).__name__ == "AutoCES"
+    closed = bool(levels) and ces and model.model_.get("distribution", "normal") == "normal"
+    named = None if closed else _named(levels)
+    found = model.predict(h=steps, level=named) if newer is None else model.forward(y=newer, h=steps, level=named)
+    if closed:
+        from statsforecast.ces import forward_ces
+
+        state = model.model_ if newer is None else forward_ces(model.model_, y=newer)
+        found.update(_ces_bounds(state, np.asarray(found["mean"], dtype=np.float64), steps, levels))
+    return found
+
+
+def _ces_bounds(state: dict, mean: np.ndarray, steps: int, levels: Sequence[float]) -> dict[str, np.ndarray]:
+    """AutoCES's prediction intervals without its simulation. statsforecast draws 5,000 paths in a Python loop, each
+    the forecast from the fitted states plus independent normal noise of the residuals' sigma on every state, and takes
+    their quantiles. The forecast is linear in the states, so the paths are normal: the mean forecast, and sigma
+    squared times the sum over the states of the squared change of the forecast per unit change of each. The same
+    quantiles, less the simulation's noise (tests/test_baselines.py compares the two)."""
+    from statsforecast.ces import cesforecast, switch_ces
+
+    states = np.asarray(state["states"], dtype=np.float64)
+    season = switch_ces(state["seasontype"])
+
+    def forecast_from(perturbed: np.ndarray) -> np.ndarray:
+        out = np.zeros(steps, dtype=np.float64)
+        cesforecast(perturbed, state["n"], state["m"], season, out, steps, **state["par"])
+        return out
+
+    base = forecast_from(states)
+    squares = np.zeros(steps)
+    for row in range(state["n"], len(states)):  # the forecast reads the states from row n on
+        for column in range(states.shape[1]):
+            nudged = states.copy()
+            nudged[row, column] += 1.0
+            squares += (forecast_from(nudged) - base) ** 2
+    spread = np.sqrt(state["sigma2"] * squares)
+    found = {}
+    for level, name in zip(levels, _named(levels) or []):
+        width = statistics.NormalDist().inv_cdf(0.5 + level / 200) * spread
+        found[f"lo-{name}"], found[f"hi-{name}"] = mean - width, mean + width
+    return found
 
 
 def _statistical_model(method: str, season: int):

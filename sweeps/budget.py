@@ -11,10 +11,10 @@ the search before a trial has reported an epoch (Tune's own time budget would, a
 When the trials end, `give_way` fits the answer's tasks into the time left, cutting in this order until they fit
 (`GIVE_WAY`); the summary says what was cut:
 
-1. the statistical baselines that have not finished, the slowest first (AutoCES, then AutoETS, then Theta; seasonal
+1. the statistical baselines that have not finished, the one with the most work left first (seasonal
    naive costs nothing and always stays). These give way while the trials run too: where the time left comes down
    to the estimate, the stopper cuts one before it stops the trials, for their tasks hold slots the trials could use
-   (on 2 CPUs, M3 monthly's baselines with intervals are about 300 s of work);
+   (on 2 CPUs, M3 monthly's baselines are about 110 s of work);
 2. the answer's members, from the last (the least good) down to one;
 3. the continuation through the validation part: the trials' own nets forecast the test window;
 4. the continuation through the test window, down to one epoch (one, not none: its transforms fit again on the newer
@@ -68,8 +68,6 @@ GIVE_WAY = (
     "the continuation through the test window, down to one epoch",
 )
 """What gives way when time runs short, in order (the module's docstring)."""
-SLOWEST_FIRST = ("AutoCES", "AutoETS", "Theta")
-"""The statistical baselines in the order they give way."""
 TIME_SPENT_FILE = "time_spent.json"
 """Seconds the sweep's runs have spent, kept in its folder while it runs: what a resumed sweep counts."""
 
@@ -131,7 +129,7 @@ class Active:
     warm: Callable[[], None]
     """Asks for warm workers for the answer's tasks (sweeps.warm_pool.warm_for_the_tail), once the end is near."""
     cut_baseline: Callable[[], str | None]
-    """Cancels the slowest statistical baseline not finished and names it (None: none is left to cut): the first to
+    """Cancels the statistical baseline with the most work left and names it (None: none is left to cut): the first to
     give way, before the trials are stopped (sweeps.answer.baselines.cut_slowest)."""
     written: float = 0.0
     warmed: bool = False
@@ -203,11 +201,11 @@ def give_way(tail, left: float, slots: int, baselines: dict[str, float]) -> tupl
         each = seconds[: len(plan.members)] * (2 if plan.future_epochs is not None else 1)
         return TAIL_SECONDS + epochs_cost(epochs, each, slots) + sum(pending.values()) / max(1, slots)
 
-    for name in SLOWEST_FIRST:
+    for name in sorted(baselines, key=baselines.__getitem__, reverse=True):
         if cost(tail) <= left:
             break
-        if pending.pop(name, None) is not None:
-            cut_baselines.append(name)
+        pending.pop(name)
+        cut_baselines.append(name)
     members = 0
     while cost(tail) > left and len(tail.members) > 1:
         tail = dataclasses.replace(

@@ -378,7 +378,7 @@ def beside_the_trials(plan: SweepPlan, runner: Runner, budget: TimeBudget) -> Ba
 
     baselines = submit_baselines(plan, runner, future_horizon(plan) if plan.options.future else None)
     slots = runner.slots()
-    left = every_few_seconds(lambda: sum(baselines_left(baselines, runner, plan.options.levels).values()) / slots)
+    left = every_few_seconds(lambda: sum(baselines_left(baselines, runner).values()) / slots)
 
     def cut_baseline() -> str | None:
         why = "cut by --time-limit while the trials ran: the time left was what the answer would need"
@@ -419,7 +419,7 @@ def run_sweep(
             wanted, baselines = tail_plan(plan, chosen, future=not stopped), trials.started_with
             cut = Cut(baselines=tuple(baselines.cut))  # what gave way while the trials ran
             if plan.options.time_limit is not None:
-                left = baselines_left(baselines, runner, plan.options.levels)
+                left = baselines_left(baselines, runner)
                 wanted, after = give_way(wanted, budget.left(), runner.slots(), left)
                 cut = dataclasses.replace(after, baselines=cut.baselines + after.baselines)
                 why = "cut by --time-limit: it had not finished when the trials ended"

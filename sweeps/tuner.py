@@ -55,9 +55,9 @@ class ProgressLog(CSVLoggerCallback):
 class BudgetStopper(Stopper):
     """Stops every trial once the time left is what the answer would take as the trials stand (`Active.tail_seconds`,
     from each trial's best epoch so far and its measured seconds per epoch), and keeps the time spent in the sweep's
-    folder every few seconds. Before it stops them it cuts the statistical baselines not finished, the slowest first,
-    one at a time: their tasks hold slots the trials could use. It never stops before some trial has reported an
-    epoch: the answer needs a model."""
+    folder every few seconds. Before it stops them it cuts the statistical baselines not finished, the one with the
+    most work left first, one at a time: their tasks hold slots the trials could use. It never stops before some trial
+    has reported an epoch: the answer needs a model."""
 
     def __init__(self, path: str):
         self.path = path

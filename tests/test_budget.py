@@ -48,12 +48,12 @@ def tail(members=3):
         # 3 members, each two tasks of 4 epochs (and one more each) of 2 s on 2 slots (30 s), the baselines' 92 s of
         # work on 2 slots (46 s)
         (100, Cut(), 3, [4] * 3, [4] * 3),  # 15 + 30 + 46
-        (80, Cut(baselines=("AutoCES",)), 3, [4] * 3, [4] * 3),  # 15 + 30 + 31
-        (50, Cut(baselines=("AutoCES", "AutoETS")), 3, [4] * 3, [4] * 3),  # 15 + 30 + 1
-        (35, Cut(baselines=("AutoCES", "AutoETS", "Theta"), members=1), 2, [4] * 2, [4] * 2),  # 15 + 20
+        (80, Cut(baselines=("AutoETS",)), 3, [4] * 3, [4] * 3),  # 15 + 30 + 16: the most work left first
+        (50, Cut(baselines=("AutoETS", "AutoCES")), 3, [4] * 3, [4] * 3),  # 15 + 30 + 1
+        (35, Cut(baselines=("AutoETS", "AutoCES", "Theta"), members=1), 2, [4] * 2, [4] * 2),  # 15 + 20
         (  # one member: 15 + 10 s, then without its refit 15 + 10 (its future alone), then one future epoch: 15 + 4
             20,
-            Cut(baselines=("AutoCES", "AutoETS", "Theta"), members=2, refit=True, future=True),
+            Cut(baselines=("AutoETS", "AutoCES", "Theta"), members=2, refit=True, future=True),
             1,
             [0],
             [1],

@@ -21,11 +21,10 @@ from forecaster.panel import Panel
 from sweeps.answer.tasks import Handle, Runner
 from sweeps.plan import SweepPlan
 
-PRIOR_SECONDS_PER_SERIES = {"AutoETS": 0.07, "AutoCES": 0.01, "Theta": 0.003, "seasonal naive": 0.0}
-"""A baseline's seconds per series on one CPU, fit and run on, before any chunk of it has ended: what --time-limit
-expects of it until its own chunks say (M3 monthly, 2 CPUs, 2026-11-29). AutoCES's intervals, simulated, add
-LEVELS_SECONDS_PER_SERIES."""
-LEVELS_SECONDS_PER_SERIES = {"AutoCES": 0.2}
+PRIOR_SECONDS_PER_SERIES = {"AutoETS": 0.07, "AutoCES": 0.015, "Theta": 0.003, "seasonal naive": 0.0}
+"""A baseline's seconds per series on one CPU, fit and run on, intervals included, before any chunk of it has ended:
+what --time-limit expects of it until its own chunks say (M3 monthly, 2 CPUs, 2026-11-29 and, AutoCES's with its
+intervals in closed form, 2026-12-01)."""
 SERIES_PER_CHUNK = 20
 """A chunk holds at least this many series: fewer would cost more in tasks than in fits."""
 CHUNKS_PER_SLOT = 4
@@ -232,7 +231,7 @@ def saved_baselines(plan: SweepPlan, future: bool) -> BaselineForecasts | None:
     return BaselineForecasts(forecasts, bounds, unavailable, fell_back, found_future)
 
 
-def baselines_left(jobs: BaselineJobs, runner: Runner, levels: tuple[float, ...]) -> dict[str, float]:
+def baselines_left(jobs: BaselineJobs, runner: Runner) -> dict[str, float]:
     """Per baseline not finished: the seconds of work its unfinished chunks have left, on one CPU (each as long as
     its finished chunks were per series, or PRIOR_SECONDS_PER_SERIES before any has ended)."""
     left = {}
@@ -245,11 +244,7 @@ def baselines_left(jobs: BaselineJobs, runner: Runner, levels: tuple[float, ...]
             for handle, rows, ended in zip(handles, jobs.chunks, done)
             if ended
         ]
-        per_series = (
-            float(np.mean(finished))
-            if finished
-            else PRIOR_SECONDS_PER_SERIES[method] + (LEVELS_SECONDS_PER_SERIES.get(method, 0.0) if levels else 0.0)
-        )
+        per_series = float(np.mean(finished)) if finished else PRIOR_SECONDS_PER_SERIES[method]
         left[method] = per_series * sum(len(rows) for rows, ended in zip(jobs.chunks, done) if not ended)
     return left
 
@@ -275,16 +270,16 @@ def finished_baselines(jobs: BaselineJobs, runner: Runner) -> BaselineJobs:
 
 
 def cut_slowest(jobs: BaselineJobs, runner: Runner, why: str) -> str | None:
-    """The slowest statistical baseline not finished (sweeps.budget.SLOWEST_FIRST), its tasks cancelled and left out
-    of `jobs`, in place: the stopper gives it way while the trials run, and the sweep reads the same jobs after them.
+    """The statistical baseline with the most work left (`baselines_left`), its tasks cancelled and left out of
+    `jobs`, in place: the stopper gives it way while the trials run, and the sweep reads the same jobs after them.
     None when every one has finished or been cut."""
-    from sweeps.budget import SLOWEST_FIRST
+    from forecaster.baselines import STATISTICAL
 
-    for name in SLOWEST_FIRST:
-        handles = jobs.handles.get(name, [])
-        if handles and not all(map(runner.done, handles)):
-            for handle in jobs.handles.pop(name):
-                runner.cancel(handle)
-            jobs.cut[name] = why
-            return name
-    return None
+    left = {name: seconds for name, seconds in baselines_left(jobs, runner).items() if name in STATISTICAL}
+    if not left:
+        return None
+    name = max(left, key=left.__getitem__)
+    for handle in jobs.handles.pop(name):
+        runner.cancel(handle)
+    jobs.cut[name] = why
+    return name
