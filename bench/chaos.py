@@ -12,7 +12,7 @@ results), duplicated, retries (failures recovered from a checkpoint), nodes kill
 Tuner.fit against the fault-free run (the goal: 0 lost, ratio below 1.5), and for every retry the seconds
 from its process being up (placed and started: the fault log's "restarted") to its first epoch, and from
 Tune's decision to retry it to that epoch. Medians over --runs seeds. The nodes preload the trials' code as
-the sweep's own Ray does (sweeps.ray_session.WARM_WORKERS); SWEEPS_WARM_WORKERS=0 measures without.
+the sweep's own Ray does (sweeps.trials.ray_session.WARM_WORKERS); SWEEPS_WARM_WORKERS=0 measures without.
 
     python bench/chaos.py [--runs 3] [--trials 12] [--epochs 100] [--kill-every 8 15 30]
 """
@@ -57,9 +57,9 @@ def run_once(args, seed: int, storage: str, kill_every: float | None) -> dict:
     import ray
     from ray.cluster_utils import Cluster
 
-    from sweeps.plan import make_plan
-    from sweeps.ray_session import warm_workers
-    from sweeps.run import run_sweep
+    from sweeps.driver import run_sweep
+    from sweeps.plan.sweep_plan import make_plan
+    from sweeps.trials.ray_session import warm_workers
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "_system_config": warm_workers()})
     for _ in range(args.workers):
@@ -121,7 +121,7 @@ def run_once(args, seed: int, storage: str, kill_every: float | None) -> dict:
 def retry_latencies(experiment_path: str, histories: dict, kill_times: list[float]) -> dict:
     """Seconds from each retry's process start, and from Tune's decision to retry, to its first epoch; and from each
     kill to Tune's decision to retry the trials it hit (how long a node's death takes to be noticed)."""
-    from sweeps.storage import SweepFolder
+    from sweeps.plan.storage import SweepFolder
 
     started, decided = [], []
     faults = SweepFolder(experiment_path).faults()

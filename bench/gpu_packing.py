@@ -65,9 +65,9 @@ def run(
 ) -> dict:
     import ray
 
-    from sweeps.plan import make_plan
-    from sweeps.results import collect
-    from sweeps.run import run_trials
+    from sweeps.driver import run_trials
+    from sweeps.plan.sweep_plan import make_plan
+    from sweeps.trials.results import collect
 
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     cpus = max(trials, 1)

@@ -32,8 +32,8 @@ SERIES = {"air_passengers": "1959-01-01", "wineind": "1992-08-01"}
 def run_once(series: str, seed: int, storage: str, pins: dict, cpus: int) -> dict:
     import ray
 
-    from sweeps.plan import make_plan
-    from sweeps.run import run_sweep
+    from sweeps.driver import run_sweep
+    from sweeps.plan.sweep_plan import make_plan
 
     started = time.perf_counter()
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
@@ -71,7 +71,7 @@ def main() -> None:
     parser.add_argument("--cpus", type=int, default=os.cpu_count())
     args = parser.parse_args()
 
-    from sweeps.options import parse_pins
+    from sweeps.plan.options import parse_pins
 
     pins = parse_pins(args.pins)
     report = {"benchmark": "holdout", "cpus": args.cpus, "pins": pins, "series": {}}

@@ -63,8 +63,8 @@ def inner_panel(dataset: str, horizon: int | None, official: bool = False, back:
 
 
 def fixed_settings() -> dict:
-    from sweeps.registry import SWEEPS
-    from sweeps.space import is_searched
+    from sweeps.plan.registry import SWEEPS
+    from sweeps.plan.space import is_searched
 
     space = SWEEPS["m3_monthly"].space
     return {key: value for key, value in space.items() if not is_searched(value)} | CHOSEN
@@ -72,7 +72,7 @@ def fixed_settings() -> dict:
 
 def setting_values(changes: list[str], horizon: int) -> dict:
     """A setting's changes (KEY=VALUE, values in horizons where they end in H) over the fixed settings."""
-    from sweeps.options import parse_pins
+    from sweeps.plan.options import parse_pins
 
     pins = parse_pins([change for change in changes if not change.endswith("H")])
     for change in changes:

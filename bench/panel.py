@@ -171,9 +171,9 @@ def answer_rules(folder: str) -> dict:
 
     from forecaster.metrics import mase_scales, panel_scores
     from forecaster.net import RNNNet
-    from sweeps.plan_record import read_plan
-    from sweeps.results import CHOOSABLE, collect
-    from sweeps.storage import BEST_MODEL_FILE
+    from sweeps.plan.record import read_plan
+    from sweeps.plan.storage import BEST_MODEL_FILE
+    from sweeps.trials.results import CHOOSABLE, collect
 
     plan = read_plan(folder)
     results = collect(plan)

@@ -7,7 +7,7 @@ Three workloads on the air_rnn search space, each run --runs times with differen
 - "air_rnn_default": the default `python -m sweeps.run air_rnn` (64 trials of up to 300 epochs);
 - "smoke_test": `python -m sweeps.run air_rnn --smoke-test`.
 
-Every sweep runs with warm workers (sweeps/warm_pool.py) and without (SWEEPS_WARM_WORKERS=0), one right after
+Every sweep runs with warm workers (sweeps/trials/warm_pool.py) and without (SWEEPS_WARM_WORKERS=0), one right after
 the other for each seed (the order alternating between seeds), so that the two are compared side by side. Per
 sweep: the whole command's time, the time inside Tuner.fit (as the reference measures it), the seconds from the
 command's start to the first reported epoch, how many trials found torch and Lightning imported when they
@@ -99,9 +99,9 @@ def idle_warm_worker_rss_mb() -> float:
     """The resident memory of one idle warm worker: one is asked for, and measured once it has imported."""
     import ray
 
-    from sweeps.cluster_probe import prestart_workers
-    from sweeps.ray_session import WARM_WORKERS
-    from sweeps.warm_pool import KEEP_ALIVE_S, trial_runtime_env
+    from sweeps.trials.cluster_probe import prestart_workers
+    from sweeps.trials.ray_session import WARM_WORKERS
+    from sweeps.trials.warm_pool import KEEP_ALIVE_S, trial_runtime_env
 
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False, _system_config=WARM_WORKERS)

@@ -183,8 +183,8 @@ def measure(folder: str, shares: list[float], future: bool, interval_share: floa
 
     from forecaster.data import load_panel
     from sweeps.answer.members import top_checkpoints
-    from sweeps.plan_record import read_plan
-    from sweeps.results import collect
+    from sweeps.plan.record import read_plan
+    from sweeps.trials.results import collect
 
     started = time.perf_counter()
     plan = read_plan(folder)

@@ -15,7 +15,7 @@ wherever it trained). Neither loading nor forecasting imports Ray or Lightning.
 A global model forecasts series it never trained on: each member fits its transforms on such a series' own history
 (its scaler on every point given, its seasonal indices, whether to log it), as training fit them on each training
 series, and reads it as it reads the others; a hybrid member gives it the median smoothing coefficients of the series
-it trained on and initial factors from its own seasonal indices (RNNNet.hybrid_columns). Series it trained on keep
+it trained on and initial factors from its own seasonal indices (forecaster.shapes.hybrid). Series it trained on keep
 what it learnt of them.
 """
 
@@ -174,7 +174,7 @@ class AnswerModel:
             if not readable.any():
                 continue
             some = panel if readable.all() else panel.take(readable)
-            if net.hybrid:  # its smoothing reads every point; it has its own fallback for a series it never saw
+            if net.shape.forecasts_new_series:  # it reads every point, with its own fallback for a series it never saw
                 totals[:, readable] += net.forecast_columns(some, steps, new_series=True)
                 counts[readable] += 1
                 continue

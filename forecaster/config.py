@@ -1,8 +1,9 @@
 """The forecaster's hyperparameters: one typed dataclass, with the options and meaning of Darts' RNNModel and
 BlockRNNModel.
 
-Kept free of torch so that a sweep can check every configuration on the driver in milliseconds,
-before any trial is scheduled.
+A sweep checks every configuration on the driver in milliseconds, before any trial is scheduled. What a shape of
+model needs of a configuration its own class checks (forecaster/shapes): the first check of each shape imports its
+module, and torch with it.
 """
 
 from __future__ import annotations
@@ -14,16 +15,17 @@ import numbers
 from collections.abc import Mapping
 from typing import Any
 
+from forecaster.shapes import shape_names, shape_of
+
 MODELS = ("RNN", "LSTM", "GRU")
-SHAPES = ("recurrent", "direct", "hybrid")
 TARGET_TRANSFORMS = ("none", "log", "diff", "log_diff", "seasonal_diff", "log_seasonal_diff", "log_if_positive")
 WINDOW_NORMS = ("none", "subtract", "divide")
 LOSSES = ("mse", "l1", "pinball", "smape", "mase")
 ORIGINAL_UNIT_LOSSES = ("smape", "mase")
 """Losses computed on the predictions in original units (the metrics the field scores with)."""
-HYBRID_LOSSES = ("mse", "l1", "pinball")
-"""The hybrid shape's losses: in its own units, the log of the series less its smoothed level and season."""
 ACTIVATIONS = ("ReLU", "Tanh", "Sigmoid", "none")
+ACCELERATORS = ("cpu", "gpu", "tpu", "auto")
+"""Where a fit trains, as Lightning's Trainer names it."""
 MAX_RANDOM_STATE = 2**32 - 1
 
 
@@ -162,7 +164,7 @@ class ForecasterConfig:
             raise ConfigError(f"model={self.model!r} is not one of {', '.join(MODELS)}")
         object.__setattr__(self, "model", model)
         for name, choices in (
-            ("shape", SHAPES),
+            ("shape", shape_names()),
             ("target_transform", TARGET_TRANSFORMS),
             ("window_norm", WINDOW_NORMS),
             ("loss", LOSSES),
@@ -238,30 +240,7 @@ class ForecasterConfig:
         object.__setattr__(self, "dropout", dropout)
         object.__setattr__(self, "lr", lr)
         object.__setattr__(self, "ema_decay", ema_decay)
-        if self.shape == "recurrent" and self.training_length <= self.input_chunk_length:
-            raise ConfigError(
-                f"training_length={self.training_length} must exceed input_chunk_length="
-                f"{self.input_chunk_length}: the model trains on windows of training_length points and "
-                "must see at least as much history in training as it is given when it forecasts"
-            )
-        if self.shape == "hybrid":
-            self._check_hybrid()
-
-    def _check_hybrid(self) -> None:
-        """The hybrid shape takes its own logs and normalises by its own level and season: the transforms that do
-        either are refused rather than silently ignored."""
-        if self.loss not in HYBRID_LOSSES:
-            raise ConfigError(
-                f"loss={self.loss!r} with shape='hybrid': its loss is in its own units (the log less the level and "
-                f"season); use one of {', '.join(HYBRID_LOSSES)}"
-            )
-        fixed = {"target_transform": "none", "window_norm": "none", "deseasonalise": False, "calendar": False}
-        for name, plain in fixed.items():
-            if getattr(self, name) != plain:
-                raise ConfigError(
-                    f"{name}={getattr(self, name)!r} with shape='hybrid': the hybrid takes each series' log and "
-                    f"divides it by its own learnt level and season; set {name}={plain!r}"
-                )
+        shape_of(self.shape).check(self)
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:

@@ -19,8 +19,9 @@ import resource
 import sys
 import time
 
-from forecaster.config import ConfigError, ForecasterConfig
-from forecaster.data import AIR_PASSENGERS_SPLIT_AFTER, SeriesError
+from forecaster.config import ACCELERATORS, ConfigError, ForecasterConfig
+from forecaster.data import SeriesError
+from forecaster.datasets import AIR_PASSENGERS_SPLIT_AFTER, DEFAULT_DATASET
 from forecaster.metrics import METRICS
 from forecaster.parts import no_cut_message
 
@@ -45,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     data = parser.add_argument_group("data")
     data.add_argument(
         "--data",
-        default="air_passengers",
+        default=DEFAULT_DATASET,
         help="a CSV or Parquet file (one series, or a panel in long format), or a built-in dataset: air_passengers, "
         "wineind, or m3_monthly and the other competition panels (the benchmarks extra) (default: air_passengers)",
     )
@@ -84,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--accelerator",
         default="cpu",
-        choices=["cpu", "gpu", "tpu", "auto"],
+        choices=ACCELERATORS,
         help="hardware; the seed model is fastest on one CPU thread (default: cpu)",
     )
     run.add_argument(
@@ -137,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         horizon = args.horizon if args.horizon is not None else panel.horizon
         split_after = args.split_after
         if horizon is None and split_after is None:
-            if args.data != "air_passengers":
+            if args.data != DEFAULT_DATASET:
                 raise SeriesError(no_cut_message(panel.label, panel.dated))
             split_after = AIR_PASSENGERS_SPLIT_AFTER
         started = time.perf_counter()

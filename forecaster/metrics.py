@@ -5,6 +5,9 @@ and as their mean over the series of a panel (the M-competitions' way: every ser
 - sMAPE: 200 * mean(|y - y_hat| / (|y| + |y_hat|)), in 0-200 (0 where both are 0); utilsforecast's `smape` times 200.
 - MASE: mean(|y - y_hat|) / the series' in-sample seasonal naive error (the mean of |y_t - y_{t-season}| over its
   training part), as utilsforecast's `mase` and the M4 competition compute it.
+
+torch is imported where a function scores tensors: a command's help and its checks, which read the names here, load
+no deep-learning library.
 """
 
 from __future__ import annotations
@@ -12,10 +15,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
-from torch import Tensor
 
 if TYPE_CHECKING:
+    from torch import Tensor
+
     from forecaster.panel import Panel
 
 METRICS = ("mape", "smape", "mase")
@@ -69,6 +72,8 @@ def series_scores(
     """Per series (n_series,): MAPE, sMAPE and MASE of forecasts laid out in columns (steps, B), each column
     belonging to series[column] (a series may have several: one per forecast origin, pooled), scored where
     weights is 1. `scale` (B,) is each column's series' MASE scale. On the forecasts' device, without a sync."""
+    import torch
+
     error = (actual - forecast).abs()
     left_out = weights == 0
     denominator = actual.abs() + forecast.abs()
@@ -91,6 +96,8 @@ def panel_scores(
 ) -> dict[str, Tensor]:
     """The mean over series of each metric of `series_scores` (NumPy arrays or tensors); MAPE is NaN where it is
     not defined for every series (a zero in a scored part)."""
+    import torch
+
     actual, forecast, weights, series, scale = (torch.as_tensor(x) for x in (actual, forecast, weights, series, scale))
     per_series = series_scores(actual, forecast, weights, series, n_series, scale)
     means = {name: values.mean() for name, values in per_series.items()}

@@ -1,14 +1,6 @@
-"""Darts' RNNModel and BlockRNNModel as a LightningModule: a recurrent net that predicts the next point at every
-position (the recurrent shape), or a whole block of points from one read of its input (the direct shape).
-
-Recurrent training (teacher forcing): each window of training_length + 1 scaled points gives the inputs
-x_0..x_{L-1} and the targets x_1..x_L; the loss scores the next-step predictions at all L positions (or those after
-the input chunk): their MSE or L1 in the net's units, or sMAPE or MASE in original units.
-Forecasting: read the last input_chunk_length points, then feed each prediction back as the next input,
-carrying the hidden state, for as many steps as asked.
-Direct training: each window of input_chunk_length + output_chunk_length points gives the input chunk and the
-block after it; the loss scores the block's real points (mse, l1, or sMAPE or MASE in original units). Forecasting:
-one block, rolled forward block by block beyond output_chunk_length.
+"""The net as a LightningModule: each shape of model (forecaster/shapes: Darts' RNNModel, its BlockRNNModel, Smyl's
+ES-RNN) trains through it, the shape's loss on the shape's windows: MSE, L1 or pinball in the net's units, or sMAPE
+or MASE in original units.
 
 Batches are time-major, (time, batch, 1): each time step is then a contiguous slice, which is what the
 recurrent loops index.
@@ -43,7 +35,7 @@ from torch import Tensor
 from forecaster.metrics import panel_scores
 from forecaster.net import RNNNet
 from forecaster.smoothing import HybridWindows
-from forecaster.transforms import ForecastInputs
+from forecaster.transforms import ForecastInputs, TrainingWindows
 
 
 @dataclasses.dataclass
@@ -51,9 +43,9 @@ class EpochBatch:
     """What one training step of the Trainer gets: a whole epoch, and what to score it on."""
 
     windows: list[Tensor]
-    """The epoch's mini-batches of training windows, each (training_length + 1, batch, 1 + C) in the net's units: the
-    value, and with calendar inputs the next point's place in the season. The hybrid shape's: (2, batch), each
-    window's series and origin, cut from `series_values` by the model."""
+    """The epoch's mini-batches of training windows, each (span, batch, 1 + C) in the net's units: the value, and
+    with calendar inputs the next point's place in the season. The hybrid shape's: (2, batch), each window's series and
+    origin, which its loss cuts from `source`."""
     validation: ForecastInputs
     """The forecasts that score the epoch, one column per series and validation origin (B of them)."""
     actual: Tensor
@@ -69,8 +61,8 @@ class EpochBatch:
     originals: list[tuple[ForecastInputs, Tensor]] | None = None
     """For a loss in original units (smape and mase), per mini-batch: what takes the scored points of its windows
     back to original units, and each window's MASE scale."""
-    series_values: HybridWindows | None = None
-    """The hybrid shape's training series, from which its windows are cut."""
+    source: TrainingWindows | HybridWindows | None = None
+    """What the windows were cut from: the hybrid cuts its own, step by step, as its smoothing learns."""
 
 
 class RNNForecaster(RNNNet, L.LightningModule):
@@ -83,31 +75,7 @@ class RNNForecaster(RNNNet, L.LightningModule):
         # arrays break: from here on they are the plain values that the net keeps.
         args, kwargs = (), dict(self.hyperparameters)
         self.save_hyperparameters(kwargs)
-        config = self.config
-        self.scored_from = config.input_chunk_length - 1 if config.loss_after_context else 0
-        """The first position of a window whose next-step prediction the loss scores."""
         self.automatic_optimization = False  # training_step steps each mini-batch of the epoch
-
-    def block_loss(self, batch: Tensor, originals: tuple[ForecastInputs, Tensor] | None) -> Tensor:
-        """The direct shape's loss of each window's output block, over its real points (the mask, last input, is 0
-        on the padding past a series' end): mse or l1 in the net's units, smape or mase in original units."""
-        chunk = self.config.input_chunk_length
-        targets, real = batch[chunk:, :, 0], batch[chunk:, :, -1]  # (output_chunk_length, B)
-        predictions = self(batch[:chunk])
-        if originals is None:
-            errors = self.unit_errors(predictions, targets)
-        else:
-            errors = self.original_unit_errors(predictions, targets, originals)
-        return (errors * real).sum() / real.sum()
-
-    def next_step_loss(self, batch: Tensor, originals: tuple[ForecastInputs, Tensor] | None) -> Tensor:
-        """The recurrent shape's loss of its next-step predictions (teacher forcing) from `scored_from` on: mse or l1
-        in the net's units, smape or mase in original units."""
-        inputs, targets = batch[:-1], batch[1:, :, :1]  # (L, B, 1 + C) and (L, B, 1), shifted by one step
-        predictions = self(inputs)[self.scored_from :]
-        if originals is None:
-            return self.unit_errors(predictions, targets[self.scored_from :]).mean()
-        return self.original_unit_errors(predictions[..., 0], targets[self.scored_from :, :, 0], originals).mean()
 
     def unit_errors(self, predictions: Tensor, targets: Tensor) -> Tensor:
         """Each prediction's loss in the net's units: its squared error (mse), absolute error (l1) or pinball loss."""
@@ -118,24 +86,6 @@ class RNNForecaster(RNNNet, L.LightningModule):
             tau = self.config.pinball_tau
             return torch.maximum(tau * error, (tau - 1.0) * error)
         return error**2
-
-    def hybrid_loss(self, data: HybridWindows, batch: Tensor) -> Tensor:
-        """The hybrid's loss of the windows (series, origin) in `batch`: each series smoothed with its current
-        coefficients, the output block's points less the window's last level and their seasonal factors scored over
-        the real points, plus level_penalty times the mean squared second difference of the smoothed log levels."""
-        series, origins = batch
-        z, lengths = data.z[series], data.lengths[series]
-        window, last_level, ahead, levels = self.hybrid_window(z, lengths, origins - 1, series, data.phases[series])
-        places = origins[:, None] + torch.arange(ahead.shape[1], device=z.device)[None, :]
-        real = (places < lengths[:, None]).to(z.dtype)
-        targets = z.gather(1, places.clamp(max=z.shape[1] - 1)) - last_level[:, None] - ahead
-        errors = self.unit_errors(self(window).T, targets)
-        loss = (errors * real).sum() / real.sum()
-        if self.config.level_penalty and levels.shape[1] > 2:
-            wiggle = levels[:, 2:] - 2 * levels[:, 1:-1] + levels[:, :-2]
-            inside = (torch.arange(2, levels.shape[1], device=z.device)[None, :] < lengths[:, None]).to(z.dtype)
-            loss = loss + self.config.level_penalty * (wiggle**2 * inside).sum() / inside.sum().clamp(min=1)
-        return loss
 
     def original_unit_errors(
         self, predictions: Tensor, targets: Tensor, originals: tuple[ForecastInputs, Tensor]
@@ -156,12 +106,7 @@ class RNNForecaster(RNNNet, L.LightningModule):
         loss_sum, windows = torch.zeros((), device=self.device), 0
         for index, batch in enumerate(epoch.windows):
             originals = epoch.originals[index] if epoch.originals else None
-            if self.hybrid:
-                loss = self.hybrid_loss(epoch.series_values, batch)
-            elif self.direct:
-                loss = self.block_loss(batch, originals)
-            else:
-                loss = self.next_step_loss(batch, originals)
+            loss = self.shape.loss(self, batch, originals, epoch)
             optimizer.zero_grad()
             self.manual_backward(loss)
             optimizer.step()
@@ -202,10 +147,4 @@ class RNNForecaster(RNNNet, L.LightningModule):
     def configure_optimizers(self) -> torch.optim.Optimizer:
         # The fused kernel updates all parameters in one call; it exists on CPU and CUDA only.
         fused = True if self.device.type in ("cpu", "cuda") else None
-        groups = [{"params": list(self.parameters())}]
-        if self.hybrid:  # the per-series smoothing at its own rate (Smyl's)
-            per_series = list(self.smoothing.parameters())
-            shared = [parameter for parameter in self.parameters() if all(parameter is not p for p in per_series)]
-            scale = self.config.series_lr
-            groups = [{"params": shared}, {"params": per_series, "lr": self.config.lr * scale, "lr_scale": scale}]
-        return torch.optim.Adam(groups, lr=self.config.lr, fused=fused)
+        return torch.optim.Adam(self.shape.optimizer_groups(self), lr=self.config.lr, fused=fused)

@@ -19,6 +19,7 @@ import pandas as pd
 from forecaster.data import SeriesError
 from forecaster.metrics import METRICS, mase_scales
 from forecaster.panel import Panel
+from forecaster.shapes import shape_of
 
 if TYPE_CHECKING:
     from forecaster.config import ForecasterConfig
@@ -329,12 +330,12 @@ def _check_cut_inside(panel: Panel, split_after, train_lengths: np.ndarray, seen
 def _reads_only(
     config: ForecasterConfig, panel: Panel, train_lengths: np.ndarray, val_lengths: np.ndarray, tested: np.ndarray
 ) -> bool:
-    """Whether a series too short for a training window is still fit, forecast from its input chunk: the recurrent
-    shape reads any series holding it, so in a panel where another series trains (one that is kept: it validates and,
-    after test_after, has a test window), it needs no window of its own."""
+    """Whether a series too short for a training window is still fit, forecast from its input chunk: a shape that
+    reads short series (the recurrent one) reads any series holding it, so in a panel where another series trains (one
+    that is kept: it validates and, after test_after, has a test window), it needs no window of its own."""
     trains = train_lengths >= _window_points(config) + _lag(config, panel.season)
     validates = val_lengths >= max(1, config.val_origins)
-    return config.shape == "recurrent" and len(panel) > 1 and bool((trains & validates & tested).any())
+    return shape_of(config.shape).reads_short_series and len(panel) > 1 and bool((trains & validates & tested).any())
 
 
 def _too_short(
@@ -347,20 +348,8 @@ def _too_short(
 
 
 def _window_points(config: ForecasterConfig) -> int:
-    """The fewest points of a series (after the differences) that give one training window: the recurrent shape's
-    training_length + 1; the direct shape's one to read and one to forecast, the rest of its window padded."""
-    return 2 if config.shape != "recurrent" else config.training_length + 1
-
-
-def _shorter(config: ForecasterConfig, reads_only: bool = False) -> str:
-    """What to change for shorter series: a window they can hold, or the shape that pads them."""
-    if config.shape != "recurrent":
-        return "lower the horizon"
-    if reads_only:
-        return "lower input_chunk_length, or use shape=direct, which pads a short series"
-    if config.training_length > 2:
-        return "lower training_length"
-    return "use shape=direct, which pads a short series (training_length=2 is the recurrent shape's least)"
+    """The fewest points of a series (after the differences) that give one training window (Shape.window_points)."""
+    return shape_of(config.shape).window_points(config)
 
 
 def _refuse_short(
@@ -380,22 +369,11 @@ def _refuse_short(
     if len(panel) == 1 and cut.val_size is not None:
         raise SeriesError(
             f"the series has {lengths[0]} points, too few for this fit: it {needed.removeprefix('each ')}; "
-            + ("lower training_length or the horizon" if config.shape == "recurrent" else "lower the horizon")
+            + shape_of(config.shape).short_series(config)
         )
     if len(panel) == 1:  # the messages of a single series cut at a date: what to change in its split or windows
-        if train_lengths[0] < _window_points(config) + lag and config.shape != "recurrent":
-            raise SeriesError(
-                f"the training part has {train_lengths[0]} points, too few for one training window: "
-                f"{needed.removeprefix('each needs ')}; move split_after later"
-            )
         if train_lengths[0] < _window_points(config) + lag:
-            usable = int(train_lengths[0]) - lag
-            differenced = f" ({train_lengths[0]} less the {lag} that {config.target_transform} takes)" if lag else ""
-            raise SeriesError(
-                f"the training part has {usable} points{differenced}, too few for training_length="
-                f"{config.training_length}: one training window takes training_length + 1 = "
-                f"{config.training_length + 1} points; lower training_length or move split_after later"
-            )
+            raise SeriesError(shape_of(config.shape).short_training_part(config, int(train_lengths[0]), lag, needed))
         raise SeriesError(
             f"val_origins={config.val_origins} is more than the {val_lengths[0]} points of the validation part: each "
             "origin is a point of it; lower val_origins"
@@ -404,7 +382,8 @@ def _refuse_short(
     raise SeriesError(
         f"{panel.label}: {short.sum()} of {len(panel)} series are too short for this fit: "
         f"{panel.id_list(panel.ids[short])} (with {shown}{' ...' if short.sum() > 5 else ''} points); "
-        f"{needed}; drop them with --drop-short-series (drop_short=True), or {_shorter(config, reads_only)}"
+        f"{needed}; drop them with --drop-short-series (drop_short=True), or "
+        f"{shape_of(config.shape).shorter(config, reads_only)}"
     )
 
 
@@ -416,11 +395,8 @@ def _length_needed(config: ForecasterConfig, lag: int, cut: Cut, reads_only: boo
             f"input_chunk_length{differenced} = {window} to read (fewer than training_length + 1{differenced} = "
             f"{_window_points(config) + lag} are forecast without training on them)"
         )
-    elif config.shape != "recurrent":
-        counted = f"2{differenced} = {window}" if lag else "2"
-        one_window = f"{counted} for one training window (a point to read, one to forecast)"
     else:
-        one_window = f"training_length + 1{differenced} = {window} for one training window"
+        one_window = shape_of(config.shape).one_window(config, lag, differenced)
     validation = max(1, config.val_origins)
     tested = f", then the {cut.test_size} of its test window" if cut.test_size else ""
     if cut.val_size is not None:

@@ -31,17 +31,17 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from forecaster.config import ForecasterConfig
-from forecaster.data import AIR_PASSENGERS_SPLIT_AFTER, as_panel, load_panel, naming
+from forecaster.config import ACCELERATORS, ForecasterConfig
+from forecaster.data import as_panel, load_panel, naming
+from forecaster.datasets import AIR_PASSENGERS_SPLIT_AFTER, DEFAULT_DATASET
 from forecaster.metrics import METRICS, mase_scales
 from forecaster.model import EpochBatch, RNNForecaster
 from forecaster.net import RNNNet
 from forecaster.panel import Panel
 from forecaster.parts import FitParts, fit_parts
-from forecaster.smoothing import HybridInputs, HybridWindows, hybrid_inputs, log_shifts
-from forecaster.transforms import ForecastInputs, TargetTransform, TrainingWindows, forecast_inputs
-
-ACCELERATORS = ("cpu", "gpu", "tpu", "auto")
+from forecaster.shapes import shape_of
+from forecaster.smoothing import HybridInputs, HybridWindows
+from forecaster.transforms import ForecastInputs, TargetTransform, TrainingWindows
 
 
 @dataclasses.dataclass
@@ -184,7 +184,7 @@ class EpochBatches:
             validation.mase_scale,
             validation.mape_defined,
             originals,
-            self.windows if isinstance(self.windows, HybridWindows) else None,
+            self.windows,
         )
 
 
@@ -223,10 +223,8 @@ class PanelDataModule(L.LightningDataModule):
     """Training windows and the validation forecasts' inputs of every series, in the net's units, put on the training
     device once."""
 
-    def __init__(
-        self, config: ForecasterConfig, parts: FitParts, transform: TargetTransform, shifts: np.ndarray | None = None
-    ):
-        """`shifts`: the hybrid shape's, what each series gets added before its log."""
+    def __init__(self, config: ForecasterConfig, parts: FitParts, transform: TargetTransform, **shape_state: Any):
+        """`shape_state`: what the config's shape keeps of the data (Shape.state: the hybrid's log shifts)."""
         super().__init__()
         self.config = config
         train, val, seen = parts.train, parts.val, parts.seen
@@ -235,20 +233,8 @@ class PanelDataModule(L.LightningDataModule):
         series = np.repeat(np.arange(len(train)), config.val_origins)
         ends = seen.offsets[series] + train.lengths[series] - 1 + columns
         steps = int(val.lengths.max())
-        if config.shape == "hybrid":
-            self.windows = HybridWindows.of(train, shifts, config.windows_from_last)
-            inputs = hybrid_inputs(seen, ends, steps, shifts, np.arange(len(seen)), None)
-        else:
-            self.windows = TrainingWindows.of(transform, train, config)
-            inputs = forecast_inputs(
-                transform,
-                seen,
-                ends,
-                config.input_chunk_length,
-                steps,
-                config.calendar,
-                padded=config.shape == "direct",
-            )
+        shape = shape_of(config.shape)
+        self.windows, inputs = shape.training_data(config, parts, transform, ends, **shape_state)
         left = val.lengths[series] - columns  # validation points after each origin
         ahead = np.arange(steps)[:, None]
         scored = ahead < left[None, :]
@@ -380,7 +366,7 @@ def fit(
     else:
         if data is None and split_after is None and val_size is None:
             split_after = AIR_PASSENGERS_SPLIT_AFTER
-        panel = as_panel(load_panel("air_passengers") if data is None else data)
+        panel = as_panel(load_panel(DEFAULT_DATASET) if data is None else data)
         with naming(panel.source):
             parts = fit_parts(
                 config,
@@ -394,13 +380,12 @@ def fit(
     check_accelerator(accelerator)
     if threads is not None:
         torch.set_num_threads(threads)
-    if config.shape != "recurrent" and not config.output_chunk_length:  # one block for the whole validation part
-        config = config.replace(output_chunk_length=int(parts.val.lengths.max()))
+    shape = shape_of(config.shape)
+    config = shape.prepared(config, int(parts.val.lengths.max()))
 
     train = parts.train
     transform = TargetTransform.fit(config, train, parts.seen)
-    # The hybrid's log shifts, from every point it reads (training and validation), as log_if_positive decides.
-    shifts = log_shifts(parts.seen.values, parts.seen.offsets) if config.shape == "hybrid" else None
+    shape_state = shape.state(config, parts)
     torch.manual_seed(config.random_state)  # the initial weights and dropout masks
     model = RNNForecaster(
         config,
@@ -412,11 +397,11 @@ def fit(
         seasonal_indices=transform.seasonal,
         logged_series=transform.logged,
         seasonal_shifts=transform.shifts,
-        log_shifts=shifts,
+        **shape_state,
     )
     if initial is not None:
         start_from(model, initial)
-    module = PanelDataModule(config, parts, transform, shifts)
+    module = PanelDataModule(config, parts, transform, **shape_state)
     history = EpochHistory()
     options = dict(
         max_epochs=config.n_epochs,

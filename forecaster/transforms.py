@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -52,6 +53,10 @@ from torch import Tensor
 from forecaster.config import ORIGINAL_UNIT_LOSSES, ForecasterConfig
 from forecaster.metrics import mase_scales
 from forecaster.panel import Panel
+from forecaster.shapes import shape_of
+
+if TYPE_CHECKING:
+    from forecaster.shapes.base import Shape
 
 CALENDAR_FEATURES = 2
 """sin and cos of the position in the season."""
@@ -143,7 +148,7 @@ class TargetTransform:
             read = seen if seen is not None else train
             logged = np.minimum.reduceat(read.values, read.offsets[:-1]) > 0 if len(read.values) else None
         unscaled = cls.of(config, train.season, MinMaxScaler.identity(len(train)), seasonal, logged, shifts)
-        if config.window_norm == "divide" or config.shape == "hybrid":  # scaled by a level of their own instead
+        if config.window_norm == "divide" or not shape_of(config.shape).scaled:  # scaled by a level of their own
             return unscaled
         differenced, offsets = unscaled.differenced(train)
         return dataclasses.replace(unscaled, scaler=MinMaxScaler.fit(differenced, offsets))
@@ -420,20 +425,14 @@ class TrainingWindows:
     next-step target (after its input chunk with loss_after_context, else row 1)."""
 
     @classmethod
-    def of(cls, transform: TargetTransform, train: Panel, config: ForecasterConfig) -> TrainingWindows:
+    def of(
+        cls, transform: TargetTransform, train: Panel, config: ForecasterConfig, shape: Shape | None = None
+    ) -> TrainingWindows:
+        """The windows of `train` as the config's shape lays them out (Shape.window_layout)."""
+        shape = shape or shape_of(config.shape)
         scaled, offsets = transform.to_model(train)
         lengths = np.diff(offsets)
-        recent = config.windows_from_last
-        if config.shape == "direct":
-            span = config.input_chunk_length + config.output_chunk_length
-            last = lengths - 1  # the last origin: one point of the window's block is real
-            earliest = np.maximum(1, lengths - recent) if recent else np.ones_like(lengths)
-        else:
-            span = config.training_length + 1
-            last = lengths - span + config.input_chunk_length  # the last window ends at the series' end
-            earliest = config.input_chunk_length
-            if recent:  # at least the last window, however small N
-                earliest = np.minimum(np.maximum(earliest, lengths - recent), np.maximum(last, earliest))
+        span, earliest, last, first_scored = shape.window_layout(config, lengths)
         earliest = np.broadcast_to(earliest, lengths.shape)
         calendar = None
         if config.calendar:
@@ -452,9 +451,9 @@ class TrainingWindows:
             transform=transform,
             span=span,
             input_chunk_length=config.input_chunk_length,
-            padded=config.shape == "direct",
+            padded=shape.padded,
             originals=originals,
-            first_scored=config.input_chunk_length if config.shape == "direct" or config.loss_after_context else 1,
+            first_scored=first_scored,
         )
 
     @property

@@ -26,9 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     from forecaster.config import ForecasterConfig
     from forecaster.metrics import METRIC_NAMES
     from forecaster.train import fit, quiet_lightning
-    from sweeps.plan import PlanError
-    from sweeps.plan_record import read_plan
-    from sweeps.storage import SweepFolder
+    from sweeps.plan.record import read_plan
+    from sweeps.plan.storage import SweepFolder
+    from sweeps.plan.sweep_plan import PlanError
 
     folder = args.results_dir.rstrip("/")
     try:

@@ -41,11 +41,11 @@ def main(argv: list[str] | None = None) -> int:
     from sweeps.answer.members import members
     from sweeps.answer.scores import scores as score
     from sweeps.answer.tasks import Runner
-    from sweeps.plan import check_interval_levels
-    from sweeps.plan_record import read_plan
-    from sweeps.results import collect
-    from sweeps.storage import MODEL_FOLDER, TEST_MODEL_FOLDER
-    from sweeps.summary import interrupted, summary, write_future, write_results
+    from sweeps.output.summary import interrupted, summary, write_future, write_results
+    from sweeps.plan.record import read_plan
+    from sweeps.plan.storage import MODEL_FOLDER, TEST_MODEL_FOLDER
+    from sweeps.plan.sweep_plan import check_interval_levels
+    from sweeps.trials.results import collect
 
     try:
         plan = read_plan(args.results_dir)

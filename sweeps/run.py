@@ -19,69 +19,27 @@ Examples:
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import gc
-import importlib
-import math
-import signal
 import sys
 import textwrap
-import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
+from sweeps.plan.budget import check_time_limit, read_spent
+from sweeps.plan.options import PlanError, SweepOptions, changed_on_resume, from_args, resumed
+from sweeps.plan.options import build_parser as build_options_parser
+from sweeps.plan.registry import SWEEPS
+from sweeps.plan.resources import TrialResources
+from sweeps.plan.space import describe
 
-from forecaster.metrics import METRIC_NAMES
-from forecaster.smoothing import log_shifts
-from forecaster.transforms import seasonal_components
-from sweeps.answer import build_answer, run_tail, tail_plan
-from sweeps.answer.baselines import BaselineJobs, baselines_left, cancel_baselines, cut_slowest, submit_baselines
-from sweeps.answer.future import Future, build_future
-from sweeps.answer.intervals import future_horizon
-from sweeps.answer.members import members
-from sweeps.answer.scores import scores as score
-from sweeps.answer.tasks import Runner
-from sweeps.budget import (
-    ACTIVE,
-    Active,
-    Cut,
-    TimeBudget,
-    check_time_limit,
-    give_way,
-    read_spent,
-    spent_writer,
-    trials_tail_seconds,
-)
-from sweeps.cluster_probe import CapacityError, cluster_capacity
-from sweeps.options import SweepOptions, changed_on_resume, from_args, resumed
-from sweeps.options import build_parser as build_options_parser
-from sweeps.plan import PlanError, SweepPlan, find_sweep, free_name, make_plan, taken_message
-from sweeps.plan_record import read_plan, store_plan
-from sweeps.ray_session import RaySession, RaySessionError, dashboard_line, start_ray
-from sweeps.registry import SWEEPS
-from sweeps.resources import TrialResources
-from sweeps.results import SweepResults, collect
-from sweeps.schedulers import scheduler_of
-from sweeps.space import describe, is_relative, values_taken
-from sweeps.storage import DEFAULT_STORAGE, SweepFolder, experiment_path, latest_run, located
-from sweeps.summary import (
-    interrupted,
-    report_command,
-    resume_command,
-    summary,
-    write_future,
-    write_results,
-    write_test_model,
-    write_timings,
-)
-from sweeps.timings import Clock
+if TYPE_CHECKING:
+    from sweeps.plan.sweep_plan import SweepPlan
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Every declared option (sweeps.options), and --list."""
+    """Every declared option (sweeps.plan.options), and --list."""
     parser = build_options_parser(
         prog="python -m sweeps.run",
         description="Run a named hyperparameter sweep of the RNN forecaster with Ray Tune.",
@@ -112,7 +70,10 @@ def list_sweeps() -> str:
 
 
 def plan_from_args(args: argparse.Namespace, arguments: Sequence[str]) -> SweepPlan:
-    """The plan of a command line: a new one, or with --resume the stored one (only where it runs may change)."""
+    """The plan of a command line: a new one, or with --resume the stored one (only where it runs may change). The
+    data is read and checked here: the first of the command's imports of pandas and the forecaster."""
+    from sweeps.plan.sweep_plan import make_plan
+
     options = from_args(args)
     if options.resume:
         return _resumed_plan(options, arguments)
@@ -122,6 +83,10 @@ def plan_from_args(args: argparse.Namespace, arguments: Sequence[str]) -> SweepP
 def _resumed_plan(asked: SweepOptions, arguments: Sequence[str]) -> SweepPlan:
     """The stored plan of the sweep to resume: the same trials, data and resources as when it started. The same command
     with --resume added is fine; an option that would change the plan is refused by the flag the user typed."""
+    from sweeps.plan.record import read_plan
+    from sweeps.plan.storage import DEFAULT_STORAGE, experiment_path, latest_run, located
+    from sweeps.plan.sweep_plan import find_sweep
+
     find_sweep(asked.sweep)
     storage = located(asked.storage_path or DEFAULT_STORAGE)
     name = asked.name or latest_run(storage, asked.sweep)
@@ -143,379 +108,11 @@ def _resumed_plan(asked: SweepOptions, arguments: Sequence[str]) -> SweepPlan:
     return dataclasses.replace(plan, options=resumed(plan.options, asked))
 
 
-def banner(plan: SweepPlan, at_once: int, cluster: str, session: RaySession) -> str:
-    sweep = plan.sweep
-    scheduler = scheduler_of(sweep)
-    settings = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in scheduler.settings(sweep).items())
-    searched = ", ".join(plan.searched)
-    options = plan.options
-    pinned = ", ".join(f"{k}={v}" for k, v in options.pins.items())
-    purpose = sweep.purpose
-    if sweep.dataset and plan.data_label != sweep.dataset:  # its purpose names its own data
-        purpose = f"its space and budget on {plan.data_label} (its own data is {sweep.dataset})"
-    lines = [
-        f"Sweep {sweep.name}{' (smoke test)' if options.smoke_test else ''}{' - resuming' if options.resume else ''}: "
-        f"{purpose}",
-        *describe_data(plan),
-        f"  budget     {sweep.num_samples} trials of up to {sweep.max_epochs} epochs; {sweep.search} search"
-        f"{f' (seed {options.seed})' if options.seed is not None else ''}; {sweep.scheduler} scheduler"
-        f"{f' ({settings})' if settings else ''}, ranking on {scheduler.metric(sweep)}",
-        f"  searching  {searched}" + (f"; pinned {pinned}" if pinned else ""),
-        *resolved_lines(plan),
-        *transform_lines(plan),
-        f"  ray        {session.describe()}",
-        f"  per trial  {plan.resources.describe()}: {at_once} trial(s) at once on {cluster}",
-        f"  dashboard  {dashboard_line(session)}",
-        f"  results    {plan.experiment_path}",
-    ]
-    return "\n".join(lines)
-
-
-def resolved_lines(plan: SweepPlan) -> list[str]:
-    """The banner's line of the values the sweep's space states relative to the data, as this data resolves them."""
-    registered = SWEEPS[plan.sweep.name].space
-    resolved = describe({key: plan.sweep.space[key] for key, value in registered.items() if is_relative(value)})
-    if not resolved:
-        return []
-    return [f"  resolved   {'; '.join(f'{key} {value}' for key, value in resolved.items())} (for this data)"]
-
-
-def transform_lines(plan: SweepPlan) -> list[str]:
-    """The banner's lines of what the transforms do to which series: those target_transform='log_if_positive' logs
-    (every point the trials are given above 0; the others as they are, named), and with deseasonalise, those divided
-    by their seasonal indices, those less their seasonal shifts (named) and those left as they are."""
-    return _log_lines(plan) + _season_lines(plan) + _hybrid_lines(plan)
-
-
-def _hybrid_lines(plan: SweepPlan) -> list[str]:
-    if "hybrid" not in values_taken(plan.sweep.space, "shape"):
-        return []
-    given = plan.parts.seen
-    shifted = log_shifts(given.values, given.offsets) > 0
-    if not shifted.any():
-        return [f"  hybrid     the log of every series (all {len(given)} are above 0)"]
-    return [
-        f"  hybrid     the log of every series, {int(shifted.sum())} with a value at or below 0 after a shift of 1 % "
-        f"of its mean absolute value above its lowest: {given.id_list(given.ids[shifted])}"
-    ]
-
-
-def _log_lines(plan: SweepPlan) -> list[str]:
-    if "log_if_positive" not in values_taken(plan.sweep.space, "target_transform"):
-        return []
-    given = plan.parts.seen
-    positive = np.minimum.reduceat(given.values, given.offsets[:-1]) > 0
-    if positive.all():
-        return [f"  transform  the log of every series (all {len(given)} are above 0)"]
-    return [
-        f"  transform  the log of {int(positive.sum())} of {len(given)} series; {int((~positive).sum())} with a value "
-        f"at or below 0 as they are: {given.id_list(given.ids[~positive])}"
-    ]
-
-
-def _season_lines(plan: SweepPlan) -> list[str]:
-    if True not in values_taken(plan.sweep.space, "deseasonalise"):
-        return []
-    train = plan.parts.train
-    indices, shifts = seasonal_components(train)
-    divided = (indices != 1).any(axis=1)
-    subtracted = np.zeros(len(train), dtype=bool) if shifts is None else (shifts != 0).any(axis=1)
-    named = f" ({train.id_list(train.ids[subtracted])})" if subtracted.any() else ""
-    return [
-        f"  seasons    {int(divided.sum())} of {len(train)} series divided by their seasonal indices, "
-        f"{int(subtracted.sum())} less their seasonal shifts (a value below 0, or a place always 0){named}, "
-        f"{int((~divided & ~subtracted).sum())} as they are (no season by Theta's test, or under 3 seasons to train)"
-    ]
-
-
-def describe_data(plan: SweepPlan) -> list[str]:
-    """The banner's lines about the data the sweep really runs on: for one series its dates and parts, as always; for
-    a panel its series, their lengths, and the points of each that train, validate and are held out."""
-    sweep, panel = plan.sweep, plan.panel
-    train, val, test, untrained = plan.parts.train, plan.parts.val, plan.parts.test, plan.parts.untrained
-    dropped = (
-        f"; {len(panel.dropped)} dropped as too short ({panel.id_list(list(panel.dropped))})" if panel.dropped else ""
-    )
-    if len(panel) == 1:
-        index = panel.series(0).index
-        when = (lambda t: t.date()) if panel.dated else (lambda t: t)
-        where = f"after {sweep.split_after}" if not sweep.horizon else "before the test window"
-        tested = f"after {sweep.test_after}" if not sweep.horizon else f"the last {sweep.horizon}"
-        return [
-            f"  data       {plan.data_label}: {len(index)} points, {when(index[0])} to {when(index[-1])} "
-            f"({panel.freq or f'plain index, season {panel.season}'}); {len(train.values)} training, "
-            f"{len(val.values)} validation {where}"
-            + (f", {len(test.values)} test {tested} (held out: no trial sees them)" if test is not None else "")
-            + dropped
-        ]
-    lengths = panel.lengths
-    time = (
-        f"dates ({panel.freq}), season {panel.season}" if panel.dated else f"a plain time index, season {panel.season}"
-    )
-    if untrained:
-        dropped += (
-            f"; {len(untrained)} shorter than the recurrent shape's training window "
-            f"({panel.id_list(list(untrained))}): its trials forecast them without training on them"
-        )
-    if sweep.horizon:
-        cut = (
-            f"per series: the last {sweep.horizon} held out (no trial sees them), the {sweep.horizon} before them "
-            f"validate, the {_span(train.lengths)} before those train"
-        )
-    else:
-        cut = (
-            f"per series: {_span(train.lengths)} training points up to {sweep.split_after}, {_span(val.lengths)} "
-            "validating after it"
-            + (f", {_span(test.lengths)} held out after {sweep.test_after}" if test is not None else "")
-        )
-    return [
-        f"  data       {plan.data_label}: {len(panel)} series of {_span(lengths)} points (median "
-        f"{int(np.median(lengths))}), {time}{dropped}",
-        f"             {cut}; ranked by validation {METRIC_NAMES[sweep.metric]} (mean over series)",
-    ]
-
-
-def _span(lengths: np.ndarray) -> str:
-    low, high = int(lengths.min()), int(lengths.max())
-    return str(low) if low == high else f"{low}-{high}"
-
-
-@dataclasses.dataclass
-class SweepRun:
-    """What run_sweep leaves: the trials as read back from storage, the answer scored beside the baselines, the
-    forecast of the future, and the files written."""
-
-    results: SweepResults
-    written: dict[str, str]
-    """The files written at the end, name -> path."""
-    scores: dict[str, Any] | None
-    """The answer's scores and the baselines' (sweeps.answer); None if no trial left a model."""
-    future: Future | None
-    """The forecast after the data and the answer saved as one model (sweeps.answer.future); None with --no-future,
-    when no trial left a model, or when Ctrl+C stopped the trials."""
-    fit_seconds: float
-    """Wall time inside Tuner.fit."""
-    driver_cpu_seconds: float
-    """CPU time of this process inside Tuner.fit: Tune's controller, scheduler, loggers and reporter."""
-    fit_started_at: float
-    """When Tuner.fit started, in seconds since the epoch (as the trials' reported_at)."""
-    timings: dict[str, Any] | None = None
-    """Where the time went (sweeps.timings): timings.json."""
-
-
-DRIVER_MODULES_LATER = ("torch", "forecaster.net", "forecaster.baselines", "matplotlib")
-"""What the driver needs once Ray is up (the answer's models, statsforecast's baselines and the plots): imported
-while Ray starts, which is mostly waiting for its processes. Nothing of Ray's: two threads importing parts of one
-package that import each other deadlock, and Python breaks the tie by failing one import (`KeyError: 'ray.tune'`).
-The thread is joined before the sweep imports anything else."""
-
-
-def import_for_later() -> None:
-    for name in (*DRIVER_MODULES_LATER, "statsforecast.models"):
-        with contextlib.suppress(ImportError):  # an optional extra not installed: the code that needs it says so
-            importlib.import_module(name)
-
-
-def claim_folder(plan: SweepPlan, command: list[str]) -> SweepPlan:
-    """Store the plan in its folder, which no other sweep may hold; a made-up name moves on to a free one (two
-    sweeps started in the same second), a name the user gave is refused."""
-    while True:
-        try:
-            store_plan(plan, command)
-            return plan
-        except FileExistsError:
-            if plan.named_by_user:
-                raise PlanError(taken_message(plan.storage_path, plan.name, plan.sweep.name)) from None
-            plan = dataclasses.replace(plan, name=free_name(plan.storage_path, plan.name))
-
-
-@dataclasses.dataclass(frozen=True)
-class TrialsRun:
-    plan: SweepPlan
-    """The plan as run: in the folder it claimed."""
-    fit_seconds: float
-    """Wall time inside Tuner.fit."""
-    driver_cpu_seconds: float
-    """CPU time of this process inside Tuner.fit: Tune's controller, scheduler, loggers and reporter."""
-    fit_started_at: float
-    """When Tuner.fit started, in seconds since the epoch (as the trials' reported_at)."""
-    started_with: Any = None
-    """What `run_trials`' `start_with` gave."""
-
-
-def run_trials(
-    plan: SweepPlan,
-    command: list[str],
-    progress: bool = True,
-    shared: bool = False,
-    start_with: Callable[[SweepPlan], Any] | None = None,
-) -> TrialsRun:
-    """Run (or resume) the sweep's trials on the Ray session of this process, its plan stored in its folder first;
-    `start_with(plan)`, once the folder is claimed, starts what runs beside the trials (run_sweep: the baselines'
-    tasks and the time limit's stopper). `shared`: on a cluster that other sweeps may use at the same time, it keeps
-    to its fair share (sweeps.sharing)."""
-    from sweeps.ray_session import warm_workers_enabled
-    from sweeps.tuner import build_tuner
-    from sweeps.warm_pool import warm_up
-
-    if warm_workers_enabled():
-        warm_up(plan.resources, plan.most_at_once)  # the trials' workers import torch while the Tuner is built
-    if not plan.options.resume:
-        plan = claim_folder(plan, command)
-    started_with = start_with(plan) if start_with is not None else None
-    tuner = build_tuner(plan, progress=progress, shared=shared)
-    started_at, wall, cpu = time.time(), time.perf_counter(), time.process_time()
-    with signals_given_back():
-        tuner.fit()
-    return TrialsRun(plan, time.perf_counter() - wall, time.process_time() - cpu, started_at, started_with)
-
-
-def beside_the_trials(plan: SweepPlan, runner: Runner, budget: TimeBudget) -> BaselineJobs:
-    """What a sweep starts with its trials: the baselines' tasks (they wait on nothing but the data), and what its
-    stopper reads to keep the search within --time-limit (sweeps.budget)."""
-    from sweeps.ray_session import warm_workers_enabled
-    from sweeps.warm_pool import warm_for_the_tail
-
-    baselines = submit_baselines(plan, runner, future_horizon(plan) if plan.options.future else None)
-    slots = runner.slots()
-    left = every_few_seconds(lambda: sum(baselines_left(baselines, runner).values()) / slots)
-
-    def cut_baseline() -> str | None:
-        why = "cut by --time-limit while the trials ran: the time left was what the answer would need"
-        name = cut_slowest(baselines, runner, why)
-        left.forget()
-        return name
-
-    ACTIVE[plan.experiment_path] = Active(
-        budget,
-        trials_tail_seconds(plan, slots, left),
-        spent_writer(SweepFolder(plan.experiment_path)),
-        warm=lambda: warm_for_the_tail(plan.resources, plan.most_at_once) if warm_workers_enabled() else None,
-        cut_baseline=cut_baseline,
-    )
-    return baselines
-
-
-def run_sweep(
-    plan: SweepPlan, command: list[str], progress: bool = True, shared: bool = False, clock: Clock | None = None
-) -> SweepRun:
-    """Run (or resume) the sweep (`run_trials`), then make and score its answer from the tasks after the trials
-    (sweeps.answer.run_tail); write and return its results."""
-    clock = clock or Clock()
-    clock.spent_before = earlier_runs_spent(plan)
-    budget = TimeBudget(plan.options.time_limit, clock.started, clock.spent_before)
-    runner = Runner(plan.resources, on_ray=True)
-    trials = run_trials(plan, command, progress, shared, lambda claimed: beside_the_trials(claimed, runner, budget))
-    clock.mark("trials")
-    plan = trials.plan
-    ACTIVE.pop(plan.experiment_path, None)  # the stopper's: the trials have ended
-    results = None
-    try:
-        results = collect(plan)
-        stopped = interrupted(plan, results)
-        chosen = members(plan, results)
-        found = scores = tail = future = None
-        if chosen:
-            wanted, baselines = tail_plan(plan, chosen, future=not stopped), trials.started_with
-            cut = Cut(baselines=tuple(baselines.cut))  # what gave way while the trials ran
-            if plan.options.time_limit is not None:
-                left = baselines_left(baselines, runner)
-                wanted, after = give_way(wanted, budget.left(), runner.slots(), left)
-                cut = dataclasses.replace(after, baselines=cut.baselines + after.baselines)
-                why = "cut by --time-limit: it had not finished when the trials ended"
-                baselines = cancel_baselines(baselines, runner, after.baselines, why)
-            if progress and len(plan.panel) > 1 and not stopped:
-                print(announcement(plan, wanted), flush=True)
-            tail = run_tail(plan, wanted, runner, baselines, deadline=budget.deadline())
-            cut = dataclasses.replace(cut, baselines=cut.baselines + tail.late_baselines, late=tail.late)
-            clock.tasks = tail.timings
-            clock.mark("tail")
-            found = build_answer(plan, results, tail)
-            scores = score(found, plan)
-            if plan.options.time_limit is not None:
-                scores["time_limit"] = {"seconds": plan.options.time_limit, "cut": cut.lines()}
-        written = write_results(plan, results, found, scores)  # the answer's files first: the future takes longest
-        if tail is not None:
-            written.update(write_test_model(plan, tail))
-        clock.mark("scoring")
-        if found is not None and tail.future:
-            future = build_future(plan, found, tail)
-            written.update(write_future(plan, future))
-        clock.mark("saving")
-        record = clock.record(ended=clock.marks["saving"])
-        written.update(write_timings(plan, record))
-        spent_writer(SweepFolder(plan.experiment_path))(budget.spent())
-        return SweepRun(
-            results,
-            written,
-            scores,
-            future,
-            trials.fit_seconds,
-            trials.driver_cpu_seconds,
-            trials.fit_started_at,
-            record,
-        )
-    except KeyboardInterrupt:
-        if results is None or interrupted(plan, results):
-            raise ScoringInterrupted(
-                "stopped by Ctrl+C; what the trials ran is stored. Resume the sweep with:  " + resume_command(plan)
-            ) from None
-        raise ScoringInterrupted(
-            "stopped by Ctrl+C while the answer was scored; every trial had ended and is stored. "
-            f"Score it and write its files with:  {report_command(plan)}"
-        ) from None
-
-
 def earlier_runs_spent(plan: SweepPlan) -> float:
     """Seconds earlier runs of a resumed sweep spent (0 for a new one): what --time-limit counts too."""
+    from sweeps.plan.storage import SweepFolder
+
     return read_spent(SweepFolder(plan.experiment_path)) if plan.options.resume else 0.0
-
-
-def every_few_seconds(function, seconds: float = 2.0):
-    """`function()`, called again only every few `seconds`: the stopper asks at every step of Tune's loop."""
-    kept = {"at": -math.inf, "value": None}
-
-    def cached():
-        if time.monotonic() - kept["at"] >= seconds:
-            kept["at"], kept["value"] = time.monotonic(), function()
-        return kept["value"]
-
-    cached.forget = lambda: kept.update(at=-math.inf)  # the next call asks again
-    return cached
-
-
-def announcement(plan: SweepPlan, tail) -> str:
-    """What the sweep does once its trials have ended, and on how many series."""
-    steps = []
-    if any(tail.refit_epochs):
-        steps.append(f"continued through the validation part ({', '.join(map(str, tail.refit_epochs))} epochs)")
-    if tail.future_epochs is not None:
-        through = "then through" if steps else "continued through"
-        steps.append(f"{through} every point for the future ({', '.join(map(str, tail.future_epochs))} epochs)")
-    done = f" (the top {len(tail.members)} trials' nets {', '.join(steps)})" if steps else ""
-    return f"The trials have ended; scoring the answer and the baselines on {len(plan.panel)} series{done}..."
-
-
-class ScoringInterrupted(KeyboardInterrupt):
-    """Ctrl+C once `fit()` has returned, while the results are collected and the answer and the baselines scored;
-    the message says what is left to do. Still a KeyboardInterrupt for callers other than the CLI (tests, benches)."""
-
-
-@contextlib.contextmanager
-def signals_given_back():
-    """Ray Tune catches Ctrl+C (and SIGUSR1) during `fit()` to stop the trials cleanly, and leaves its handlers
-    installed when no signal came: a Ctrl+C while the answer and the baselines are scored (minutes on M3) would only
-    be logged. The handlers of before are put back once `fit()` returns."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # Tune installs no handler outside the main thread
-        return
-    caught = [signal.SIGINT, *([signal.SIGUSR1] if hasattr(signal, "SIGUSR1") else [])]
-    handlers = {number: signal.getsignal(number) for number in caught}
-    try:
-        yield
-    finally:
-        for number, handler in handlers.items():
-            signal.signal(number, handler)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -530,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
             f"error: name a sweep; the sweeps are: {', '.join(SWEEPS)} (python -m sweeps.run --list)", file=sys.stderr
         )
         return 2
+    from sweeps.output.timings import Clock
+
     clock = Clock() if argv is None else Clock(started=time.time())  # the command's start: the process's, or now
     try:
         plan = plan_from_args(args, sys.argv[1:] if argv is None else argv)
@@ -537,39 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     except PlanError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    from sweeps.driver import drive
 
-    import ray
-
-    started_here = not ray.is_initialized()
-    importing = threading.Thread(target=import_for_later, daemon=True)
-    importing.start()
-    try:
-        options = plan.options
-        clock.mark("start")
-        session = start_ray(options.address, options.dashboard_host, options.dashboard_port)
-        clock.mark("ray")
-        importing.join()
-        at_once, cluster = cluster_capacity(
-            plan.resources, options.max_concurrent_trials, session.address, own=session.own
-        )
-        print(banner(plan, at_once, cluster, session), flush=True)
-        run = run_sweep(
-            plan, [sys.executable, "-m", "sweeps.run", *plan.arguments], shared=not session.own, clock=clock
-        )
-    except (PlanError, RaySessionError, CapacityError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except ScoringInterrupted as stopped:
-        print(str(stopped), file=sys.stderr)
-        return 130
-    finally:
-        if started_here:
-            ray.shutdown()
-    took = f"after {run.fit_seconds:.1f} s"
-    print(summary(plan, run.results, run.written, took=took, scores=run.scores, future=run.future, timings=run.timings))
-    if interrupted(plan, run.results):
-        return 130  # as a shell reports a program stopped by Ctrl+C
-    return 0 if run.results.best else 1
+    return drive(plan, clock)
 
 
 if __name__ == "__main__":

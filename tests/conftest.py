@@ -8,11 +8,11 @@ import pytest
 
 # Ray runs its workers at nice 15; on a machine that other work keeps busy (a CI runner) such workers get a few
 # percent of a core and the suite's time limits fire. Every Ray the suite starts (ray.init, `ray start`,
-# ray.cluster_utils.Cluster, the CLI's) inherits this, as a sweep's own Ray has it (sweeps/ray_session.py).
+# ray.cluster_utils.Cluster, the CLI's) inherits this, as a sweep's own Ray has it (sweeps/trials/ray_session.py).
 os.environ.setdefault("RAY_worker_niceness", "0")
 # Ray prestarts a worker per CPU with the job's plain environment when the first driver connects; Tune's trial actors
-# run with env_vars of their own, so those workers never serve a trial (sweeps/warm_pool.py) and only take a core for
-# their start-up: the sweep's own Ray and the cluster files turn them off, and so does every Ray the suite starts.
+# run with env_vars of their own, so those workers never serve a trial (sweeps/trials/warm_pool.py) and only take a core
+# for their start-up: the sweep's own Ray and the cluster files turn them off, and so does every Ray the suite starts.
 os.environ.setdefault("RAY_prestart_worker_first_driver", "0")
 
 # `make test` runs the suite in two pytest-xdist workers, a test module per worker at a time (--dist loadfile). Each

@@ -5,8 +5,8 @@ import pytest
 
 from sweeps.answer import TailPlan
 from sweeps.answer.members import Member
-from sweeps.budget import LEAST_SECONDS, TAIL_SECONDS, Cut, check_time_limit, epochs_cost, give_way
-from sweeps.options import PlanError, parse_duration, shown_duration
+from sweeps.plan.budget import LEAST_SECONDS, TAIL_SECONDS, Cut, check_time_limit, epochs_cost, give_way
+from sweeps.plan.options import PlanError, parse_duration, shown_duration
 
 
 @pytest.mark.parametrize(
@@ -79,8 +79,8 @@ def test_what_was_cut_is_said_in_the_order_it_gave_way():
 def test_a_resumed_sweep_counts_the_time_its_earlier_runs_spent(tmp_path):
     import time
 
-    from sweeps.budget import MARGIN_SHARE, TimeBudget, read_spent, spent_writer
-    from sweeps.storage import SweepFolder
+    from sweeps.plan.budget import MARGIN_SHARE, TimeBudget, read_spent, spent_writer
+    from sweeps.plan.storage import SweepFolder
 
     folder = SweepFolder(str(tmp_path / "sweep"))
     assert read_spent(folder) == 0.0  # a new sweep has spent nothing
@@ -98,7 +98,7 @@ def test_at_the_deadline_the_tasks_that_ended_stay_and_the_others_are_cancelled(
     import time
 
     from sweeps.answer.tasks import Runner
-    from sweeps.resources import TrialResources
+    from sweeps.plan.resources import TrialResources
 
     runner = Runner(TrialResources(cpus=1), on_ray=True)
     quick = runner.submit("refit", "quick", time.sleep, 0, trains=False)
@@ -125,8 +125,8 @@ def test_the_stopper_cuts_the_baselines_one_at_a_time_before_it_stops_the_trials
     trial has reported; once none is left to cut, the trials stop, but only after one has reported an epoch."""
     import time
 
-    from sweeps.budget import ACTIVE, Active, TimeBudget
-    from sweeps.tuner import BudgetStopper
+    from sweeps.plan.budget import ACTIVE, Active, TimeBudget
+    from sweeps.trials.tuner import BudgetStopper
 
     unfinished, spent = ["AutoCES", "AutoETS"], []
     ACTIVE["sweep"] = Active(

@@ -179,8 +179,8 @@ def test_a_gap_in_an_hourly_series_names_the_hours(tmp_path):
 
 
 def test_fit_parts_reads_only_the_fields_it_names():
-    """A sweep checks each corner of its space once per distinct value of FIT_PARTS_FIELDS (sweeps.plan): a field
-    read here and not named there would let a corner that cannot train pass unchecked."""
+    """A sweep checks each corner of its space once per distinct value of FIT_PARTS_FIELDS (sweeps.plan.sweep_plan): a
+    field read here and not named there would let a corner that cannot train pass unchecked."""
     read = set()
 
     class Recorded:

@@ -10,13 +10,14 @@ import shutil
 
 import torch
 
-from forecaster.data import AIR_PASSENGERS_SPLIT_AFTER, load_panel
+from forecaster.data import load_panel
+from forecaster.datasets import AIR_PASSENGERS_SPLIT_AFTER
 from forecaster.parts import Cut, cut_parts
-from sweeps.epoch_reporter import EpochReporter
-from sweeps.resources import TrialResources
-from sweeps.schedulers import CheckpointSchedule
-from sweeps.storage import BEST_MODEL_FILE
-from sweeps.trial import TrialSettings, _fit
+from sweeps.plan.resources import TrialResources
+from sweeps.plan.schedulers import CheckpointSchedule
+from sweeps.plan.storage import BEST_MODEL_FILE
+from sweeps.trials.epoch_reporter import EpochReporter
+from sweeps.trials.trial import TrialSettings, _fit
 
 CONFIG = {
     "model": "GRU",

@@ -12,11 +12,11 @@ import pytest
 
 from forecaster.metrics import mape
 from forecaster.model import RNNForecaster
-from sweeps.plan import make_plan
-from sweeps.run import run_sweep
-from sweeps.storage import BEST_MODEL_FILE
-from sweeps.summary import summary
-from sweeps.tuner import trial_inputs
+from sweeps.driver import run_sweep
+from sweeps.output.summary import summary
+from sweeps.plan.storage import BEST_MODEL_FILE
+from sweeps.plan.sweep_plan import make_plan
+from sweeps.trials.tuner import trial_inputs
 
 pytestmark = pytest.mark.slow  # every test here runs a real sweep
 

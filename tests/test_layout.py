@@ -1,6 +1,7 @@
-"""The code's shape, as a newcomer relies on it: no import cycle between the project's modules (imports
-inside functions count too), forecaster/ usable without sweeps/ or Ray, and in sweeps/ Ray's private APIs
-read in one module only. (cluster/check.py validates cluster files with Ray's own private checker.)"""
+"""The code's shape, as a newcomer relies on it: no import cycle between the project's modules (imports inside
+functions count too, those only for the type checker do not), sweeps/ in layers along the path a sweep takes,
+forecaster/ usable without sweeps/ or Ray, and in sweeps/ Ray's private APIs read in one module only.
+(cluster/check.py validates cluster files with Ray's own private checker.)"""
 
 import ast
 import pathlib
@@ -8,6 +9,9 @@ import pathlib
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGES = ("forecaster", "sweeps", "cluster")
 RAY_PRIVATE = ("ray._private", "ray.autoscaler", "ray.experimental")
+SWEEP_LAYERS = ("sweeps.plan", "sweeps.trials", "sweeps.answer", "sweeps.output")
+"""sweeps/'s packages from the bottom up, the path a sweep takes: the plan, the trials on Ray, the answer made from
+them, what the user gets; the commands (sweeps/*.py) stand on all of them."""
 
 
 def imports_of_every_module() -> dict[str, set[str]]:
@@ -17,13 +21,35 @@ def imports_of_every_module() -> dict[str, set[str]]:
         for path in (ROOT / package).rglob("*.py"):
             module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
             names = set()
-            for node in ast.walk(ast.parse(path.read_text())):
+            for node in ast.walk(without_type_checking(ast.parse(path.read_text()))):
                 if isinstance(node, ast.Import):
                     names |= {alias.name for alias in node.names}
                 elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                     names |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
             found[module] = names
     return found
+
+
+def without_type_checking(tree: ast.Module) -> ast.Module:
+    """`tree` less its `if TYPE_CHECKING:` blocks: imports for the type checker only, which never run."""
+    for node in ast.walk(tree):
+        for field in ("body", "orelse"):
+            block = getattr(node, field, None)
+            if isinstance(block, list):
+                kept = [
+                    child
+                    for child in block
+                    if not (
+                        isinstance(child, ast.If)
+                        and ast.unparse(child.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+                    )
+                ]
+                setattr(node, field, kept)
+    return tree
+
+
+def _type_checking(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
 
 
 def project_graph() -> dict[str, set[str]]:
@@ -57,7 +83,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_no_module_imports_itself_through_others():
     graph = project_graph()
-    assert {"sweeps.run", "sweeps.storage", "forecaster.train"} <= set(graph)  # the walk found the code
+    assert {"sweeps.run", "sweeps.plan.storage", "forecaster.train"} <= set(graph)  # the walk found the code
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
 
 
@@ -78,4 +104,26 @@ def test_in_sweeps_only_the_cluster_probe_reads_rays_private_apis():
         for module, names in imports_of_every_module().items()
         if module.startswith("sweeps") and any(name.startswith(RAY_PRIVATE) for name in names)
     }
-    assert readers == {"sweeps.cluster_probe"}
+    assert readers == {"sweeps.trials.cluster_probe"}
+
+
+def layer(module: str) -> int:
+    """Where `module` stands in SWEEP_LAYERS (the commands above them all)."""
+    return next(
+        (index for index, package in enumerate(SWEEP_LAYERS) if module == package or module.startswith(package + ".")),
+        len(SWEEP_LAYERS),
+    )
+
+
+def test_sweeps_packages_import_only_from_their_own_layer_or_below():
+    graph = project_graph()
+    assert {package for package in SWEEP_LAYERS} <= set(graph)
+    upward = [
+        f"{module} -> {imported}"
+        for module, names in graph.items()
+        if module.startswith("sweeps")
+        for imported in sorted(names)
+        if imported.startswith("sweeps") and layer(imported) > layer(module)
+    ]
+    assert upward == []
+    assert layer("sweeps.answer.tasks") > layer("sweeps.trials.results") > layer("sweeps.plan.storage")

@@ -9,8 +9,9 @@ import time
 
 import pytest
 
-from sweeps.plan import make_plan
-from sweeps.run import main, run_sweep
+from sweeps.driver import run_sweep
+from sweeps.plan.sweep_plan import make_plan
+from sweeps.run import main
 from tests.helpers import SLOW_TRIAL, cluster_head_args, ray_env, ray_head, trial_histories
 
 
@@ -126,7 +127,7 @@ def fixed_cluster():
     import ray
     from ray.cluster_utils import Cluster
 
-    from sweeps.cluster_probe import _autoscaler_node_types
+    from sweeps.trials.cluster_probe import _autoscaler_node_types
 
     os.environ["RAY_AUTH_MODE"] = "disabled"
     if ray.is_initialized():
@@ -165,7 +166,7 @@ def test_a_fixed_cluster_refuses_what_no_node_can_hold(fixed_cluster, tmp_path, 
 
 AUTOSCALES = (
     "import sys, ray; ray.init(address=sys.argv[1], log_to_driver=False); "
-    "from sweeps.cluster_probe import cluster_autoscales; print(cluster_autoscales(wait_s=20))"
+    "from sweeps.trials.cluster_probe import cluster_autoscales; print(cluster_autoscales(wait_s=20))"
 )
 
 

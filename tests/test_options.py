@@ -1,6 +1,6 @@
-"""Every option declared once (sweeps.options): each one in `--help`, in the stored plan and back; `--resume` refusing
-every option it may not change by the flag the user typed; and data that comes with no cut of its own asked for one.
-None of it starts Ray."""
+"""Every option declared once (sweeps.plan.options): each one in `--help`, in the stored plan and back; `--resume`
+refusing every option it may not change by the flag the user typed; and data that comes with no cut of its own asked for
+one. None of it starts Ray."""
 
 import argparse
 import dataclasses
@@ -12,7 +12,7 @@ import pytest
 import ray
 
 from forecaster.fit import main as fit_cli
-from sweeps.options import (
+from sweeps.plan.options import (
     SweepOptions,
     build_parser,
     declared,
@@ -23,10 +23,10 @@ from sweeps.options import (
     parse_pins,
     to_record,
 )
-from sweeps.plan import PlanError, make_plan
-from sweeps.plan_record import read_plan, store_plan
+from sweeps.plan.record import read_plan, store_plan
+from sweeps.plan.space import Horizons
+from sweeps.plan.sweep_plan import PlanError, make_plan
 from sweeps.run import main, plan_from_args
-from sweeps.space import Horizons
 
 
 def typed(field: dataclasses.Field) -> list[str]:
@@ -181,8 +181,8 @@ def test_pins_are_stored_as_given_in_any_form_a_user_gives_them(tmp_path):
 
 
 def test_the_banner_says_the_budget_and_what_is_pinned(tmp_path):
-    from sweeps.ray_session import RaySession
-    from sweeps.run import banner
+    from sweeps.driver import banner
+    from sweeps.trials.ray_session import RaySession
 
     plan = make_plan("air_rnn", pins={"model": "GRU"}, seed=3, storage_path=str(tmp_path))
     session = RaySession(own=True, address="127.0.0.1:6379", how="", dashboard_url="http://127.0.0.1:8265")

@@ -15,7 +15,8 @@ import pytest
 import torch
 
 from forecaster.config import TARGET_TRANSFORMS, WINDOW_NORMS, ForecasterConfig
-from forecaster.data import AIR_PASSENGERS_SPLIT_AFTER, SeriesError, load_panel
+from forecaster.data import SeriesError, load_panel
+from forecaster.datasets import AIR_PASSENGERS_SPLIT_AFTER
 from forecaster.fit import main as fit_cli
 from forecaster.metrics import mase_scales, panel_scores
 from forecaster.model import RNNForecaster

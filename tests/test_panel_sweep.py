@@ -18,14 +18,15 @@ import ray
 
 from sweeps.answer.members import FAR_BEHIND, ranking, top_checkpoints
 from sweeps.answer.text import _left_out
-from sweeps.plan import PlanError, make_plan
-from sweeps.plan_record import read_plan
-from sweeps.results import collect
-from sweeps.run import describe_data, main
-from sweeps.storage import CHECKPOINT_FILE
-from sweeps.tuner import trial_inputs
+from sweeps.driver import describe_data
+from sweeps.plan.record import read_plan
+from sweeps.plan.storage import CHECKPOINT_FILE
+from sweeps.plan.sweep_plan import PlanError, make_plan
+from sweeps.run import main
+from sweeps.trials.results import collect
+from sweeps.trials.tuner import trial_inputs
 from tests.helpers import trial_histories
-from tests.test_sweep_cli import ENV, sweeps_run
+from tests.test_sweep_cli import ENV, imported, sweeps_run
 
 HORIZON = 6
 # The m3_monthly sweep's space, made small enough for a test: short windows, a small GRU, short epochs.
@@ -179,6 +180,7 @@ def test_an_interrupted_panel_sweep_resumes_to_the_planned_trials_and_writes_wha
     assert "The trials have ended" not in output  # they had not: what ran is scored, and said to be unfinished
     done = sweeps_run(*args, "--resume", timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert {"torch", "ray"} <= imported(done) and "lightning" not in imported(done)  # Ray's workers train, not it
     results = pd.read_csv(tmp_path / "resumable" / "results.csv")
     assert len(results) == 3 and (results.status == "COMPLETED").all() and (results.epochs == 30).all()
     assert results["best_val_smape"].notna().all()
@@ -240,10 +242,9 @@ def test_an_interrupted_panel_sweep_resumes_to_the_planned_trials_and_writes_wha
     future = pd.read_parquet(folder / "future.parquet")  # 6 points after each series' end, from the saved model
     assert len(future) == 5 * HORIZON and "Future: 6 points after each series' end" in out
     (folder / "future.parquet").unlink()
-    report = subprocess.run(
-        [sys.executable, "-m", "sweeps.report", str(folder)], capture_output=True, text=True, env=ENV, timeout=300
-    )
+    report = sweeps_run(str(folder), module="sweeps.report")
     assert report.returncode == 0 and f"{answer['test_smape']:8.2f}" in report.stdout
+    assert "lightning" not in imported(report)
     pd.testing.assert_frame_equal(pd.read_parquet(folder / "future.parquet"), future)  # rebuilt, not trained again
     assert "trained again on every point" not in report.stdout
     refit = subprocess.run(
@@ -447,13 +448,9 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
     assert 0 < after["seconds"] < timings["whole_seconds"] and after["tasks_at_once"] > 0
     assert "Where the time went" in out and "tasks: refit" in out and "after the last trial:" in out
     again = tmp_path / "again.csv"
-    done = subprocess.run(
-        [sys.executable, "-m", "sweeps.forecast", str(folder), "--data", path, "--output", str(again)],
-        capture_output=True,
-        text=True,
-        env=ENV,
-    )
+    done = sweeps_run(str(folder), "--data", path, "--output", str(again), module="sweeps.forecast")
     assert done.returncode == 0, done.stderr[-3000:]
+    assert "torch" in imported(done) and not imported(done) & {"lightning", "ray"}
     forecast = pd.read_csv(again, parse_dates=["ds"])
     bounded = ["answer", *(f"answer-{name}" for name in ("lo-95", "lo-80", "hi-80", "hi-95"))]
     assert forecast.columns.tolist() == ["unique_id", "ds", *bounded]

@@ -1,4 +1,4 @@
-"""The plan stored as data (sweeps.plan_record): JSON and Parquet that read back into the plan that was made, a panel
+"""The plan stored as data (sweeps.plan.record): JSON and Parquet that read back into the plan that was made, a panel
 that is not the planned one refused, and a folder of an earlier version, whose plan is a pickle, refused without ever
 being unpickled. None of it starts Ray."""
 
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import ray
 
-from sweeps.plan import PlanError, make_plan
-from sweeps.plan_record import panel_parquet, read_plan, store_plan
-from sweeps.storage import PANEL_FILE, PICKLED_PLAN_FILE, PLAN_FILE, RESOLVED_FILE, SweepFolder
+from sweeps.plan.record import panel_parquet, read_plan, store_plan
+from sweeps.plan.storage import PANEL_FILE, PICKLED_PLAN_FILE, PLAN_FILE, RESOLVED_FILE, SweepFolder
+from sweeps.plan.sweep_plan import PlanError, make_plan
 from tests.helpers import LeavesAMark
 
 
@@ -35,7 +35,7 @@ def same_panels(mine, theirs) -> bool:
     ],
 )
 def test_a_stored_plan_reads_back_as_the_plan_that_was_made(tmp_path, sweep, options):
-    from sweeps.options import parse_pins
+    from sweeps.plan.options import parse_pins
 
     options = {**options, "pins": parse_pins([f"{k}={v}" for k, v in options.get("pins", {}).items()])}
     plan = make_plan(sweep, storage_path=str(tmp_path), name="stored", **options)
@@ -101,7 +101,7 @@ def test_a_plan_stored_in_a_bucket_reads_back(tmp_path):
     import fsspec
     from pyarrow.fs import FSSpecHandler, PyFileSystem
 
-    from sweeps.plan_record import plan_from_files, plan_json, sha256
+    from sweeps.plan.record import plan_from_files, plan_json, sha256
 
     bucket = PyFileSystem(FSSpecHandler(fsspec.filesystem("memory")))
     plan = make_plan("panel", data="tourism_quarterly", storage_path=str(tmp_path), name="remote")

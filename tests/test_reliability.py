@@ -15,11 +15,11 @@ import time
 import pandas as pd
 import pytest
 
-from sweeps.plan import make_plan
-from sweeps.run import run_sweep
-from sweeps.schedulers import SCHEDULERS
-from sweeps.space import Choice
-from sweeps.summary import summary
+from sweeps.driver import run_sweep
+from sweeps.output.summary import summary
+from sweeps.plan.schedulers import SCHEDULERS
+from sweeps.plan.space import Choice
+from sweeps.plan.sweep_plan import make_plan
 from tests.helpers import SLOW_TRIAL, trial_histories, trial_progress
 
 RAY_INIT = {"num_cpus": 2}
@@ -226,7 +226,7 @@ def test_progress_stays_readable_when_a_resumed_trial_first_reports_a_checkpoint
     from ray.train._internal.storage import StorageContext
     from ray.tune.experiment import Trial
 
-    from sweeps.tuner import ProgressLog
+    from sweeps.trials.tuner import ProgressLog
 
     tune.register_trainable("nothing", lambda config: None)
     trial = Trial("nothing", config={"lr": 0.01}, storage=StorageContext(str(tmp_path), "sweep"))

@@ -3,8 +3,13 @@ checkpoints they keep, what it refuses, and the Ray Tune scheduler it builds."""
 
 import pytest
 
-from sweeps.plan import PlanError, make_plan
-from sweeps.schedulers import CHECKPOINT_EVERY_SECONDS, FIRST_CHECKPOINT_AFTER_SECONDS, SCHEDULERS, CheckpointSchedule
+from sweeps.plan.schedulers import (
+    CHECKPOINT_EVERY_SECONDS,
+    FIRST_CHECKPOINT_AFTER_SECONDS,
+    SCHEDULERS,
+    CheckpointSchedule,
+)
+from sweeps.plan.sweep_plan import PlanError, make_plan
 
 
 def sweep_with(tmp_path, scheduler, **options):
@@ -85,7 +90,7 @@ def test_a_checkpoint_is_due_at_the_last_epoch_at_scheduler_points_and_by_time()
 
 
 def test_scheduler_options_from_the_command_line_merge_over_the_sweeps_own(tmp_path, capsys):
-    from sweeps.options import parse_scheduler_options
+    from sweeps.plan.options import parse_scheduler_options
     from sweeps.run import main
 
     given = parse_scheduler_options(["grace_period=3"])

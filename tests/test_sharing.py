@@ -11,8 +11,9 @@ import sys
 import pandas as pd
 import pytest
 
-from sweeps.plan import PlanError, make_plan
-from sweeps.run import claim_folder, main
+from sweeps.driver import claim_folder
+from sweeps.plan.sweep_plan import PlanError, make_plan
+from sweeps.run import main
 from tests.helpers import ROOT, cluster_head_args, ray_env, ray_head, without_dashboard_packages
 
 # Two processes of a 2-layer GRU of 64 units, about 40 ms an epoch: long enough for trials to overlap.
@@ -111,7 +112,7 @@ def test_a_dashboard_port_that_is_taken_is_refused_before_ray_starts(tmp_path, c
 
 
 NICENESS_OF_A_WORKER = (
-    "import os, ray; from sweeps.ray_session import start_ray; start_ray(None, '127.0.0.1', None); "
+    "import os, ray; from sweeps.trials.ray_session import start_ray; start_ray(None, '127.0.0.1', None); "
     "print('worker niceness', ray.get(ray.remote(lambda: os.nice(0)).remote()))"
 )
 

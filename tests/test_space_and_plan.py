@@ -5,11 +5,10 @@ import pandas as pd
 import pytest
 
 from forecaster.config import ForecasterConfig
-from sweeps.options import parse_pins
-from sweeps.plan import PlanError, make_plan
-from sweeps.registry import SWEEPS
-from sweeps.resources import ResourceError, TrialResources
-from sweeps.space import (
+from sweeps.plan.options import parse_pins
+from sweeps.plan.registry import SWEEPS
+from sweeps.plan.resources import ResourceError, TrialResources
+from sweeps.plan.space import (
     ByValue,
     Choice,
     DataShape,
@@ -30,6 +29,7 @@ from sweeps.space import (
     to_optuna,
     to_tune,
 )
+from sweeps.plan.sweep_plan import PlanError, make_plan
 
 SPACE = {
     "model": Choice("RNN", "GRU"),
@@ -172,7 +172,8 @@ def test_every_corner_of_the_registered_sweeps_is_a_valid_config(data):
 
 
 def test_the_panel_sweep_resolves_on_each_panel_and_says_what_it_needs(tmp_path):
-    from sweeps.run import build_parser, transform_lines
+    from sweeps.driver import transform_lines
+    from sweeps.run import build_parser
     from tests.test_panel import monthly_panel_frame
 
     monthly = tmp_path / "monthly.csv"
@@ -352,8 +353,8 @@ def test_fractional_tpu_is_refused_before_any_ray_starts(tmp_path):
 def test_a_run_that_ended_before_creating_every_trial_is_unfinished(tmp_path):
     import pandas as pd
 
-    from sweeps.results import SweepResults
-    from sweeps.summary import interrupted
+    from sweeps.output.summary import interrupted
+    from sweeps.trials.results import SweepResults
 
     plan = make_plan("air_rnn", num_samples=3, storage_path=str(tmp_path))
     done = pd.DataFrame({"status": ["COMPLETED", "STOPPED"]})
@@ -371,8 +372,8 @@ def test_a_run_that_ended_before_creating_every_trial_is_unfinished(tmp_path):
 def test_the_command_for_more_trials_repeats_the_sweep_with_a_new_seed_and_name(tmp_path):
     import dataclasses
 
+    from sweeps.output.summary import more_trials_command
     from sweeps.run import build_parser
-    from sweeps.summary import more_trials_command
 
     arguments = [
         "air_rnn",
@@ -405,7 +406,7 @@ def test_a_series_with_two_points_to_train_on_is_kept_and_forecast_by_the_recurr
     """Two points train the direct shape only: the panel sweep's recurrent window resolves to its least (2, three
     points with its target), and its trials forecast the series from its one-point input chunk without training on
     it; the banner and resolved_sweep.json name it."""
-    from sweeps.run import describe_data
+    from sweeps.driver import describe_data
     from tests.test_panel import monthly_panel_frame
 
     path = tmp_path / "short.csv"

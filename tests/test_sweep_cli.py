@@ -22,10 +22,22 @@ ENV = dict(os.environ, RAY_AUTH_MODE="disabled", SWEEPS_WARM_WORKERS="0")
 AIR_PASSENGERS = os.path.join(os.path.dirname(__file__), "..", "forecaster", "datasets", "air_passengers.csv")
 
 
-def sweeps_run(*args, timeout=300):
+def sweeps_run(*args, timeout=300, module="sweeps.run"):
+    """`python -m sweeps.run ARGS` (or another command), with Python's log of every module it imports on stderr."""
     return subprocess.run(
-        [sys.executable, "-m", "sweeps.run", *args], capture_output=True, text=True, env=ENV, timeout=timeout
+        [sys.executable, "-X", "importtime", "-m", module, *args],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=timeout,
     )
+
+
+def imported(done: subprocess.CompletedProcess) -> set[str]:
+    """The top-level packages a command run by `sweeps_run` imported."""
+    return {
+        line.rsplit("|", 1)[1].strip().partition(".")[0] for line in done.stderr.splitlines() if "import time:" in line
+    }
 
 
 def test_unknown_sweep_exits_2_listing_the_known_ones():
@@ -34,31 +46,34 @@ def test_unknown_sweep_exits_2_listing_the_known_ones():
     assert "unknown sweep 'air_lstm'; the sweeps are: air_rnn" in done.stderr
 
 
-def test_list_and_help_say_what_there_is():
+LOADED_BY = """import sys
+from sweeps.run import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(sorted({name.partition(".")[0] for name in sys.modules} & {"torch", "lightning", "ray", "pandas"}))
+"""
+"""Runs `python -m sweeps.run` with the arguments given and prints which of the heavy libraries it loaded."""
+
+
+@pytest.mark.parametrize("arguments", [["--help"], ["--list"]])
+def test_help_and_list_load_no_deep_learning_library_and_no_ray(arguments):
+    done = subprocess.run([sys.executable, "-c", LOADED_BY, *arguments], capture_output=True, text=True, env=ENV)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"
+
+
+def test_list_names_every_sweep_with_its_budget_and_help_every_option_group():
+    from sweeps.plan.options import GROUPS
+    from sweeps.plan.registry import SWEEPS
+
     listing = sweeps_run("--list")
-    assert listing.returncode == 0 and listing.stdout.startswith("air_rnn: 64 trials of up to 300 epochs")
+    assert listing.returncode == 0
+    for sweep in SWEEPS.values():
+        assert f"{sweep.name}: {sweep.num_samples} trials of up to {sweep.max_epochs} epochs" in listing.stdout
     help_text = sweeps_run("--help").stdout
-    for option in (
-        "--num-samples",
-        "--max-epochs",
-        "--scheduler",
-        "--search",
-        "--cpus-per-trial",
-        "--gpus-per-trial",
-        "--tpu-chips-per-trial",
-        "--max-concurrent-trials",
-        "--address",
-        "--storage-path",
-        "--name",
-        "--resume",
-        "--data",
-        "--split-after",
-        "--seed",
-        "--set",
-        "--smoke-test",
-        "Examples:",
-    ):
-        assert option in help_text
+    assert all(f"{heading}:" in help_text for heading in GROUPS.values()) and "Examples:" in help_text
 
 
 def air_passengers_with(tmp_path, name, change):

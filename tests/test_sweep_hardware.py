@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from bench.gpu_check import STEPS, WHOLE_BUDGET_S, Step, last_json, main, run_step
-from sweeps.plan import make_plan
-from sweeps.run import run_sweep
+from sweeps.driver import run_sweep
+from sweeps.plan.sweep_plan import make_plan
 from tests.helpers import wait_until_gone
 
 RAY_INIT = {"num_cpus": 4, "num_gpus": 2, "resources": {"TPU": 4}}

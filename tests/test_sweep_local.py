@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sweeps.plan import make_plan
-from sweeps.run import run_sweep
+from sweeps.driver import run_sweep
+from sweeps.plan.sweep_plan import make_plan
 from tests.helpers import LeavesAMark
 
 pytestmark = pytest.mark.slow  # every test here runs a real sweep

@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from forecaster.config import ForecasterConfig
-from forecaster.data import AIR_PASSENGERS_SPLIT_AFTER, SeriesError, load_panel, load_series
+from forecaster.data import SeriesError, load_panel, load_series
+from forecaster.datasets import AIR_PASSENGERS_SPLIT_AFTER
 from forecaster.fit import main as fit_cli
 from forecaster.model import RNNForecaster
 from forecaster.train import AcceleratorError, fit

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from forecaster.config import TARGET_TRANSFORMS, WINDOW_NORMS, ConfigError, ForecasterConfig
-from forecaster.data import AIR_PASSENGERS_SPLIT_AFTER, SeriesError, load_panel, load_series
+from forecaster.data import SeriesError, load_panel, load_series
+from forecaster.datasets import AIR_PASSENGERS_SPLIT_AFTER
 from forecaster.model import RNNForecaster
 from forecaster.parts import fit_parts
 from forecaster.seasons import season_length, season_phase

@@ -1,5 +1,5 @@
-"""Warm workers on a real local Ray started as the sweep's own is (sweeps/warm_pool.py): the trials take the workers
-that imported torch and Lightning before them, also when the job has a runtime environment of its own; a worker
+"""Warm workers on a real local Ray started as the sweep's own is (sweeps/trials/warm_pool.py): the trials take the
+workers that imported torch and Lightning before them, also when the job has a runtime environment of its own; a worker
 whose imports fail leaves its trial to fail with that error, and the sweep ends."""
 
 import contextlib
@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from sweeps.plan import make_plan
-from sweeps.ray_session import WARM_WORKERS
-from sweeps.run import run_sweep
-from sweeps.warm_pool import warm_up
+from sweeps.driver import run_sweep
+from sweeps.plan.sweep_plan import make_plan
+from sweeps.trials.ray_session import WARM_WORKERS
+from sweeps.trials.warm_pool import warm_up
 from tests.helpers import commands, process_tree
 
 pytestmark = pytest.mark.slow  # every test here runs a real sweep

@@ -35,10 +35,10 @@ def _cell(text: str | None) -> str:
 
 
 def resumable_flags(command: str) -> set[str]:
-    """The options a `--resume` of sweeps.run may change (declared in sweeps/options.py)."""
+    """The options a `--resume` of sweeps.run may change (declared in sweeps/plan/options.py)."""
     if command != "python -m sweeps.run":
         return set()
-    from sweeps.options import declared, flag_of
+    from sweeps.plan.options import declared, flag_of
 
     return {flag_of(field) for field in declared() if field.metadata["resumable"]}
 

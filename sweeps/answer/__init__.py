@@ -31,8 +31,8 @@ from sweeps.answer.intervals import AnswerIntervals, future_horizon, members_mea
 from sweeps.answer.members import Member, ranking, selection
 from sweeps.answer.refits import AS_TRAINED, FutureMember, RefitMember, continued_epochs, future_member, refit_member
 from sweeps.answer.tasks import Runner, TaskTiming
-from sweeps.plan import SweepPlan
-from sweeps.results import SweepResults
+from sweeps.plan.sweep_plan import SweepPlan
+from sweeps.trials.results import SweepResults
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,7 +19,7 @@ import numpy as np
 
 from forecaster.panel import Panel
 from sweeps.answer.tasks import Handle, Runner
-from sweeps.plan import SweepPlan
+from sweeps.plan.sweep_plan import SweepPlan
 
 PRIOR_SECONDS_PER_SERIES = {"AutoETS": 0.07, "AutoCES": 0.015, "Theta": 0.003, "seasonal naive": 0.0}
 """A baseline's seconds per series on one CPU, fit and run on, intervals included, before any chunk of it has ended:
@@ -183,7 +183,7 @@ def saved_baselines(plan: SweepPlan, future: bool) -> BaselineForecasts | None:
 
     from forecaster.baselines import BASELINES, BaselineForecast
     from forecaster.intervals import level_name
-    from sweeps.storage import BEST_CONFIG_FILE, FORECASTS_PARQUET, FUTURE_PARQUET, SweepFolder
+    from sweeps.plan.storage import BEST_CONFIG_FILE, FORECASTS_PARQUET, FUTURE_PARQUET, SweepFolder
 
     folder = SweepFolder(plan.experiment_path)
     try:

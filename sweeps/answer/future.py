@@ -16,7 +16,7 @@ import pandas as pd
 from sweeps.answer import Answer, Tail
 from sweeps.answer.combination import COMBINATION, COMBINED
 from sweeps.answer.intervals import FUTURE_METHOD, METHOD, future_errors, future_horizon, members_mean
-from sweeps.plan import SweepPlan
+from sweeps.plan.sweep_plan import SweepPlan
 
 
 @dataclasses.dataclass(frozen=True)

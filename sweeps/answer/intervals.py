@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from forecaster.panel import Panel
-from sweeps.plan import SweepPlan
+from sweeps.plan.sweep_plan import SweepPlan
 
 METHOD = (
     "conformal on the members' errors one part before (the validation part's, forecast by the trials' nets from the "

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sweeps.plan import SweepPlan
-from sweeps.results import CHOOSABLE, SweepResults
-from sweeps.storage import BEST_MODEL_FILE, located
+from sweeps.plan.storage import BEST_MODEL_FILE, located
+from sweeps.plan.sweep_plan import SweepPlan
+from sweeps.trials.results import CHOOSABLE, SweepResults
 
 FAR_BEHIND = 2.0
 """A trial whose ranking score is over this many times the best trial's has not learnt the data and is left out of

@@ -17,12 +17,16 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import math
+import statistics
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from forecaster.panel import Panel
 from forecaster.parts import FitParts
+from sweeps.plan.budget import STOP_SECONDS, TAIL_SECONDS, epochs_cost
 
 AS_TRAINED = "answer before refit"
 """With `refit_answer`: the answer as the trials trained it (on the training parts only), reported beside the refit
@@ -72,7 +76,6 @@ def refit_member(
     net continued `epochs` through the validation part, or `saved`, a net saved so (sweeps.report: no training)."""
     from forecaster.intervals import fitted_error
     from forecaster.net import RNNNet
-    from forecaster.train import fit_through
 
     as_a_trial(fit_options)
     trial_net = RNNNet.load_best_model(io.BytesIO(best_model))
@@ -81,9 +84,11 @@ def refit_member(
     if parts.test is None:
         return RefitMember(trial_id, trial_net, validation, None, None, 0, "", before_validation, None)
     as_trained = trial_net.forecast_part(parts.seen, parts.test)
-    if saved is not None:
-        net, trained_on = saved, ""
+    if saved is not None or epochs == 0:
+        net, trained_on = (trial_net.eval() if saved is None else saved), ""
     else:
+        from forecaster.train import fit_through  # Lightning: only where a net trains
+
         net, trained_on = fit_through(trial_net.config, epochs, parts.seen, start=trial_net, **fit_options)
     test = net.forecast_part(parts.seen, parts.test) if net is not trial_net else as_trained
     before_test = fitted_error(net, parts.seen, int(parts.test.lengths.max()))
@@ -118,10 +123,13 @@ class FutureMember:
 def future_member(refit: RefitMember, panel: Panel, epochs: int, horizon: int, **fit_options: Any) -> FutureMember:
     """`refit`'s net continued `epochs` on every point of `panel` (the test window's too); `horizon`, the future's."""
     from forecaster.intervals import fitted_error
-    from forecaster.train import fit_through
 
     as_a_trial(fit_options)
-    net, trained_on = fit_through(refit.net.config, epochs, panel, start=refit.net, **fit_options)
+    net, trained_on = refit.net.eval(), ""
+    if epochs:
+        from forecaster.train import fit_through  # Lightning: only where a net trains
+
+        net, trained_on = fit_through(refit.net.config, epochs, panel, start=refit.net, **fit_options)
     return FutureMember(refit.trial_id, net, epochs, trained_on, fitted_error(net, panel, horizon))
 
 
@@ -132,3 +140,26 @@ def as_a_trial(fit_options: dict[str, Any]) -> None:
 
     if fit_options.get("threads"):
         torch.set_num_threads(int(fit_options["threads"]))
+
+
+def tail_estimate(
+    plan, slots: int, baselines_left: Callable[[], float]
+) -> Callable[[dict[str, dict[str, Any]]], float]:
+    """What the answer would take after the trials, as they stand: each top trial's continuations at its own seconds
+    per epoch over the slots, and the baselines' work left (sweeps.trials.tuner.BudgetStopper's estimate)."""
+    sweep = plan.sweep
+    ranked = f"val_{sweep.metric}" if sweep.answer_scope == "last" else sweep.ranked
+
+    def estimate(trials: dict[str, dict[str, Any]]) -> float:
+        reported = [t for t in trials.values() if t.get(ranked) is not None and math.isfinite(t[ranked])]
+        top = sorted(reported, key=lambda t: t[ranked])[: sweep.answer_top_k]
+        epochs, seconds = [], []
+        for trial in top:
+            each = continued_epochs(int(trial.get("best_epoch") or trial.get("epoch") or 1))
+            refit = each if sweep.refit_answer and plan.parts.test is not None else 0
+            future = each if plan.options.future else 0
+            epochs += [refit, future]
+            seconds += [statistics.median(trial["seconds"])] * 2
+        return STOP_SECONDS + TAIL_SECONDS + epochs_cost(epochs, seconds, slots) + baselines_left()
+
+    return estimate

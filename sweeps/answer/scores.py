@@ -14,7 +14,7 @@ from forecaster.metrics import METRICS, mase_scales, series_scores
 from forecaster.panel import Panel
 from sweeps.answer import Answer
 from sweeps.answer.combination import COMBINATION, COMBINED
-from sweeps.plan import SweepPlan
+from sweeps.plan.sweep_plan import SweepPlan
 
 PARTS = ("validation", "test")
 

@@ -7,7 +7,7 @@ TPU chips per task. Without Ray (`python -m sweeps.report` on a folder that hold
 after the other, in the order submitted.
 
 Every task reports when it started and ended and on which node (`TaskTiming`), for the timings record
-(sweeps.timings).
+(sweeps.output.timings).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sweeps.resources import TrialResources
+from sweeps.plan.resources import TrialResources
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,7 +99,7 @@ class Runner:
 
             options = self.resources.task_options(accelerated=trains)
             if trains:  # the trials' environment: a warm worker that imported torch and Lightning takes it
-                from sweeps.warm_pool import trial_env_vars
+                from sweeps.trials.warm_pool import trial_env_vars
 
                 options["runtime_env"] = {"env_vars": trial_env_vars()}
             remote = ray.remote(timed).options(num_returns=2, scheduling_strategy="SPREAD", **options)

@@ -13,7 +13,7 @@ from forecaster.metrics import METRIC_LABELS, METRIC_NAMES, format_score
 from sweeps.answer.combination import COMBINATION, COMBINED
 from sweeps.answer.members import FAR_BEHIND
 from sweeps.answer.refits import AS_TRAINED
-from sweeps.plan import SweepPlan
+from sweeps.plan.sweep_plan import SweepPlan
 
 
 def describe(scores: dict[str, Any], plan: SweepPlan) -> list[str]:

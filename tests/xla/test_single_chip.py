@@ -18,6 +18,7 @@ import lightning as L
 import torch_xla.debug.metrics as met
 
 from forecaster.config import ForecasterConfig
+from forecaster.smoothing import HybridWindows
 from forecaster.train import fit, quiet_lightning
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -29,7 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # another forecast) moves the MAPE by a percent or more.
 RTOL = 1e-4
 
-# The seed configuration, and one of the air_rnn sweep's space (sweeps/registry.py): log differences, the calendar,
+# The seed configuration, and one of the air_rnn sweep's space (sweeps/plan/registry.py): log differences, the calendar,
 # the weights' moving average, 4 validation origins. Without dropout: XLA draws dropout masks from torch-xla's own
 # generator, so a model with dropout learns on XLA what it learns on the CPU only in distribution.
 CONFIGS = {
@@ -67,8 +68,8 @@ class XlaProbe(L.Callback):
 
     def on_train_batch_start(self, trainer, module, batch, batch_index) -> None:
         tensors = [*batch.windows, batch.actual, batch.weights]
-        if batch.series_values is not None:  # the hybrid's: its series, and the logs its validation reads
-            tensors += [batch.series_values.z, batch.validation.z]
+        if isinstance(batch.source, HybridWindows):  # the hybrid's: its series, and the logs its validation reads
+            tensors += [batch.source.z, batch.validation.z]
         else:
             tensors += [batch.validation.context, batch.validation.future]
         self.batch_devices |= {tensor.device.type for tensor in tensors if tensor is not None}

@@ -26,8 +26,8 @@ XLA_SHAPES = {
 def test_one_chip_trials_of_a_sweep_train_on_the_xla_device(tmp_path):
     import ray
 
-    from sweeps.plan import make_plan
-    from sweeps.run import run_sweep
+    from sweeps.driver import run_sweep
+    from sweeps.plan.sweep_plan import make_plan
 
     ray.init(address="local", num_cpus=2, resources={"TPU": 4}, include_dashboard=False, log_to_driver=False)
     try:

@@ -18,12 +18,12 @@ import pandas as pd
 
 from forecaster.panel import Panel
 from forecaster.parts import Cut, cut_parts
-from sweeps.options import PlanError, from_record, to_record
-from sweeps.plan import SweepPlan
-from sweeps.registry import Sweep
-from sweeps.resources import TrialResources
-from sweeps.space import space_from_data, space_to_data
-from sweeps.storage import PANEL_FILE, PLAN_FILE, SweepFolder
+from sweeps.plan.options import PlanError, from_record, to_record
+from sweeps.plan.registry import Sweep
+from sweeps.plan.resources import TrialResources
+from sweeps.plan.space import space_from_data, space_to_data
+from sweeps.plan.storage import PANEL_FILE, PLAN_FILE, SweepFolder
+from sweeps.plan.sweep_plan import SweepPlan
 
 FORMAT = 1
 """The version of the record's layout; a record of another is refused, not guessed at."""

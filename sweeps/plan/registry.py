@@ -1,7 +1,7 @@
 """The named sweeps: each one a data entry saying what it is for, what it searches and how it spends its budget.
 
 Adding a sweep means adding an entry to SWEEPS, not writing a class. Its scheduler is one of
-sweeps.schedulers.SCHEDULERS, its search one of sweeps.searches.SEARCHES.
+sweeps.plan.schedulers.SCHEDULERS, its search one of sweeps.plan.searches.SEARCHES.
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from forecaster.config import ForecasterConfig
-from forecaster.data import AIR_PASSENGERS_SPLIT_AFTER
-from sweeps.space import (
+from forecaster.datasets import AIR_PASSENGERS_SPLIT_AFTER, DEFAULT_DATASET
+from sweeps.plan.resources import DEFAULT_RESOURCES
+from sweeps.plan.space import (
     ByValue,
     Choice,
     Fitting,
@@ -40,16 +41,16 @@ class Sweep:
     purpose: str
     """What the sweep is for, in one or two sentences: `--list` and the results show it."""
     space: Mapping[str, Any]
-    """Every hyperparameter of the forecaster except n_epochs: a constant or a distribution (sweeps.space)."""
+    """Every hyperparameter of the forecaster except n_epochs: a constant or a distribution (sweeps.plan.space)."""
     max_epochs: int
     """Epoch budget of a trial (ASHA's max_t); every trial's n_epochs."""
     num_samples: int
     scheduler: str = "asha"
-    """A name in sweeps.schedulers.SCHEDULERS."""
+    """A name in sweeps.plan.schedulers.SCHEDULERS."""
     scheduler_options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     search: str = "random"
-    """A name in sweeps.searches.SEARCHES."""
-    dataset: str | None = "air_passengers"
+    """A name in sweeps.plan.searches.SEARCHES."""
+    dataset: str | None = DEFAULT_DATASET
     """A built-in series or panel (forecaster.data), or a file, that `--data` replaces; None: a sweep for the user's
     data, which needs --data."""
     split_after: str | None = None
@@ -77,9 +78,9 @@ class Sweep:
     drops_unusable_series: bool = False
     """Leave out, and count, the series too short to fill their own validation and test windows with a point to
     train on before them (which no model can use), instead of refusing the data: a sweep for any panel."""
-    cpus_per_trial: float = 1.0
-    gpus_per_trial: float = 0.0
-    tpu_chips_per_trial: int = 0
+    cpus_per_trial: float = DEFAULT_RESOURCES.cpus
+    gpus_per_trial: float = DEFAULT_RESOURCES.gpus
+    tpu_chips_per_trial: int = DEFAULT_RESOURCES.tpu_chips
 
     @property
     def ranked(self) -> str:

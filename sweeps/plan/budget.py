@@ -2,10 +2,10 @@
 budget (AutoGluon's `time_limit`).
 
 The search gets what the work after the trials will not need: as Ray Tune's `time_budget_s` would stop it, but at a
-moment that moves with what the trials show. sweeps.tuner.BudgetStopper stops every trial as soon as the time left is
-what the answer's tasks would take as the trials stand: each member's continued epochs (a share of its best epoch
-count: sweeps.answer.refits) at its trial's own measured seconds per epoch, spread over the slots the cluster runs at
-once, the baselines' work not yet done, and `TAIL_SECONDS` of reading, scoring, writing and saving. It never stops
+moment that moves with what the trials show. sweeps.trials.tuner.BudgetStopper stops every trial as soon as the time
+left is what the answer's tasks would take as the trials stand: each member's continued epochs (a share of its best
+epoch count: sweeps.answer.refits) at its trial's own measured seconds per epoch, spread over the slots the cluster runs
+at once, the baselines' work not yet done, and `TAIL_SECONDS` of reading, scoring, writing and saving. It never stops
 the search before a trial has reported an epoch (Tune's own time budget would, and leave no model).
 
 When the trials end, `give_way` fits the answer's tasks into the time left, cutting in this order until they fit
@@ -36,12 +36,11 @@ import contextlib
 import dataclasses
 import json
 import math
-import statistics
 import time
 from collections.abc import Callable
 from typing import Any
 
-from sweeps.options import PlanError, shown_duration
+from sweeps.plan.options import PlanError, shown_duration
 
 LEAST_SECONDS = 45.0
 """What a sweep needs at least after its start, for Ray's start, a trial's first epoch and its answer (the smoke panel
@@ -119,7 +118,7 @@ def epochs_cost(epochs: list[int], epoch_seconds: list[float], slots: int) -> fl
 
 @dataclasses.dataclass
 class Active:
-    """What the stopper of a sweep running in this process reads (sweeps.tuner.BudgetStopper): its budget, the
+    """What the stopper of a sweep running in this process reads (sweeps.trials.tuner.BudgetStopper): its budget, the
     estimate of the answer's time as the trials stand, and where the time spent is kept. Looked up by the sweep's
     folder, so that a stopper Tune restores for a resumed sweep reads the budget of the run that resumed it."""
 
@@ -127,7 +126,8 @@ class Active:
     tail_seconds: Callable[[dict[str, dict[str, Any]]], float]
     spent: Callable[[float], None]
     warm: Callable[[], None]
-    """Asks for warm workers for the answer's tasks (sweeps.warm_pool.warm_for_the_tail), once the end is near."""
+    """Asks for warm workers for the answer's tasks (sweeps.trials.warm_pool.warm_for_the_tail), once the end is
+    near."""
     cut_baseline: Callable[[], str | None]
     """Cancels the statistical baseline with the most work left and names it (None: none is left to cut): the first to
     give way, before the trials are stopped (sweeps.answer.baselines.cut_slowest)."""
@@ -136,30 +136,6 @@ class Active:
 
 
 ACTIVE: dict[str, Active] = {}
-
-
-def trials_tail_seconds(
-    plan, slots: int, baselines_left: Callable[[], float]
-) -> Callable[[dict[str, dict[str, Any]]], float]:
-    """What the answer would take after the trials, as they stand (`BudgetStopper`'s estimate)."""
-    from sweeps.answer.refits import continued_epochs
-
-    sweep = plan.sweep
-    ranked = f"val_{sweep.metric}" if sweep.answer_scope == "last" else sweep.ranked
-
-    def estimate(trials: dict[str, dict[str, Any]]) -> float:
-        reported = [t for t in trials.values() if t.get(ranked) is not None and math.isfinite(t[ranked])]
-        top = sorted(reported, key=lambda t: t[ranked])[: sweep.answer_top_k]
-        epochs, seconds = [], []
-        for trial in top:
-            each = continued_epochs(int(trial.get("best_epoch") or trial.get("epoch") or 1))
-            refit = each if sweep.refit_answer and plan.parts.test is not None else 0
-            future = each if plan.options.future else 0
-            epochs += [refit, future]
-            seconds += [statistics.median(trial["seconds"])] * 2
-        return STOP_SECONDS + TAIL_SECONDS + epochs_cost(epochs, seconds, slots) + baselines_left()
-
-    return estimate
 
 
 @dataclasses.dataclass(frozen=True)

@@ -128,3 +128,7 @@ class TrialResources:
             unit = "1 GPU" if self.gpus else f"{self.cpus:g} CPU"
             per = f"{workers} data-parallel workers of {unit} each (Ray Train, DDP)"
         return per + (", trained on the CPU" if self.train_on_cpu and (self.gpus or self.tpu_chips) else "")
+
+
+DEFAULT_RESOURCES = TrialResources()
+"""What a trial takes when its sweep asks for nothing else: one CPU."""

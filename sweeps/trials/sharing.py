@@ -18,8 +18,8 @@ import time
 
 from ray.tune.search import BasicVariantGenerator, ConcurrencyLimiter
 
-from sweeps.cluster_probe import announce_sweep, announced_sweeps, trial_slots, withdraw_sweep
-from sweeps.resources import TrialResources
+from sweeps.plan.resources import TrialResources
+from sweeps.trials.cluster_probe import announce_sweep, announced_sweeps, trial_slots, withdraw_sweep
 
 PREFIX = "sweep:"
 HEARTBEAT_S = 2.0

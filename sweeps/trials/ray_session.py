@@ -16,14 +16,14 @@ import logging
 import os
 import socket
 
-from sweeps.cluster_probe import ray_started_on_this_machine
+from sweeps.trials.cluster_probe import ray_started_on_this_machine
 
 DEFAULT_DASHBOARD_PORT = 8265
-WARM_WORKERS = {"preload_python_modules": ["sweeps.warm"], "prestart_worker_first_driver": False}
-"""Ray's settings for nodes whose workers start warm (sweeps/warm_pool.py): every worker imports torch, Lightning
-and the trial's code as it starts (sweeps/warm.py), and the raylet prestarts none with the job's plain environment,
-which no trial could use. The sweep's own Ray passes them to ray.init; a cluster's `ray start` lines set them as
-RAY_preload_python_modules and RAY_prestart_worker_first_driver. SWEEPS_WARM_WORKERS=0 turns them off (each idle
+WARM_WORKERS = {"preload_python_modules": ["sweeps.trials.warm"], "prestart_worker_first_driver": False}
+"""Ray's settings for nodes whose workers start warm (sweeps/trials/warm_pool.py): every worker imports torch, Lightning
+and the trial's code as it starts (sweeps/trials/warm.py), and the raylet prestarts none with the job's plain
+environment, which no trial could use. The sweep's own Ray passes them to ray.init; a cluster's `ray start` lines set
+them as RAY_preload_python_modules and RAY_prestart_worker_first_driver. SWEEPS_WARM_WORKERS=0 turns them off (each idle
 warm worker holds torch in memory: bench/sweep.py reports how much)."""
 
 

@@ -17,9 +17,9 @@ import sys
 from typing import Any
 
 from forecaster.parts import FitParts
-from sweeps.resources import TrialResources
-from sweeps.schedulers import CheckpointSchedule
-from sweeps.storage import CHECKPOINT_FILE
+from sweeps.plan.resources import TrialResources
+from sweeps.plan.schedulers import CheckpointSchedule
+from sweeps.plan.storage import CHECKPOINT_FILE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,10 +36,10 @@ class TrialSettings:
 
 def train_trial(config: dict[str, Any], *, parts: FitParts, settings: TrialSettings) -> None:
     """Tune's trainable: fit the forecaster, resuming from the trial's checkpoint when Tune restarts it."""
-    warm = "lightning" in sys.modules  # imported before the trial came: a warm worker (sweeps/warm_pool.py)
+    warm = "lightning" in sys.modules  # imported before the trial came: a warm worker (sweeps/trials/warm_pool.py)
     from ray import tune
 
-    from sweeps.epoch_reporter import EpochReporter
+    from sweeps.trials.epoch_reporter import EpochReporter
 
     if settings.resources.data_parallel_workers > 1:
         _run_data_parallel(config, parts, settings)
@@ -131,7 +131,7 @@ def _data_parallel_worker(loop_config: dict[str, Any]) -> None:
     import ray.train
     from ray.train.lightning import RayDDPStrategy, RayLightningEnvironment, prepare_trainer
 
-    from sweeps.epoch_reporter import EpochReporter
+    from sweeps.trials.epoch_reporter import EpochReporter
 
     settings: TrialSettings = loop_config["settings"]
     arguments = _trainer_arguments(settings.resources)

@@ -5,7 +5,7 @@ Lightning (which brings torch._dynamo, torchmetrics, scipy and matplotlib with i
 on the critical path of every new and every retried trial. Two Ray settings and one call take
 it off that path:
 
-- `preload_python_modules` (sweeps/warm.py): every worker a node starts imports torch, Lightning and the
+- `preload_python_modules` (sweeps/trials/warm.py): every worker a node starts imports torch, Lightning and the
   trial's code as it starts, before it takes work;
 - the raylet's PrestartWorkers call, asked with the runtime environment that Tune gives its trial actors. The
   environment must match to the byte: Ray hands a worker only to actors of the same environment, and Tune
@@ -16,7 +16,7 @@ it off that path:
 more than the sweep runs at once), when the sweep starts and when a node joins (a replacement for a preempted
 one, one the autoscaler adds), and one more where a trial failed or (on a shared cluster, where actors are not
 reused) ended. Each idle warm worker holds torch in memory: bench/sweep.py reports how much. The settings are
-sweeps.ray_session.WARM_WORKERS; SWEEPS_WARM_WORKERS=0 turns it all off.
+sweeps.trials.ray_session.WARM_WORKERS; SWEEPS_WARM_WORKERS=0 turns it all off.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ import time
 
 from ray import tune
 
-from sweeps.cluster_probe import prestart_workers, trials_at_once
-from sweeps.resources import TrialResources
+from sweeps.plan.resources import TrialResources
+from sweeps.trials.cluster_probe import prestart_workers, trials_at_once
 
 KEEP_ALIVE_S = 3600
 """How long an idle warm worker waits for a trial; the workers of a sweep's job end with the sweep anyway."""
@@ -130,7 +130,7 @@ class WarmPool(tune.Callback):
                 self._prestart(node, min(trials_at_once(self.resources, [node]), self.most_at_once))
 
     def _warm_for_the_tail(self) -> None:
-        """`warm_for_the_tail`, once the last round of trials has started (or a time limit is near: sweeps.tuner
+        """`warm_for_the_tail`, once the last round of trials has started (or a time limit is near: sweeps.trials.tuner
         .BudgetStopper)."""
         import ray
 

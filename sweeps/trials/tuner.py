@@ -16,15 +16,15 @@ from ray.tune.result import SHOULD_CHECKPOINT
 from ray.tune.utils import flatten_dict
 
 from forecaster.metrics import METRIC_LABELS
-from sweeps.budget import ACTIVE, WARM_AHEAD_SECONDS
-from sweeps.faults import FaultLog, HangWatchdog
-from sweeps.plan import PlanError, SweepPlan
-from sweeps.ray_session import warm_workers_enabled
-from sweeps.schedulers import scheduler_of
-from sweeps.searches import SearchError, build_search, tune_param_space
-from sweeps.sharing import FairShare
-from sweeps.trial import TrialSettings, train_trial
-from sweeps.warm_pool import WarmPool
+from sweeps.plan.budget import ACTIVE, WARM_AHEAD_SECONDS
+from sweeps.plan.schedulers import scheduler_of
+from sweeps.plan.searches import SearchError, build_search, tune_param_space
+from sweeps.plan.sweep_plan import PlanError, SweepPlan
+from sweeps.trials.faults import FaultLog, HangWatchdog
+from sweeps.trials.ray_session import warm_workers_enabled
+from sweeps.trials.sharing import FairShare, FairShareLimiter, FairShareVariants
+from sweeps.trials.trial import TrialSettings, train_trial
+from sweeps.trials.warm_pool import WarmPool
 
 
 class ProgressLog(CSVLoggerCallback):
@@ -81,7 +81,7 @@ class BudgetStopper(Stopper):
             return False
         left, needed = active.budget.left(), active.tail_seconds(self.trials)
         if left <= needed and active.cut_baseline() is not None:
-            return False  # the baselines give way first: their slots go to the trials (sweeps.budget.GIVE_WAY)
+            return False  # the baselines give way first: their slots go to the trials (sweeps.plan.budget.GIVE_WAY)
         if not self.trials:
             return False
         if not active.warmed and left <= needed + WARM_AHEAD_SECONDS:
@@ -156,11 +156,11 @@ def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False):
     """A new Tuner for the plan, or the stored one when resuming; `progress` prints Tune's live table.
 
     `shared`: the cluster is one the sweep joined, which other sweeps may use at the same time; the sweep then
-    keeps to its fair share of it (sweeps.sharing). Its stopper keeps the search within --time-limit."""
+    keeps to its fair share of it (sweeps.trials.sharing). Its stopper keeps the search within --time-limit."""
     from ray import tune
     from ray.tune.logger import TBXLoggerCallback
 
-    # Tune's own reading of the results, which sweeps.results replaces, warns of every trial stopped before it
+    # Tune's own reading of the results, which sweeps.trials.results replaces, warns of every trial stopped before it
     # reported (a time limit stops pending trials), as if something had failed.
     logging.getLogger("ray.tune.analysis.experiment_analysis").setLevel(logging.ERROR)
     # Ray's newer console output ignores a custom reporter; the classic one shows the table we choose.
@@ -195,11 +195,14 @@ def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False):
             options.seed,
             scheduler.metric(sweep),
             sweep.mode,
-            max_concurrent=options.max_concurrent_trials,
-            fair_share=fair_share,
+            max_concurrent=None if fair_share else options.max_concurrent_trials,  # the fair share holds the limit
         )
     except SearchError as error:
         raise PlanError(str(error)) from None
+    if fair_share and sweep.search == "optuna":
+        search = FairShareLimiter(search, fair_share)
+    elif fair_share:
+        search = FairShareVariants(fair_share, random_state=options.seed)
     return tune.Tuner(
         trainable,
         param_space=param_space,
@@ -209,7 +212,7 @@ def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False):
             scheduler=scheduler.build(sweep),
             search_alg=search,
             num_samples=sweep.num_samples,
-            max_concurrent_trials=None,  # the search keeps to --max-concurrent-trials (sweeps.searches)
+            max_concurrent_trials=None,  # the search keeps to --max-concurrent-trials (sweeps.plan.searches)
             # A fresh worker per trial costs seconds of process start and imports; on a shared cluster a
             # trial's slot must return to the cluster when it ends, for another sweep's trial to take it.
             reuse_actors=not shared,

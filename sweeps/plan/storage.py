@@ -1,7 +1,7 @@
 """A sweep's folder, local or on s3:// or gs://: every file a sweep keeps there, by name, written and read back.
 
     <storage>/<name>/
-      sweep_plan.json       the plan as data (sweeps.plan_record): options, the resolved sweep, the cut, the resources
+      sweep_plan.json       the plan as data (sweeps.plan.record): options, the resolved sweep, the cut, the resources
       panel.parquet         the data it runs on: resume, report and refit need nothing but the folder
       resolved_sweep.json   the same for people: options, data, resources, git commit, library versions
       faults.json           every trial failure, retry and watchdog kill, appended as they happen
@@ -51,7 +51,7 @@ TEST_MODEL_FOLDER = "test_model"
 """The answer as it forecast the test window (its members continued through the validation part), saved the same way:
 what sweeps.report forecasts with instead of training again."""
 TIMINGS_FILE = "timings.json"
-"""Where the sweep's time went (sweeps.timings)."""
+"""Where the sweep's time went (sweeps.output.timings)."""
 CHECKPOINT_FILE = "checkpoint.ckpt"
 """In a trial's checkpoint: the full training state of its latest checkpointed epoch, to continue from."""
 BEST_MODEL_FILE = "best_model.ckpt"
@@ -125,7 +125,7 @@ class SweepFolder:
         self.write(RESOLVED_FILE, json.dumps(resolved, indent=2, default=str).encode())
 
     def load_plan(self) -> tuple[bytes, bytes]:
-        """The stored plan's record and data, as bytes (sweeps.plan_record reads them); FileNotFoundError saying what
+        """The stored plan's record and data, as bytes (sweeps.plan.record reads them); FileNotFoundError saying what
         the folder holds instead. Other errors of the storage (a bucket's permissions) are its own."""
         if self.exists(PLAN_FILE):
             if not self.exists(PANEL_FILE):

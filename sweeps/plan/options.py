@@ -1,8 +1,8 @@
 """Every option of a sweep, declared once: its flag, type, default, help, group, whether `--resume` may change it, and
 where it goes (`DESTINATIONS`). From `SweepOptions`' fields come the command line (`build_parser`, `from_args`), what
-sweeps.plan.make_plan reads, the resume check (`changed_on_resume`, by the flag the user typed) and the record stored
-with the plan (`to_record`, `from_record`). Adding an option is one field here plus its use; an option that overrides a
-field of the registry entry (`sweep_field`) needs no use of its own.
+sweeps.plan.sweep_plan.make_plan reads, the resume check (`changed_on_resume`, by the flag the user typed) and the
+record stored with the plan (`to_record`, `from_record`). Adding an option is one field here plus its use; an option
+that overrides a field of the registry entry (`sweep_field`) needs no use of its own.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from forecaster.metrics import METRICS
-from sweeps.registry import ANSWER_SCOPES
-from sweeps.schedulers import SCHEDULERS
-from sweeps.searches import SEARCHES
-from sweeps.space import Horizons, from_data, to_data
+from sweeps.plan.registry import ANSWER_SCOPES
+from sweeps.plan.schedulers import SCHEDULERS
+from sweeps.plan.searches import SEARCHES
+from sweeps.plan.space import Horizons, from_data, to_data
 
 
 class PlanError(ValueError):
@@ -503,7 +503,7 @@ def resumed(stored: SweepOptions, asked: SweepOptions) -> SweepOptions:
 
 def to_record(options: SweepOptions) -> dict[str, dict[str, Any]]:
     """JSON-ready: every option by its field name, under where it goes (DESTINATIONS); pins as space values
-    (sweeps.space.to_data)."""
+    (sweeps.plan.space.to_data)."""
     record: dict[str, dict[str, Any]] = {goes: {} for goes in DESTINATIONS}
     for field in declared():
         value = getattr(options, field.name)

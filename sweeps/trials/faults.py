@@ -22,7 +22,7 @@ import time
 import ray
 from ray import tune
 
-from sweeps.storage import SweepFolder
+from sweeps.plan.storage import SweepFolder
 
 logger = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from sweeps.registry import Sweep
-from sweeps.space import Choice, LogUniform
+from sweeps.plan.registry import Sweep
+from sweeps.plan.space import Choice, LogUniform
 
 CHECKPOINT_EVERY_SECONDS = 2.0
 """Besides the scheduler's own points, a trial checkpoints after this many seconds of training since its last

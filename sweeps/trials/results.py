@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sweeps.plan import SweepPlan
-from sweeps.storage import SweepFolder
+from sweeps.plan.storage import SweepFolder
+from sweeps.plan.sweep_plan import SweepPlan
 
 STATUS_ORDER = {"COMPLETED": 0, "STOPPED": 1, "UNFINISHED": 2, "DIVERGED": 3, "ERROR": 4, "PENDING": 5}
 CHOOSABLE = ("COMPLETED", "STOPPED", "UNFINISHED")

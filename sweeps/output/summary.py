@@ -22,10 +22,9 @@ from sweeps.answer.combination import COMBINATION
 from sweeps.answer.future import Future
 from sweeps.answer.scores import per_series as series_scores
 from sweeps.answer.text import describe
-from sweeps.options import shown_duration
-from sweeps.plan import SweepPlan
-from sweeps.results import SweepResults
-from sweeps.storage import (
+from sweeps.output.timings import timing_lines
+from sweeps.plan.options import shown_duration
+from sweeps.plan.storage import (
     BEST_CONFIG_FILE,
     CALIBRATION_PARQUET,
     ERRORS_PLOT,
@@ -45,7 +44,8 @@ from sweeps.storage import (
     SweepFolder,
     curves_plot,
 )
-from sweeps.timings import timing_lines
+from sweeps.plan.sweep_plan import SweepPlan
+from sweeps.trials.results import SweepResults
 
 STATUS_WORDING = {
     "COMPLETED": "ran all epochs",
@@ -107,7 +107,7 @@ def summary(
     timings: dict[str, Any] | None = None,
 ) -> str:
     """What the sweep prints at its end; `scores`: the answer's (sweeps.answer.scores.scores); `timings`: where the
-    time went (sweeps.timings)."""
+    time went (sweeps.output.timings)."""
     counts = results.trials["status"].value_counts().to_dict() if len(results.trials) else {}
     wording = {status: words.format(scheduler=plan.sweep.scheduler) for status, words in STATUS_WORDING.items()}
     ended = "stopped before its end" if interrupted(plan, results) else "finished"
@@ -326,7 +326,7 @@ def write_test_model(plan: SweepPlan, tail) -> dict[str, str]:
 
 
 def write_timings(plan: SweepPlan, record: dict[str, Any]) -> dict[str, str]:
-    """timings.json: where the time went (sweeps.timings)."""
+    """timings.json: where the time went (sweeps.output.timings)."""
     folder = SweepFolder(plan.experiment_path)
     return {TIMINGS_FILE: folder.write(TIMINGS_FILE, json.dumps(record, indent=1).encode())}
 

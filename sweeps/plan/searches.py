@@ -1,4 +1,4 @@
-"""The search algorithms that propose each trial's configuration from a sweep's space (sweeps.space).
+"""The search algorithms that propose each trial's configuration from a sweep's space (sweeps.plan.space).
 
 - random: Ray Tune's BasicVariantGenerator over the space's Tune domains, seeded: the same seed samples the
   same trials.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sweeps.space import to_optuna, to_tune
+from sweeps.plan.space import to_optuna, to_tune
 
 SEARCHES = ("random", "optuna")
 
@@ -22,23 +22,14 @@ class SearchError(ValueError):
 
 
 def build_search(
-    search: str,
-    space: Mapping[str, Any],
-    seed: int | None,
-    metric: str,
-    mode: str,
-    max_concurrent: int | None = None,
-    fair_share=None,
+    search: str, space: Mapping[str, Any], seed: int | None, metric: str, mode: str, max_concurrent: int | None = None
 ):
     """The search algorithm and the param_space that goes with it, starting at most `max_concurrent` trials at
-    once; with a `sweeps.sharing.FairShare`, one that keeps the sweep within its share of a cluster that other
-    sweeps use too.
+    once (a sweep on a shared cluster wraps it in its fair share instead: sweeps.trials.sharing).
 
     The search enforces the limit itself: Tune's `max_concurrent_trials` is ignored (with a warning) for a
     BasicVariantGenerator given to it, as ours must be to be seeded."""
     from ray.tune.search import BasicVariantGenerator, ConcurrencyLimiter
-
-    from sweeps.sharing import FairShareLimiter, FairShareVariants
 
     if search == "optuna":
         try:
@@ -50,12 +41,8 @@ def build_search(
             ) from None
         sampler = optuna.samplers.TPESampler(seed=seed)
         searcher = OptunaSearch(space=to_optuna(space), sampler=sampler, metric=metric, mode=mode)
-        if fair_share:
-            return FairShareLimiter(searcher, fair_share), {}
         return (ConcurrencyLimiter(searcher, max_concurrent) if max_concurrent else searcher), {}
     domains = tune_param_space(search, space, seed)
-    if fair_share:
-        return FairShareVariants(fair_share, random_state=seed), domains
     return BasicVariantGenerator(random_state=seed, max_concurrent=max_concurrent or 0), domains
 
 

@@ -1,10 +1,10 @@
 """Everything a sweep will do, decided and checked before Ray starts: a mistake costs seconds, not cluster time.
 
-`make_plan` turns a registry entry and the options (sweeps.options) into a `SweepPlan`: the data loaded, checked and
-cut once into its parts (training, validation, seen, test), the search space with its pins resolved for that data,
+`make_plan` turns a registry entry and the options (sweeps.plan.options) into a `SweepPlan`: the data loaded, checked
+and cut once into its parts (training, validation, seen, test), the search space with its pins resolved for that data,
 every corner of the space checked against the forecaster's rules and the data's lengths, and the trials' resources.
 It raises PlanError (exit code 2) with what to fix. The plan is stored as data in the sweep's folder
-(sweeps.plan_record), where --resume, sweeps.report and sweeps.refit read it.
+(sweeps.plan.record), where --resume, sweeps.report and sweeps.refit read it.
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ from forecaster.intervals import check_levels
 from forecaster.metrics import METRICS
 from forecaster.panel import Panel
 from forecaster.parts import FIT_PARTS_FIELDS, Cut, FitParts, check_parts, cut_parts, default_metric, no_cut_message
-from sweeps.options import SMOKE_TEST, PlanError, SweepOptions, parse_duration
-from sweeps.registry import ANSWER_SCOPES, SWEEPS, Sweep
-from sweeps.resources import ResourceError, TrialResources
-from sweeps.schedulers import SCHEDULERS, SchedulerError
-from sweeps.searches import SEARCHES
-from sweeps.space import DataShape, SpaceError, check_structure, extremes, is_searched, resolve, to_data
-from sweeps.storage import DEFAULT_STORAGE, SweepFolder, experiment_path, located
+from sweeps.plan.options import SMOKE_TEST, PlanError, SweepOptions, parse_duration
+from sweeps.plan.registry import ANSWER_SCOPES, SWEEPS, Sweep
+from sweeps.plan.resources import ResourceError, TrialResources
+from sweeps.plan.schedulers import SCHEDULERS, SchedulerError
+from sweeps.plan.searches import SEARCHES
+from sweeps.plan.space import DataShape, SpaceError, check_structure, extremes, is_searched, resolve, to_data
+from sweeps.plan.storage import DEFAULT_STORAGE, SweepFolder, experiment_path, located
 
 LEAST_DEMANDING = ForecasterConfig(shape="direct", input_chunk_length=1, output_chunk_length=1)
 """The forecaster that asks least of the data (2 points a window): the faults of the data whatever the configuration
@@ -105,7 +105,7 @@ class SweepPlan:
     def resolved(self, command: Sequence[str]) -> dict[str, Any]:
         """What the sweep was run with, for people (resolved_sweep.json): the options, the data, the resources, the
         command, the git commit and the library versions."""
-        from sweeps.space import describe
+        from sweeps.plan.space import describe
 
         options = self.options
         return {

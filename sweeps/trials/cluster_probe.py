@@ -13,7 +13,7 @@ import re
 import time
 from typing import Any
 
-from sweeps.resources import TrialResources
+from sweeps.plan.resources import TrialResources
 
 
 class CapacityError(ValueError):

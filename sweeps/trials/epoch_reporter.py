@@ -15,8 +15,8 @@ import lightning as L
 import torch
 
 from forecaster.metrics import METRICS
-from sweeps.schedulers import CheckpointSchedule
-from sweeps.storage import BEST_MODEL_FILE, CHECKPOINT_FILE
+from sweeps.plan.schedulers import CheckpointSchedule
+from sweeps.plan.storage import BEST_MODEL_FILE, CHECKPOINT_FILE
 
 DIVERGED_LOSS = 100.0
 """A training MSE above this, on a series scaled to [0, 1], means errors ten times the training range."""

@@ -1,0 +1,46 @@
+"""The shapes of model, by name: the one place that names them.
+
+Each shape is a class in its own module (forecaster/shapes/base.py says what a shape is): `recurrent` (Darts'
+RNNModel), `direct` (Darts' BlockRNNModel) and `hybrid` (Smyl's ES-RNN). A shape's module is imported the first time a
+configuration of it is checked: naming them loads no torch. A new shape is a module with a `SHAPE` and a line in
+`BUILT_IN`, or, from code of your own, `register(MyShape())` before its first configuration is made.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from forecaster.shapes.base import Shape
+
+BUILT_IN = {
+    "recurrent": "forecaster.shapes.recurrent",
+    "direct": "forecaster.shapes.direct",
+    "hybrid": "forecaster.shapes.hybrid",
+}
+"""Each built-in shape's module, whose `SHAPE` is the shape."""
+_LOADED: dict[str, Shape] = {}
+
+
+def shape_names() -> tuple[str, ...]:
+    """The built-in shapes' names, then those registered."""
+    return (*BUILT_IN, *(name for name in _LOADED if name not in BUILT_IN))
+
+
+def shape_of(name: str) -> Shape:
+    """The shape named `name`; KeyError naming the shapes there are."""
+    if name not in _LOADED:
+        if name not in BUILT_IN:
+            raise KeyError(f"no shape {name!r}; the shapes are: {', '.join(shape_names())}")
+        _LOADED[name] = importlib.import_module(BUILT_IN[name]).SHAPE
+    return _LOADED[name]
+
+
+def register(shape: Shape) -> Shape:
+    """Make `shape` known by its name (`shape.name`), in this process: configurations of it can then be made,
+    trained, saved and loaded. Ray's workers know only the built-in shapes unless they register it too."""
+    if not shape.name or shape.name in BUILT_IN:
+        raise ValueError(f"a shape needs a name of its own, not {shape.name!r}")
+    _LOADED[shape.name] = shape
+    return shape

@@ -1,0 +1,216 @@
+"""What a shape of model is: one small interface, which forecaster.net, forecaster.model, forecaster.train,
+forecaster.parts and forecaster.answer_model ask instead of comparing shape names.
+
+A shape says
+- what it needs of a configuration and of the data (`check`, `window_points`, the advice when a series is too
+  short);
+- the windows it trains on (`training_data`) and its loss on them (`loss`);
+- its net: the layers it adds to RNNNet (`build`), their forward pass (`forward`) and the optimizer's groups;
+- how it forecasts (`points_read`, `forecast_scaled`, `predict`, `forecast_columns`);
+- what it saves and loads beside the weights (`state`, `plain_state`): the keyword arguments of RNNNet that only it
+  takes, stored with the net's hyperparameters.
+
+`Shape` implements the part that the recurrent and direct shapes share: the net reads each series through its
+TargetTransform (forecaster/transforms.py), in scaled windows, and forecasts back in original units. A shape is a
+stateless object: its methods take the net (or the Lightning module) they act on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+from torch import Tensor, nn
+
+from forecaster.transforms import CALENDAR_FEATURES, ForecastInputs, TargetTransform, TrainingWindows, forecast_inputs
+
+if TYPE_CHECKING:
+    from forecaster.config import ForecasterConfig
+    from forecaster.model import EpochBatch, RNNForecaster
+    from forecaster.net import RNNNet
+    from forecaster.panel import Panel
+    from forecaster.parts import FitParts
+    from forecaster.smoothing import HybridInputs, HybridWindows
+
+CELLS = {"RNN": nn.RNN, "LSTM": nn.LSTM, "GRU": nn.GRU}
+
+
+class Shape:
+    """The interface of a shape, with the behaviour of the shapes that read scaled windows (recurrent, direct)."""
+
+    name: ClassVar[str] = ""
+    padded: ClassVar[bool] = False
+    """Histories shorter than the input chunk are padded with zeros and masked: the mask is the net's last input."""
+    scaled: ClassVar[bool] = True
+    """The net reads each series min-max scaled on its training part (TargetTransform's scaler); False: as the
+    shape's own transform leaves it."""
+    reads_short_series: ClassVar[bool] = False
+    """In a panel, a series too short for a training window is still forecast from its input chunk, trained on by
+    none (the recurrent shape)."""
+    forecasts_new_series: ClassVar[bool] = False
+    """`forecast_columns` forecasts series the net never trained on by itself, from every point of them (the
+    hybrid); otherwise the caller fits transforms on each new series and passes them."""
+
+    # --- the configuration and the data -----------------------------------------------------------------------------
+    def check(self, config: ForecasterConfig) -> None:
+        """Raise forecaster.config.ConfigError for what this shape cannot take in `config`."""
+
+    def prepared(self, config: ForecasterConfig, horizon: int) -> ForecasterConfig:
+        """The configuration a fit trains: its defaults that depend on the data set (`horizon`: the validation
+        part's longest length)."""
+        return config
+
+    def window_points(self, config: ForecasterConfig) -> int:
+        """The fewest points of a series (after the differences) that give one training window: one to read and one
+        to forecast, the rest of the window padded."""
+        return 2
+
+    def one_window(self, config: ForecasterConfig, lag: int, differenced: str) -> str:
+        """What one training window takes, as a message says it (`differenced`: '' or ' + the N that ... takes')."""
+        window = self.window_points(config) + lag
+        counted = f"2{differenced} = {window}" if lag else "2"
+        return f"{counted} for one training window (a point to read, one to forecast)"
+
+    def shorter(self, config: ForecasterConfig, reads_only: bool = False) -> str:
+        """What to change so that a panel's shorter series fit."""
+        return "lower the horizon"
+
+    def short_series(self, config: ForecasterConfig) -> str:
+        """What to change for a single series too short for a fit of a given horizon."""
+        return "lower the horizon"
+
+    def short_training_part(self, config: ForecasterConfig, points: int, lag: int, needed: str) -> str:
+        """The message for a single series whose training part (`points` long) holds no training window."""
+        return (
+            f"the training part has {points} points, too few for one training window: "
+            f"{needed.removeprefix('each needs ')}; move split_after later"
+        )
+
+    def data_lines(self, seen: Panel) -> list[str]:
+        """What this shape does to the data, for a sweep's banner (its lines after 'hybrid', 'transform', ...)."""
+        return []
+
+    def state(self, config: ForecasterConfig, parts: FitParts) -> dict[str, Any]:
+        """The keyword arguments of RNNNet that a fit computes for this shape from the data (none here)."""
+        return {}
+
+    def plain_state(self, state: dict[str, Any]) -> dict[str, Any]:
+        """`state` as plain values (lists): what a checkpoint stores among the net's hyperparameters."""
+        return {name: np.asarray(value, dtype=np.float64).tolist() for name, value in state.items()}
+
+    # --- the net ----------------------------------------------------------------------------------------------------
+    def inputs(self, config: ForecasterConfig) -> int:
+        """The features of each step the recurrent layers read: the value, the calendar, and the padding's mask."""
+        return 1 + (CALENDAR_FEATURES if config.calendar else 0) + (1 if self.padded else 0)
+
+    def build(self, net: RNNNet, series: int, season: int, **state: Any) -> None:
+        """Add the shape's layers to `net` (its recurrent layers `rnn` first: the order of creation is the order the
+        seed draws their weights in)."""
+        config = net.config
+        between_layers = config.dropout if config.n_rnn_layers > 1 else 0.0  # PyTorch warns on dropout with 1 layer
+        cell = CELLS[config.model]
+        net.rnn = cell(self.inputs(config), config.hidden_dim, config.n_rnn_layers, dropout=between_layers)
+        net.head = self.head(config)
+
+    def head(self, config: ForecasterConfig) -> nn.Module:
+        """The layer from the recurrent layers' states to the forecast."""
+        raise NotImplementedError
+
+    def forward(self, net: RNNNet, inputs: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def optimizer_groups(self, module: RNNForecaster) -> list[dict[str, Any]]:
+        """The optimizer's parameter groups (each may carry `lr_scale`, a multiple of the configured lr)."""
+        return [{"params": list(module.parameters())}]
+
+    # --- training ---------------------------------------------------------------------------------------------------
+    def training_data(
+        self, config: ForecasterConfig, parts: FitParts, transform: TargetTransform, ends: np.ndarray, **state: Any
+    ) -> tuple[TrainingWindows | HybridWindows, ForecastInputs | HybridInputs]:
+        """The training windows of `parts.train`, and the inputs of the validation forecasts from each row `ends` of
+        `parts.seen` to the end of its validation part."""
+        windows = TrainingWindows.of(transform, parts.train, config, self)
+        inputs = forecast_inputs(
+            transform,
+            parts.seen,
+            ends,
+            config.input_chunk_length,
+            int(parts.val.lengths.max()),
+            config.calendar,
+            padded=self.padded,
+        )
+        return windows, inputs
+
+    def window_layout(self, config: ForecasterConfig, lengths: np.ndarray) -> tuple[int, Any, np.ndarray, int]:
+        """(span, earliest, last, first_scored) of the training windows of series of `lengths` (after the
+        differences): each window's points, the first and last position k of a window's first forecast point, and
+        the first row of a window that a loss in original units scores."""
+        raise NotImplementedError
+
+    def loss(
+        self, module: RNNForecaster, batch: Tensor, originals: tuple[ForecastInputs, Tensor] | None, epoch: EpochBatch
+    ) -> Tensor:
+        """The loss of one mini-batch of `epoch`'s windows."""
+        raise NotImplementedError
+
+    # --- forecasting ------------------------------------------------------------------------------------------------
+    def points_read(self, net: RNNNet) -> int:
+        """How many of a series' last points a forecast reads: the input chunk and the differences' lag (a padded
+        shape: one point past the lag)."""
+        return (1 if self.padded else net.config.input_chunk_length) + net.transform.lag
+
+    def forecast_scaled(self, net: RNNNet, context: Tensor, steps: int, future: Tensor | None) -> Tensor:
+        """(steps, B) in the net's units after each column of `context` (T, B, features), fed back with the
+        calendar of each point after (`future`)."""
+        raise NotImplementedError
+
+    def predict(self, net: RNNNet, inputs: ForecastInputs, steps: int) -> Tensor:
+        """Forecasts of `steps` points from each origin of `inputs`, in original units: (steps, B)."""
+        with net.averaged_weights():
+            scaled = net.forecast_scaled(inputs.context, steps, inputs.future)
+        return net.transform.from_model(scaled, inputs)
+
+    def forecast_columns(
+        self,
+        net: RNNNet,
+        panel: Panel,
+        steps: int,
+        transform: TargetTransform | None = None,
+        new_series: bool = False,
+    ) -> np.ndarray:
+        """(steps, S) after every series of `panel` in original units (RNNNet.forecast_columns)."""
+        rows = None
+        if transform is None:
+            rows, transform = net.scaler_rows(panel), net.transform
+            if net.time_origins is not None and not panel.dated:  # the season count of training, whatever the start
+                panel = dataclasses.replace(panel, origins=net.time_origins[rows])
+        needed = self.points_read(net)
+        if panel.lengths.min() < needed:
+            short = panel.ids[panel.lengths < needed]
+            raise ValueError(
+                f"history has {panel.lengths.min()} points"
+                + (f" in series {panel.id_list(short)}" if len(panel) > 1 else "")
+                + f"; the model reads the last {needed}"
+            )
+        config = net.config
+        inputs = forecast_inputs(
+            transform,
+            panel,
+            panel.offsets[1:] - 1,
+            config.input_chunk_length,
+            steps,
+            config.calendar,
+            rows,
+            padded=self.padded,
+        )
+        was_training = net.training
+        net.eval()
+        try:
+            with net.averaged_weights():
+                device = net.rnn.weight_hh_l0.device
+                future = None if inputs.future is None else inputs.future.to(device)
+                scaled = net.forecast_scaled(inputs.context.to(device), steps, future)
+            return transform.from_model(scaled.double().cpu(), inputs).numpy()
+        finally:
+            net.train(was_training)

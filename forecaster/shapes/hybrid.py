@@ -1,0 +1,207 @@
+"""The hybrid shape: Smyl's ES-RNN, the M4 winner. The direct shape's net reads the log of each series less a level
+and seasonal factors that per-series exponential smoothing gives (forecaster/smoothing.py), its coefficients and
+initial factors learnt with the net, and emits a block in those units.
+
+It takes each series' log itself (after a shift where a value is at or below 0) and normalises by its own level and
+season, so it refuses the transforms that would do either again; its loss is in its own units (mse, l1 or pinball),
+plus level_penalty times the wiggliness of each series' smoothed level. Its per-series parameters train at their own
+learning rate (series_lr). It reads every point of a series (its smoothing starts at the first), and forecasts a
+series it never trained on with the median coefficients of those it did and initial factors from the new series' own
+seasonal indices.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from forecaster.config import ConfigError
+from forecaster.shapes.direct import Direct
+from forecaster.smoothing import (
+    HybridInputs,
+    HybridWindows,
+    SeasonalSmoothing,
+    factors_ahead,
+    hybrid_inputs,
+    log_shifts,
+    new_series_factors,
+    smooth,
+)
+
+if TYPE_CHECKING:
+    from forecaster.config import ForecasterConfig
+    from forecaster.model import EpochBatch, RNNForecaster
+    from forecaster.net import RNNNet
+    from forecaster.panel import Panel
+    from forecaster.parts import FitParts
+    from forecaster.transforms import ForecastInputs, TargetTransform
+
+HYBRID_LOSSES = ("mse", "l1", "pinball")
+"""The hybrid's losses: in its own units, the log of the series less its smoothed level and season."""
+PLAIN_SETTINGS = {"target_transform": "none", "window_norm": "none", "deseasonalise": False, "calendar": False}
+"""The settings of the transforms that the hybrid does its own way, as it needs them left."""
+
+
+class Hybrid(Direct):
+    name = "hybrid"
+    scaled = False
+    forecasts_new_series = True
+
+    def check(self, config: ForecasterConfig) -> None:
+        """Its own logs and its own level and season: the transforms that do either are refused, not ignored."""
+        if config.loss not in HYBRID_LOSSES:
+            raise ConfigError(
+                f"loss={config.loss!r} with shape='hybrid': its loss is in its own units (the log less the level and "
+                f"season); use one of {', '.join(HYBRID_LOSSES)}"
+            )
+        for name, plain in PLAIN_SETTINGS.items():
+            if getattr(config, name) != plain:
+                raise ConfigError(
+                    f"{name}={getattr(config, name)!r} with shape='hybrid': the hybrid takes each series' log and "
+                    f"divides it by its own learnt level and season; set {name}={plain!r}"
+                )
+
+    def data_lines(self, seen: Panel) -> list[str]:
+        shifted = log_shifts(seen.values, seen.offsets) > 0
+        if not shifted.any():
+            return [f"  hybrid     the log of every series (all {len(seen)} are above 0)"]
+        return [
+            f"  hybrid     the log of every series, {int(shifted.sum())} with a value at or below 0 after a shift of "
+            f"1 % of its mean absolute value above its lowest: {seen.id_list(seen.ids[shifted])}"
+        ]
+
+    def state(self, config: ForecasterConfig, parts: FitParts) -> dict[str, Any]:
+        """The log shifts, from every point it reads (training and validation), as log_if_positive decides."""
+        return {"log_shifts": log_shifts(parts.seen.values, parts.seen.offsets)}
+
+    # --- the net ----------------------------------------------------------------------------------------------------
+    def build(self, net: RNNNet, series: int, season: int, **state: Any) -> None:
+        super().build(net, series, season)
+        net.smoothing = SeasonalSmoothing(series, season)
+        shifts = state.get("log_shifts")
+        net.log_shifts = np.zeros(series) if shifts is None else np.array(shifts)
+
+    def optimizer_groups(self, module: RNNForecaster) -> list[dict[str, Any]]:
+        """The per-series smoothing at its own rate (Smyl's)."""
+        per_series = list(module.smoothing.parameters())
+        shared = [parameter for parameter in module.parameters() if all(parameter is not p for p in per_series)]
+        scale = module.config.series_lr
+        return [{"params": shared}, {"params": per_series, "lr": module.config.lr * scale, "lr_scale": scale}]
+
+    def window(
+        self,
+        net: RNNNet,
+        z: Tensor,
+        lengths: Tensor,
+        ends: Tensor,
+        rows: Tensor,
+        phases: Tensor,
+        new_factors: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """The hybrid's view of windows ending at `ends` of the series z (B, T) with `lengths` points (smoothed
+        through all of them; `rows`, `phases` and `new_factors` as in `SeasonalSmoothing.coefficients`): the net's
+        inputs (input_chunk_length, B, 2), each window's last level (B,), the seasonal factors of the output block's
+        points (B, output_chunk_length), and the levels (B, T)."""
+        alpha, gamma, initial = net.smoothing.coefficients(rows, phases, new_factors)
+        levels, factors = smooth(z, lengths, alpha, gamma, initial)
+        last_level = levels.gather(1, ends[:, None])[:, 0]
+        places = ends[:, None] + torch.arange(1 - net.config.input_chunk_length, 1, device=z.device)[None, :]
+        real = places >= 0
+        safe = places.clamp(min=0)
+        values = z.gather(1, safe) - factors.gather(1, safe) - last_level[:, None]
+        window = torch.stack([torch.where(real, values, 0.0), real.to(values.dtype)], -1).transpose(0, 1)
+        ahead = factors_ahead(factors, ends + 1, net.config.output_chunk_length, net.smoothing.season)
+        return window, last_level, ahead, levels
+
+    # --- training ---------------------------------------------------------------------------------------------------
+    def training_data(
+        self, config: ForecasterConfig, parts: FitParts, transform: TargetTransform, ends: np.ndarray, **state: Any
+    ) -> tuple[HybridWindows, HybridInputs]:
+        shifts = state["log_shifts"]
+        windows = HybridWindows.of(parts.train, shifts, config.windows_from_last)
+        steps = int(parts.val.lengths.max())
+        return windows, hybrid_inputs(parts.seen, ends, steps, shifts, np.arange(len(parts.seen)), None)
+
+    def loss(
+        self, module: RNNForecaster, batch: Tensor, originals: tuple[ForecastInputs, Tensor] | None, epoch: EpochBatch
+    ) -> Tensor:
+        """The loss of the windows (series, origin) in `batch`: each series smoothed with its current coefficients,
+        the output block's points less the window's last level and their seasonal factors scored over the real
+        points, plus level_penalty times the mean squared second difference of the smoothed log levels."""
+        data = epoch.source
+        series, origins = batch
+        z, lengths = data.z[series], data.lengths[series]
+        window, last_level, ahead, levels = self.window(module, z, lengths, origins - 1, series, data.phases[series])
+        places = origins[:, None] + torch.arange(ahead.shape[1], device=z.device)[None, :]
+        real = (places < lengths[:, None]).to(z.dtype)
+        targets = z.gather(1, places.clamp(max=z.shape[1] - 1)) - last_level[:, None] - ahead
+        errors = module.unit_errors(module(window).T, targets)
+        loss = (errors * real).sum() / real.sum()
+        penalty = module.config.level_penalty
+        if penalty and levels.shape[1] > 2:
+            wiggle = levels[:, 2:] - 2 * levels[:, 1:-1] + levels[:, :-2]
+            inside = (torch.arange(2, levels.shape[1], device=z.device)[None, :] < lengths[:, None]).to(z.dtype)
+            loss = loss + penalty * (wiggle**2 * inside).sum() / inside.sum().clamp(min=1)
+        return loss
+
+    # --- forecasting ------------------------------------------------------------------------------------------------
+    def predict(self, net: RNNNet, inputs: HybridInputs, steps: int) -> Tensor:
+        with net.averaged_weights(), torch.no_grad(), torch.autocast(inputs.z.device.type, enabled=False):
+            return self.forecast_blocks(net, inputs, steps)
+
+    def forecast_blocks(self, net: RNNNet, inputs: HybridInputs, steps: int) -> Tensor:
+        """(steps, B) in original units: each block of output_chunk_length points from the smoothing and the net
+        after each column's end, fed back as points of its series (and smoothed) for the next block."""
+        z, lengths, blocks = inputs.z, inputs.lengths, []
+        size = net.config.output_chunk_length
+        for done in range(0, steps, size):
+            window, last_level, ahead, _ = self.window(
+                net, z, lengths, lengths - 1, inputs.rows, inputs.phases, inputs.new_factors
+            )
+            block = net(window).T + last_level[:, None] + ahead  # (B, size), logs
+            blocks.append(block)
+            if done + size < steps:
+                places = (lengths[:, None] + torch.arange(size, device=z.device)[None, :]).clamp(max=z.shape[1] - 1)
+                z, lengths = z.scatter(1, places, block.to(z.dtype)), lengths + size
+        logs = torch.cat(blocks, 1)[:, :steps].to(inputs.shifts.dtype)
+        return (torch.exp(logs) - inputs.shifts[:, None]).T
+
+    def forecast_columns(
+        self,
+        net: RNNNet,
+        panel: Panel,
+        steps: int,
+        transform: TargetTransform | None = None,
+        new_series: bool = False,
+    ) -> np.ndarray:
+        """A series it trained on keeps what it learnt (its shift, coefficients and initial factors); with
+        `new_series`, one it never saw gets the median coefficients of those it did, initial factors from its own
+        classical seasonal indices and a shift from its own values. It reads every point: `transform` is not used."""
+        rows = net.scaler_rows(panel, allow_new=new_series)
+        if net.time_origins is not None and not panel.dated:  # the season count of training, whatever the start
+            origins = np.array(panel.first_times() if panel.origins is None else panel.origins, dtype=np.int64)
+            origins[rows >= 0] = net.time_origins[rows[rows >= 0]]
+            panel = dataclasses.replace(panel, origins=origins)
+        new = rows < 0
+        shifts = net.log_shifts[np.maximum(rows, 0)]
+        factors = None
+        if new.any():
+            fresh = panel.take(new)
+            shifts[new] = log_shifts(fresh.values, fresh.offsets)
+            factors = np.zeros((len(panel), net.smoothing.season))
+            factors[new] = new_series_factors(fresh)
+        inputs = hybrid_inputs(panel, panel.offsets[1:] - 1, steps, shifts, rows, factors)
+        was_training = net.training
+        net.eval()
+        try:
+            device = net.rnn.weight_hh_l0.device
+            return net.predict(inputs.to(device, torch.float64), steps).cpu().numpy()
+        finally:
+            net.train(was_training)
+
+
+SHAPE = Hybrid()

@@ -1,0 +1,79 @@
+"""A shape of model is one class behind one interface (forecaster/shapes): a fourth shape, written here and
+registered with one line, is checked, trained, forecast with, saved and loaded as the built-in ones are; and the
+built-in shapes are found by name without loading any other."""
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from forecaster import recurrence
+from forecaster.config import ConfigError, ForecasterConfig
+from forecaster.data import load_panel
+from forecaster.net import RNNNet
+from forecaster.shapes import register, shape_names, shape_of
+from forecaster.shapes.base import Shape
+from forecaster.train import fit
+from tests.test_panel import monthly_panel_frame
+
+
+class OneStep(Shape):
+    """A toy: the net reads its padded input chunk and emits the next point; a forecast feeds each point back."""
+
+    name = "one_step"
+    padded = True
+
+    def check(self, config):
+        if config.window_norm != "none":
+            raise ConfigError(f"window_norm={config.window_norm!r} with shape='one_step': it reads its windows as cut")
+
+    def head(self, config):
+        return nn.Linear(config.hidden_dim, 1)
+
+    def forward(self, net, inputs):
+        return net.head(recurrence.hidden_states(net.rnn, inputs)[-1]).T  # (1, B)
+
+    def window_layout(self, config, lengths):
+        return config.input_chunk_length + 1, np.ones_like(lengths), lengths - 1, config.input_chunk_length
+
+    def loss(self, module, batch, originals, epoch):
+        chunk = module.config.input_chunk_length
+        return module.unit_errors(module(batch[:chunk]), batch[chunk:, :, 0]).mean()
+
+    def forecast_scaled(self, net, context, steps, future):
+        rows, points = context, []
+        for _ in range(steps):
+            points.append(net(rows))
+            rows = torch.cat([rows, torch.stack([points[-1], torch.ones_like(points[-1])], -1)])[1:]
+        return torch.cat(points)
+
+
+register(OneStep())
+
+
+def test_a_shape_of_ones_own_is_checked_trained_forecast_saved_and_loaded(tmp_path):
+    assert shape_names()[-1] == "one_step"
+    with pytest.raises(ConfigError, match="window_norm='subtract' with shape='one_step'"):
+        ForecasterConfig(shape="one_step", window_norm="subtract")
+    panel = load_panel(monthly_panel_frame(lengths=(60, 72, 30)))
+    config = ForecasterConfig(shape="one_step", input_chunk_length=12, hidden_dim=8, n_epochs=30, lr=1e-2)
+    result = fit(config, panel, val_size=6, test_size=6, threads=1)
+    history = result.history
+    assert history[-1]["val_smape"] < 0.8 * history[0]["val_smape"]
+    forecast = result.model.forecast_columns(result.parts.seen, 9)
+    assert forecast.shape == (9, 3) and np.isfinite(forecast).all()
+
+    path = tmp_path / "one_step.ckpt"
+    torch.save({"state_dict": result.model.state_dict(), "hyper_parameters": dict(result.model.hparams)}, path)
+    loaded = RNNNet.load_best_model(path)
+    assert loaded.shape is shape_of("one_step")
+    np.testing.assert_array_equal(loaded.forecast_columns(result.parts.seen, 9), forecast)
+
+
+def test_an_unknown_shape_names_the_shapes_there_are():
+    with pytest.raises(ConfigError, match="shape='ring' is not one of recurrent, direct, hybrid"):
+        ForecasterConfig(shape="ring")
+    with pytest.raises(KeyError, match="no shape 'ring'; the shapes are: recurrent, direct, hybrid"):
+        shape_of("ring")
+    with pytest.raises(ValueError, match="a shape needs a name of its own"):
+        register(type("Again", (Shape,), {"name": "direct"})())
