@@ -9,7 +9,7 @@ TORCH_INDEX ?=
 SWEEP ?= air_rnn
 BIN := $(VENV)/bin
 
-.PHONY: setup run fit test test-fast lint format docs docs-serve bench darts-env nf-env xla-env test-xla clean
+.PHONY: setup run fit test test-fast lint mutation format docs docs-serve bench darts-env nf-env xla-env test-xla clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,10 +39,19 @@ test: setup
 test-fast: setup
 	$(PYTEST) -m "not slow"
 
-# ruff, configured in pyproject.toml: the linter and the formatter's check, on the whole tree.
+# ruff and mypy, configured in pyproject.toml: the linter and the formatter's check on the whole tree, and the types
+# of forecaster/ and sweeps/ (strict on the public API).
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+# Mutation testing of the modules named in pyproject.toml's [tool.mutmut], against the fast tier; its results and
+# their survivors stay in mutants/ (`.venv/bin/mutmut results`). Not in CI: it takes a long while.
+mutation: setup
+	$(BIN)/pip install --quiet "mutmut>=3.8,<4"
+	$(BIN)/mutmut run --max-children 2
+	$(BIN)/mutmut results
 
 format: setup
 	$(BIN)/ruff format .

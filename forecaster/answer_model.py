@@ -64,7 +64,7 @@ class Calibration:
 
     @property
     def horizon(self) -> int:
-        return self.errors.shape[0]
+        return int(self.errors.shape[0])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,16 +99,31 @@ class AnswerModel:
         return int(self.data["horizon"])
 
     def new_series(self, panel: Panel) -> list[str]:
-        """The ids of `panel` the model never trained on."""
+        """The ids of `panel` the model never trained on.
+
+        Args:
+            panel: Series to forecast.
+
+        Returns:
+            Their ids, in the panel's order; each member reads them with transforms fit on their own history."""
         return [str(series_id) for series_id in panel.ids[known_rows(self.data["series"], panel) < 0]]
 
     # --- forecasting --------------------------------------------------------------------------------------------
     def read(
-        self, data: Panel | pd.DataFrame | str | os.PathLike, columns: Mapping[str, str | None] | None = None
+        self, data: Panel | pd.DataFrame | str | os.PathLike[str], columns: Mapping[str, str | None] | None = None
     ) -> Panel:
-        """`data` as a checked panel, read as the sweep read its data: the same columns (or `columns`, {"id": ...,
-        "date": ..., "value": ...}, where this file names them otherwise), and on a plain integer time index the same
-        season; SeriesError where its time is not the model's kind or frequency."""
+        """`data` as a checked panel, read as the sweep read its data.
+
+        Args:
+            data: A long table (unique_id, ds, y), a CSV or Parquet file of one, or a Panel.
+            columns: {"id": ..., "date": ..., "value": ...}, where this file names its columns otherwise than the
+                sweep's data did.
+
+        Returns:
+            The panel, on a plain integer time index with the sweep's season.
+
+        Raises:
+            SeriesError: A problem in the data, or a time column of another kind or frequency than the model's."""
         if isinstance(data, Panel):
             panel = data
         else:
@@ -139,14 +154,24 @@ class AnswerModel:
 
     def forecast(
         self,
-        data: Panel | pd.DataFrame | str | os.PathLike,
+        data: Panel | pd.DataFrame | str | os.PathLike[str],
         h: int | None = None,
         levels: Sequence[float] | None = None,
     ) -> pd.DataFrame:
-        """`h` points (default: the sweep's horizon) after the end of every series of `data` (a long table
-        unique_id, ds, y, a file of one, or a Panel), with the bounds at `levels` (default: the sweep's): a long
-        table unique_id, ds, answer, answer-lo-95, answer-lo-80, answer-hi-80, answer-hi-95, as statsforecast
-        names its columns. SeriesError (a ValueError) says what in the data, or in the request, it cannot forecast."""
+        """`h` points after the end of every series of `data`, with their bounds, as statsforecast names its columns.
+
+        Args:
+            data: A long table (unique_id, ds, y), a CSV or Parquet file of one, or a Panel.
+            h: Points to forecast after each series' end (default: the sweep's horizon).
+            levels: Prediction intervals at these levels, in percent (default: the sweep's; empty: none).
+
+        Returns:
+            A long table: unique_id, ds, answer, and answer-lo-95, answer-lo-80, answer-hi-80, answer-hi-95 for levels
+            80 and 95.
+
+        Raises:
+            SeriesError: What in the data, or in the request, it cannot forecast (a series too short to read, levels
+                beyond its calibration)."""
         panel = self.read(data)
         h = self.horizon if h is None else int(h)
         if h < 1:
@@ -167,7 +192,7 @@ class AnswerModel:
         series is forecast by every member that can read it (one it never trained on, with transforms fit on its own
         history), SeriesError naming those no member can."""
         totals, counts = np.zeros((steps, len(panel))), np.zeros(len(panel), dtype=np.int64)
-        fitted: dict[tuple, TargetTransform] = {}
+        fitted: dict[tuple[Any, ...], TargetTransform] = {}
         for member in self.members:
             net = member.net
             readable = panel.lengths >= net.points_read
@@ -205,6 +230,7 @@ class AnswerModel:
         if not levels:
             return {}
         calibration = self.calibration
+        assert calibration is not None, "levels are refused (_levels) where the model holds no calibration"
         quantiles = conformal_quantiles(calibration.errors, levels)
         rows = known_rows(self.data["series"], panel)
         missed = np.where(rows >= 0, calibration.fitted_error[np.maximum(rows, 0)], np.nan)
@@ -256,7 +282,7 @@ class AnswerModel:
             )
 
     def _transform_for(
-        self, net: RNNNet, panel: Panel, fitted: dict[tuple, TargetTransform]
+        self, net: RNNNet, panel: Panel, fitted: dict[tuple[Any, ...], TargetTransform]
     ) -> tuple[Panel, TargetTransform]:
         """`panel` (with, on a plain time index, each series' place in the season as training counted it) and the
         net's transform for each of its series, in order: what the net learnt of a series it trained on, and for one
@@ -387,8 +413,14 @@ class AnswerModel:
             )
         return cls(members, record["data"], calibration, record.get("versions", {}), record.get("trained_on", []))
 
-    def save(self, path: str | os.PathLike) -> str:
-        """Write the model to the folder `path` (local, or s3:// / gs:// through pyarrow); returns it."""
+    def save(self, path: str | os.PathLike[str]) -> str:
+        """Write the model to a folder: model.json and tensors.pt, nothing that runs code when loaded.
+
+        Args:
+            path: The folder, local or s3:// and gs:// (through pyarrow).
+
+        Returns:
+            `path`."""
         filesystem, root = _filesystem(path)
         filesystem.create_dir(root, recursive=True)
         for name, content in self.to_files().items():
@@ -397,8 +429,17 @@ class AnswerModel:
         return os.fspath(path)
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> AnswerModel:
-        """The model saved in the folder `path` (a sweep's results folder, or its `model` folder), on the CPU."""
+    def load(cls, path: str | os.PathLike[str]) -> AnswerModel:
+        """The model saved in a folder, on the CPU.
+
+        Args:
+            path: A sweep's results folder, or its `model` folder (local, s3:// or gs://).
+
+        Returns:
+            The model, forecasting without Ray or Lightning.
+
+        Raises:
+            FileNotFoundError: The folder holds no saved model."""
         filesystem, root = _filesystem(path)
         import pyarrow.fs
 
@@ -407,7 +448,7 @@ class AnswerModel:
 
         def read(name: str) -> bytes:
             with filesystem.open_input_stream(f"{root}/{name}") as stream:
-                return stream.read()
+                return bytes(stream.read())
 
         try:
             return cls.from_files(read, os.fspath(path))
@@ -462,7 +503,7 @@ def library_versions() -> dict[str, str]:
     return found
 
 
-def _filesystem(path: str | os.PathLike):
+def _filesystem(path: str | os.PathLike[str]) -> tuple[Any, str]:
     import pyarrow.fs
 
     name = os.fspath(path)
@@ -488,11 +529,11 @@ def _merged(own: TargetTransform, rows: np.ndarray, fresh: TargetTransform, new:
     """One row per series: `own`'s rows where `new` is false (at `rows`), `fresh`'s (fit on the new series, in
     order) where it is true."""
 
-    def merge(mine: np.ndarray | None, theirs: np.ndarray | None, empty: float) -> np.ndarray | None:
-        if mine is None and theirs is None:
+    def merge(mine: np.ndarray | None, theirs: np.ndarray | None, empty: float) -> Any:
+        known = mine if mine is not None else theirs
+        if known is None:
             return None
-        shape = (mine if mine is not None else theirs).shape[1:]
-        dtype = (mine if mine is not None else theirs).dtype
+        shape, dtype = known.shape[1:], known.dtype
         merged = np.full((len(rows), *shape), empty, dtype=dtype)
         if mine is not None:
             merged[~new] = mine[rows[~new]]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 from collections.abc import Sequence
+from typing import Any, cast
 
 import numpy as np
 
@@ -91,14 +92,17 @@ def statistical(
     engine = statsforecast.StatsForecast(models=[model], freq=history.freq or 1, n_jobs=n_jobs)
     named = {level: int(level) if float(level).is_integer() else level for level in levels}  # statsforecast's names
     try:
-        predicted = engine.forecast(df=frame, h=steps, level=list(named.values()) or None)
+        predicted = engine.forecast(df=frame, h=steps, level=cast(Any, list(named.values())) or None)
     except Exception as error:  # statsforecast raises bare Exceptions on series it cannot fit (a noiseless one)
         if len(history) == 1:
             raise BaselineUnavailable(f"{method} could not fit this series ({error})") from None
         return _series_by_series(method, history, steps, levels)
     column = getattr(model, "alias", method)
     bounds = {
-        level: tuple(_columns(predicted, history, f"{column}-{side}-{name}", steps) for side in ("lo", "hi"))
+        level: (
+            _columns(predicted, history, f"{column}-lo-{name}", steps),
+            _columns(predicted, history, f"{column}-hi-{name}", steps),
+        )
         for level, name in named.items()
     }
     return BaselineForecast(_columns(predicted, history, column, steps), bounds=bounds)
@@ -142,8 +146,7 @@ def fit_baseline(
     forecast (those named in `fell_back`). The fitted models go with it, for `forward_baseline`."""
     values = seasonal_naive(history, steps)
     bounds = {
-        level: tuple(side.copy() for side in pair)
-        for level, pair in seasonal_naive_bounds(history, steps, levels).items()
+        level: (pair[0].copy(), pair[1].copy()) for level, pair in seasonal_naive_bounds(history, steps, levels).items()
     }
     if method == "seasonal naive":
         return BaselineForecast(values, bounds=bounds), None
@@ -169,8 +172,7 @@ def forward_baseline(
     points; None: seasonal naive) by the models fit before, without fitting again (`FittedBaseline`)."""
     values = seasonal_naive(newer, steps)
     bounds = {
-        level: tuple(side.copy() for side in pair)
-        for level, pair in seasonal_naive_bounds(newer, steps, levels).items()
+        level: (pair[0].copy(), pair[1].copy()) for level, pair in seasonal_naive_bounds(newer, steps, levels).items()
     }
     if fitted is None:
         return BaselineForecast(values, bounds=bounds)
@@ -261,8 +263,21 @@ def _fill(found: dict, index: int, values: np.ndarray, bounds: dict, levels: Seq
 
 
 def forecast(name: str, history: Panel, steps: int, n_jobs: int = -1, levels: Sequence[float] = ()) -> BaselineForecast:
-    """The forecast of baseline `name` (one of BASELINES): `steps` points after every series of `history`, with its
-    prediction intervals at `levels` (percent)."""
+    """A baseline's forecast after every series of `history`.
+
+    Args:
+        name: One of BASELINES: seasonal naive, AutoETS, Theta, AutoCES.
+        history: The series the baseline fits.
+        steps: Points to forecast after each series' end.
+        n_jobs: Processes statsforecast fits the series in (-1: every CPU).
+        levels: Prediction intervals at these levels, in percent.
+
+    Returns:
+        The forecast, (steps, S), the series it could not fit (seasonal naive's forecast stands in) and its bounds.
+
+    Raises:
+        BaselineUnavailable: statsforecast is not installed, or a single series it cannot fit.
+        ValueError: An unknown baseline."""
     if name == "seasonal naive":
         return BaselineForecast(seasonal_naive(history, steps), bounds=seasonal_naive_bounds(history, steps, levels))
     if name in STATISTICAL:

@@ -288,7 +288,7 @@ def _whole_number(name: str, value: Any, minimum: int) -> int:
     if isinstance(value, numbers.Integral):
         number = int(value)
     elif math.isfinite(value) and float(value).is_integer():
-        number = int(value)  # 20.0 from a float search space is 20
+        number = int(float(value))  # 20.0 from a float search space is 20
     else:
         raise ConfigError(f"{name}={value!r} must be a whole number")
     if number < minimum:

@@ -12,6 +12,8 @@ import dataclasses
 import importlib.resources
 import os
 import warnings
+from collections.abc import Iterator
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -31,7 +33,7 @@ class SeriesError(ValueError):
 
 
 def load_panel(
-    source: str | os.PathLike | pd.DataFrame = DEFAULT_DATASET,
+    source: str | os.PathLike[str] | pd.DataFrame = DEFAULT_DATASET,
     id_column: str | None = None,
     date_column: str | None = None,
     value_column: str | None = None,
@@ -41,10 +43,22 @@ def load_panel(
     """A checked panel from a built-in dataset's name, a CSV or Parquet file, or a long DataFrame.
 
     Columns named unique_id, ds and y are found by themselves; so are the date and value columns of a file with only
-    two (one series). Otherwise name them. The time column holds dates (the frequency `freq`, e.g. 'MS', is inferred
-    when not given, and must be the same for every series) or integers, a plain time index, which needs
-    `season_length` (12 for monthly data, 1 for none).
-    """
+    two (one series). Otherwise name them. The time column holds dates, of one frequency for every series, or integers,
+    a plain time index.
+
+    Args:
+        source: A built-in dataset (forecaster.datasets), a CSV or Parquet file, or a long DataFrame.
+        id_column: The series id column, where it is not unique_id.
+        date_column: The date (or time) column, where it is not ds.
+        value_column: The value column, where it is not y.
+        freq: The dates' pandas frequency, e.g. 'MS'; inferred when not given.
+        season_length: Points per season of a plain integer time index (12 for monthly data, 1 for none).
+
+    Returns:
+        Every series back to back, checked: ordered times without gaps or repeats, finite values.
+
+    Raises:
+        SeriesError: What in the data cannot be used, with its file, line and series, and how to fix it."""
     if isinstance(source, pd.DataFrame):
         return _panel_from_table(
             source.reset_index(drop=True),
@@ -65,13 +79,24 @@ def load_panel(
 
 
 def load_series(
-    source: str | os.PathLike = DEFAULT_DATASET,
+    source: str | os.PathLike[str] = DEFAULT_DATASET,
     date_column: str | None = None,
     value_column: str | None = None,
     freq: str | None = None,
 ) -> pd.Series:
-    """One checked series: a float Series indexed by a DatetimeIndex with its frequency set (the panel of one that
-    `load_panel` reads, as pandas gives it)."""
+    """One checked series, as pandas gives it: the panel of one that `load_panel` reads.
+
+    Args:
+        source: A built-in dataset, or a CSV or Parquet file of one series.
+        date_column: The date column, where the file has more than two.
+        value_column: The value column, where the file has more than two.
+        freq: The dates' pandas frequency; inferred when not given.
+
+    Returns:
+        A float Series indexed by a DatetimeIndex with its frequency set.
+
+    Raises:
+        SeriesError: The data cannot be used, or holds several series (read it with load_panel)."""
     panel = load_panel(source, None, date_column, value_column, freq)
     if len(panel) != 1 or not panel.dated:
         raise SeriesError(f"{panel.label}: holds {len(panel)} series; load it with load_panel")
@@ -87,14 +112,15 @@ def as_panel(data: Panel | pd.Series | pd.DataFrame) -> Panel:
     check_series(data)
     series = with_frequency(data)
     source = source_of(series)
-    freq = series.index.freqstr
+    index = cast(pd.DatetimeIndex, series.index)
+    freq = index.freqstr
     return Panel(
         ids=np.array([series.attrs.get("unique_id") or _stem(source) or str(series.name or "series")], dtype=object),
         offsets=np.array([0, len(series)], dtype=np.int64),
-        times=series.index.tz_localize(None).to_numpy(dtype="datetime64[ns]"),
+        times=index.tz_localize(None).to_numpy(dtype="datetime64[ns]"),
         values=pd.to_numeric(series).to_numpy(dtype=np.float64),
         freq=freq,
-        season=season_length(freq),
+        season=season_length(str(freq)),  # a dated series: with_frequency set one
         source=source,
         value_name=None if series.name is None else str(series.name),
     )
@@ -132,10 +158,11 @@ def check_series(series: pd.Series) -> None:
 def with_frequency(series: pd.Series) -> pd.Series:
     """The series with its frequency set on its index (inferred from the dates if it is not): the season, the
     calendar and the dates of a forecast come from it."""
-    if series.index.freq is not None:
+    if cast(pd.DatetimeIndex, series.index).freq is not None:
         return series
     series = series.copy()
-    series.index.freq = _infer_freq(series.index)
+    index = cast(pd.DatetimeIndex, series.index)
+    index.freq = _infer_freq(index)  # type: ignore[misc,assignment]  # pandas sets a frequency by its name
     return series
 
 
@@ -145,7 +172,7 @@ def source_of(series: pd.Series) -> str | None:
 
 
 @contextlib.contextmanager
-def naming(label: str | None):
+def naming(label: str | None) -> Iterator[None]:
     """Prefix the SeriesErrors raised inside with the data's name, unless they already start with it."""
     try:
         yield
@@ -167,7 +194,8 @@ class _Rows:
     kind: str
     """'line' (a CSV file) or 'row'."""
 
-    def number(self, row: int) -> int:
+    def number(self, row: Any) -> Any:
+        """A row's (or an array of rows') line or row number, as the file counts them."""
         return row + 2 if self.kind == "line" else row + 1
 
     def at(self, row: int) -> str:
@@ -183,7 +211,7 @@ def _resolve(name: str) -> tuple[object, str]:
     return name, name
 
 
-def _read_table(path, label: str) -> pd.DataFrame:
+def _read_table(path: Any, label: str) -> pd.DataFrame:
     try:
         if label.lower().endswith((".parquet", ".pq")):
             return pd.read_parquet(path)
@@ -250,7 +278,7 @@ def _panel_from_table(
         times=times,
         values=values,
         freq=freq if dated else None,
-        season=int(season),
+        season=int(season),  # type: ignore[arg-type]  # dated: from the frequency; else given (checked)
         origins=origins,
         source=label,
         value_name=value_column,
@@ -298,7 +326,7 @@ def _pick_columns(
             "column (--id-column), or call them unique_id, ds and y"
         )
     if date_column or value_column:
-        named = date_column or value_column
+        named = cast(str, date_column or value_column)
         other = rest[1 - rest.index(named)]
         return (id_column, named, other) if date_column else (id_column, other, named)
     first, second = rest
@@ -336,11 +364,11 @@ def _parse_times(
 ) -> tuple[np.ndarray, bool]:
     """(times, dated): dates as datetime64[ns] (wall time), or a plain integer index."""
     if pd.api.types.is_datetime64_any_dtype(column):
-        dates = pd.DatetimeIndex(column)
-        if dates.isna().any():
-            row = int(np.flatnonzero(dates.isna())[0])
+        given = pd.DatetimeIndex(column)
+        if np.asarray(given.isna()).any():
+            row = int(np.flatnonzero(given.isna())[0])
             raise SeriesError(f"{rows.at(row)}: {subject.of(row)}the date in column {name!r} is missing")
-        return _dates_only(dates, season, name), True
+        return _dates_only(given, season, name), True
     if pd.api.types.is_integer_dtype(column):
         integers = column.to_numpy(dtype=np.int64)
         if season is None and ((integers >= 1000) & (integers <= 2999)).all():  # years, as a CSV's 4-digit dates
@@ -352,8 +380,8 @@ def _parse_times(
         raise SeriesError(
             f"{rows.at(row)}: {subject.of(row)}the date in column {name!r} is missing; fill it in or delete the line"
         )
-    integers = text.str.fullmatch(r"[+-]?\d+")
-    if integers.all() and (season is not None or not text.str.fullmatch(r"\d{4}").all()):
+    whole = text.str.fullmatch(r"[+-]?\d+")
+    if whole.all() and (season is not None or not text.str.fullmatch(r"\d{4}").all()):
         return _plain_index(text.astype(np.int64).to_numpy(), season, name, rows), False
     try:
         with warnings.catch_warnings():  # pandas 2 warns of mixed offsets and returns objects; pandas 3 refuses them
@@ -366,7 +394,7 @@ def _parse_times(
             f"{rows.label}: cannot read column {name!r} as one kind of date ({error}); write every date in one time "
             "zone, for example in UTC, or without an offset"
         ) from None
-    if dates.isna().any():
+    if np.asarray(dates.isna()).any():
         row = int(np.flatnonzero(dates.isna())[0])
         raise SeriesError(
             f"{rows.at(row)}: {subject.of(row)}cannot read {text.iloc[row]!r} in column {name!r} as a date "
@@ -423,7 +451,7 @@ def _parse_values(column: pd.Series, rows: _Rows, name: str, subject: _Subjects)
     return values
 
 
-def _show(time, dated: bool) -> str:
+def _show(time: Any, dated: bool) -> str:
     return str(pd.Timestamp(time)) if dated else str(int(time))
 
 

@@ -18,88 +18,15 @@ import math
 import resource
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
+from forecaster.cli import add_options, option, read_options, with_default
 from forecaster.config import ACCELERATORS, ConfigError, ForecasterConfig
 from forecaster.data import SeriesError
-from forecaster.datasets import AIR_PASSENGERS_SPLIT_AFTER, DEFAULT_DATASET
+from forecaster.datasets import AIR_PASSENGERS_SPLIT_AFTER, BENCHMARK_PANELS, BUILTIN_DATASETS, DEFAULT_DATASET
 from forecaster.metrics import METRICS
 from forecaster.parts import no_cut_message
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m forecaster.fit",
-        description="Train one RNN forecaster (Darts RNNModel semantics) and print its validation MAPE.",
-        epilog=__doc__.split("\n", 2)[2],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    model = parser.add_argument_group("model (defaults: the seed config)")
-    for field in dataclasses.fields(ForecasterConfig):
-        sizes = field.type == "tuple[int, ...]"  # --hidden-fc-sizes 64 32, or nothing for none
-        model.add_argument(
-            "--" + field.name.replace("_", "-"),
-            type={"int": int, "float": float, "str": str, "bool": _boolean, "tuple[int, ...]": int}[field.type],
-            nargs="*" if sizes else None,
-            default=field.default,
-            help=f"{field.metadata['help']} (default: {list(field.default) if sizes else field.default})",
-        )
-    data = parser.add_argument_group("data")
-    data.add_argument(
-        "--data",
-        default=DEFAULT_DATASET,
-        help="a CSV or Parquet file (one series, or a panel in long format), or a built-in dataset: air_passengers, "
-        "wineind, or m3_monthly and the other competition panels (the benchmarks extra) (default: air_passengers)",
-    )
-    data.add_argument("--id-column", help="series id column of a panel (found by itself when named unique_id)")
-    data.add_argument("--date-column", help="date (or time) column (found by itself when named ds, or with 2 columns)")
-    data.add_argument("--value-column", help="value column (found by itself when named y, or with 2 columns)")
-    data.add_argument("--freq", help="pandas frequency of the dates, e.g. MS or D (default: inferred)")
-    data.add_argument(
-        "--season-length",
-        type=int,
-        help="points per season of a plain integer time index (12 for monthly data, 1 for none); dates need none",
-    )
-    data.add_argument(
-        "--horizon",
-        type=int,
-        help="points per series: the last H of every series are its test window (never seen) and the H before them "
-        "its validation part (default: the official horizon of a benchmark panel, else --split-after)",
-    )
-    data.add_argument(
-        "--split-after",
-        help="without --horizon: the last date (or time) of every series' training part (default: on air_passengers "
-        f"its own, {AIR_PASSENGERS_SPLIT_AFTER}; other data needs --horizon or --split-after)",
-    )
-    data.add_argument(
-        "--metric",
-        choices=METRICS,
-        help="the metric that ranks the epochs (default: mape for one series, smape for a panel, mase where a value is "
-        "below 0)",
-    )
-    data.add_argument(
-        "--drop-short-series",
-        action="store_true",
-        help="leave out the series too short for the windows, validation and test points, instead of refusing",
-    )
-    run = parser.add_argument_group("run")
-    run.add_argument(
-        "--accelerator",
-        default="cpu",
-        choices=ACCELERATORS,
-        help="hardware; the seed model is fastest on one CPU thread (default: cpu)",
-    )
-    run.add_argument(
-        "--devices", type=_devices, default=1, help="device count, or comma-separated GPU ids (default: 1)"
-    )
-    run.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        help="torch CPU threads; more pay off only for large hidden_dim and batch_size (default: 1)",
-    )
-    run.add_argument("--plot", metavar="FILE.png", help="draw train, validation and forecast to this PNG")
-    run.add_argument("--json", action="store_true", help="print the result as one JSON line instead of text")
-    return parser
 
 
 def _boolean(text: str) -> bool:
@@ -123,15 +50,113 @@ def _devices(text: str) -> int | list[int] | str:
     return parts if len(parts) > 1 else parts[0]
 
 
+FIELD_TYPES: dict[str, Callable[[str], Any]] = {
+    "int": int,
+    "float": float,
+    "str": str,
+    "bool": _boolean,
+    "tuple[int, ...]": int,
+}
+"""How the command line reads each type of ForecasterConfig's fields."""
+GROUPS = {"data": "data", "run": "run"}
+"""The sections of --help after the model's options, in order."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FitOptions:
+    """What `python -m forecaster.fit` is asked besides the hyperparameters (forecaster.config.ForecasterConfig)."""
+
+    data: str = option(
+        DEFAULT_DATASET,
+        "a CSV or Parquet file (one series, or a panel in long format), or a built-in dataset: "
+        f"{', '.join(BUILTIN_DATASETS)}, or a competition panel of the benchmarks extra "
+        f"({', '.join(BENCHMARK_PANELS)})",
+        group="data",
+    )
+    id_column: str | None = option(
+        None, "series id column of a panel (found by itself when named unique_id)", group="data"
+    )
+    date_column: str | None = option(
+        None, "date (or time) column (found by itself when named ds, or with 2 columns)", group="data"
+    )
+    value_column: str | None = option(
+        None, "value column (found by itself when named y, or with 2 columns)", group="data"
+    )
+    freq: str | None = option(None, "pandas frequency of the dates, e.g. MS or D (default: inferred)", group="data")
+    season_length: int | None = option(
+        None,
+        "points per season of a plain integer time index (12 for monthly data, 1 for none); dates need none",
+        group="data",
+        type=int,
+    )
+    horizon: int | None = option(
+        None,
+        "points per series: the last H of every series are its test window (never seen) and the H before them its "
+        "validation part (default: the official horizon of a benchmark panel, else --split-after)",
+        group="data",
+        type=int,
+    )
+    split_after: str | None = option(
+        None,
+        "without --horizon: the last date (or time) of every series' training part (default: on "
+        f"{DEFAULT_DATASET} its own, {AIR_PASSENGERS_SPLIT_AFTER}; other data needs --horizon or --split-after)",
+        group="data",
+    )
+    metric: str | None = option(
+        None,
+        "the metric that ranks the epochs (default: mape for one series, smape for a panel, mase where a value is "
+        "below 0)",
+        group="data",
+        choices=METRICS,
+    )
+    drop_short_series: bool = option(
+        False,
+        "leave out the series too short for the windows, validation and test points, instead of refusing",
+        group="data",
+        action="store_true",
+    )
+    accelerator: str = option(
+        "cpu", "hardware; the seed model is fastest on one CPU thread", group="run", choices=ACCELERATORS
+    )
+    devices: int | list[int] | str = option(1, "device count, or comma-separated GPU ids", group="run", type=_devices)
+    threads: int = option(
+        1, "torch CPU threads; more pay off only for large hidden_dim and batch_size", group="run", type=int
+    )
+    plot: str | None = option(None, "draw train, validation and forecast to this PNG", group="run", metavar="FILE.png")
+    json: bool = option(False, "print the result as one JSON line instead of text", group="run", action="store_true")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The hyperparameters, one option per field of ForecasterConfig, then FitOptions'."""
+    parser = argparse.ArgumentParser(
+        prog="python -m forecaster.fit",
+        description="Train one RNN forecaster (Darts RNNModel semantics) and print its validation MAPE.",
+        epilog=__doc__.split("\n", 2)[2],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    model = parser.add_argument_group("model (defaults: the seed config)")
+    for field in dataclasses.fields(ForecasterConfig):
+        sizes = field.type == "tuple[int, ...]"  # --hidden-fc-sizes 64 32, or nothing for none
+        model.add_argument(
+            "--" + field.name.replace("_", "-"),
+            type=FIELD_TYPES[str(field.type)],
+            nargs="*" if sizes else None,
+            default=field.default,
+            help=with_default(field.metadata["help"], field.default, always=True),
+        )
+    return add_options(parser, FitOptions, GROUPS)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parsed = build_parser().parse_args(argv)
+    args: FitOptions = read_options(FitOptions, parsed)
     # Heavy imports after argument parsing, so that --help and argument errors answer at once.
     from forecaster.data import load_panel
     from forecaster.train import AcceleratorError, fit, quiet_lightning
 
     quiet_lightning()
     try:
-        config = ForecasterConfig(**{field: getattr(args, field) for field in ForecasterConfig.field_names()})
+        config = ForecasterConfig(**{field: getattr(parsed, field) for field in ForecasterConfig.field_names()})
         panel = load_panel(
             args.data, args.id_column, args.date_column, args.value_column, args.freq, args.season_length
         )

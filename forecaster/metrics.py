@@ -69,9 +69,19 @@ def mase_scales(train: Panel) -> np.ndarray:
 def series_scores(
     actual: Tensor, forecast: Tensor, weights: Tensor, series: Tensor, n_series: int, scale: Tensor
 ) -> dict[str, Tensor]:
-    """Per series (n_series,): MAPE, sMAPE and MASE of forecasts laid out in columns (steps, B), each column
-    belonging to series[column] (a series may have several: one per forecast origin, pooled), scored where
-    weights is 1. `scale` (B,) is each column's series' MASE scale. On the forecasts' device, without a sync."""
+    """MAPE, sMAPE and MASE per series of forecasts laid out in columns, on the forecasts' device without a sync.
+
+    Args:
+        actual: (steps, B) the true values.
+        forecast: (steps, B) the forecasts, one column per forecast; a series may have several (one per origin),
+            pooled.
+        weights: (steps, B) 1 where a point is scored, 0 where not.
+        series: (B,) the series of each column.
+        n_series: How many series.
+        scale: (B,) each column's series' MASE scale.
+
+    Returns:
+        {"mape": (n_series,), "smape": ..., "mase": ...}."""
     import torch
 
     error = (actual - forecast).abs()
@@ -94,8 +104,19 @@ def series_scores(
 def panel_scores(
     actual, forecast, weights, series, n_series: int, scale, mape_defined: bool = True
 ) -> dict[str, Tensor]:
-    """The mean over series of each metric of `series_scores` (NumPy arrays or tensors); MAPE is NaN where it is
-    not defined for every series (a zero in a scored part)."""
+    """The mean over series of each metric of `series_scores`, the M-competitions' way.
+
+    Args:
+        actual: (steps, B) NumPy array or tensor.
+        forecast: (steps, B).
+        weights: (steps, B) 1 where a point is scored.
+        series: (B,) the series of each column.
+        n_series: How many series.
+        scale: (B,) each column's series' MASE scale.
+        mape_defined: False where some series has a zero in a scored part: MAPE is then NaN.
+
+    Returns:
+        {"mape": scalar tensor, "smape": ..., "mase": ...}."""
     import torch
 
     actual, forecast, weights, series, scale = (torch.as_tensor(x) for x in (actual, forecast, weights, series, scale))

@@ -27,14 +27,16 @@ and refuses to train with one rather than silently keeping its learning rate.
 from __future__ import annotations
 
 import dataclasses
+from typing import cast
 
 import lightning as L
 import torch
+from lightning.pytorch.core.optimizer import LightningOptimizer
 from torch import Tensor
 
 from forecaster.metrics import panel_scores
 from forecaster.net import RNNNet
-from forecaster.smoothing import HybridWindows
+from forecaster.smoothing import HybridInputs, HybridWindows
 from forecaster.transforms import ForecastInputs, TrainingWindows
 
 
@@ -46,7 +48,7 @@ class EpochBatch:
     """The epoch's mini-batches of training windows, each (span, batch, 1 + C) in the net's units: the value, and
     with calendar inputs the next point's place in the season. The hybrid shape's: (2, batch), each window's series and
     origin, which its loss cuts from `source`."""
-    validation: ForecastInputs
+    validation: ForecastInputs | HybridInputs
     """The forecasts that score the epoch, one column per series and validation origin (B of them)."""
     actual: Tensor
     """(steps, B): the validation values each forecast is scored on, in original units (1 where there is none)."""
@@ -102,7 +104,7 @@ class RNNForecaster(RNNNet, L.LightningModule):
         return torch.where(total > 0, 200.0 * error / total.clamp(min=1e-12), 0.0)
 
     def training_step(self, epoch: EpochBatch, batch_index: int) -> None:
-        optimizer = self.optimizers()
+        optimizer = cast(LightningOptimizer, self.optimizers())  # one optimizer: configure_optimizers
         loss_sum, windows = torch.zeros((), device=self.device), 0
         for index, batch in enumerate(epoch.windows):
             originals = epoch.originals[index] if epoch.originals else None

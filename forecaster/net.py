@@ -11,8 +11,9 @@ forecaster/transforms.py).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
-from typing import Any, Self
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from typing import IO, Any, Self
 
 import numpy as np
 import pandas as pd
@@ -23,7 +24,7 @@ from forecaster.config import ForecasterConfig
 from forecaster.data import as_panel
 from forecaster.panel import Panel
 from forecaster.shapes import shape_of
-from forecaster.smoothing import HybridInputs
+from forecaster.smoothing import HybridInputs, SeasonalSmoothing
 from forecaster.transforms import ForecastInputs, MinMaxScaler, TargetTransform
 
 CPU_FORECAST_COLUMNS = 2048
@@ -33,6 +34,15 @@ forecast stays the same however many series there are (docs/benchmarks.md, "One 
 
 class RNNNet(nn.Module):
     """The net, with the transform of its training data, so that it forecasts in original units."""
+
+    rnn: nn.RNNBase
+    """The recurrent layers (its shape's `build` makes them, and what follows them)."""
+    head: nn.Module
+    """From the recurrent layers' states to the forecast."""
+    smoothing: SeasonalSmoothing
+    """The hybrid shape's per-series smoothing."""
+    log_shifts: np.ndarray
+    """The hybrid shape's: what each series gets added before its log."""
 
     def __init__(
         self,
@@ -95,19 +105,23 @@ class RNNNet(nn.Module):
             None if logged_series is None else np.array(logged_series, dtype=bool),
             None if seasonal_shifts is None else np.array(seasonal_shifts),
         )
-        shape.build(self, len(scaler_minimum), int(season), **shape_state)
+        shape.build(self, len(self.scaler.minimum), int(season), **shape_state)
         if config.ema_decay:
             # Buffers, so that checkpoints and the best model keep the average with the weights.
             for index, parameter in enumerate(self.parameters()):
                 self.register_buffer(f"average_{index}", parameter.detach().clone())
 
     @classmethod
-    def load_best_model(cls, path) -> Self:
-        """A model saved as a sweep's trials save their best (its weights and hyperparameters), on the CPU.
+    def load_best_model(cls, path: str | os.PathLike[str] | IO[bytes]) -> Self:
+        """A model saved as a sweep's trials save their best (its weights and hyperparameters), on the CPU: what
+        Lightning's `load_from_checkpoint` gives for the same file, without Lightning, and loaded with
+        weights_only=True.
 
-        What `load_from_checkpoint` gives for the same file, without Lightning's guard around it, which walks the
-        whole call stack with its source lines on every call (inspect.stack), a cost a sweep's driver would pay for
-        every model it loads (docs/benchmarks.md, "Sweeps")."""
+        Args:
+            path: The file (best_model.ckpt), or a file-like object of its bytes.
+
+        Returns:
+            The net, ready to forecast."""
         saved = torch.load(path, map_location="cpu", weights_only=True)
         model = cls(**saved["hyper_parameters"])
         model.load_state_dict(saved["state_dict"])
@@ -128,7 +142,7 @@ class RNNNet(nn.Module):
                 average.lerp_(parameter, 1.0 - self.config.ema_decay)
 
     @contextlib.contextmanager
-    def averaged_weights(self):
+    def averaged_weights(self) -> Iterator[None]:
         """Inside, the parameters hold the moving average (with ema_decay), which is what forecasts."""
         if not self.config.ema_decay:
             yield
@@ -172,13 +186,22 @@ class RNNNet(nn.Module):
         """Forecasts of `steps` points from each origin of `inputs`, in original units: (steps, B)."""
         return self.shape.predict(self, inputs, steps)
 
-    def forecast(self, history, steps: int):
+    def forecast(
+        self, history: Panel | pd.Series | Sequence[float] | np.ndarray, steps: int
+    ) -> pd.DataFrame | np.ndarray:
         """Forecast `steps` points after the end of every series of `history`, in original units.
 
-        `history` is a Panel of series this model was trained on (matched by id; any one series for a model of
-        one): the answer is a long table, unique_id, ds and forecast. A pandas Series with its dates (which
-        calendar inputs need) or, without calendar inputs, any sequence of values is a panel of one: the answer is
-        then an array of `steps` values."""
+        Args:
+            history: A Panel of series this model trained on (matched by id; any one series for a model of one); or a
+                pandas Series with its dates (which calendar inputs need), or without calendar inputs any sequence of
+                values, as a panel of one.
+            steps: Points to forecast.
+
+        Returns:
+            For a Panel, a long table: unique_id, ds and forecast; for one series, an array of `steps` values.
+
+        Raises:
+            ValueError: A series it never trained on, or one shorter than what it reads."""
         panel = _as_history(history, self.config.calendar, self.transform.season)
         forecasts = self.forecast_columns(panel, steps)
         if not isinstance(history, Panel):
@@ -195,7 +218,8 @@ class RNNNet(nn.Module):
         """The forecast of every point of `part`, the points that follow each series of `history` (the same series,
         in the same order): flat, one value per row of `part`."""
         forecasts = self.forecast_columns(history, int(part.lengths.max()))
-        return forecasts[part.positions, np.repeat(np.arange(len(part)), part.lengths)]
+        flat: np.ndarray = forecasts[part.positions, np.repeat(np.arange(len(part)), part.lengths)]
+        return flat
 
     @property
     def points_read(self) -> int:
@@ -206,12 +230,22 @@ class RNNNet(nn.Module):
     def forecast_columns(
         self, panel: Panel, steps: int, transform: TargetTransform | None = None, new_series: bool = False
     ) -> np.ndarray:
-        """(steps, S): `steps` points after the end of every series of `panel`, in original units. `transform`: one
-        row per series of `panel`, in its order (a global model forecasting series it never trained on, their scalers
-        fit on their own history: forecaster.answer_model), with `panel.origins` then the caller's to set on a plain
-        time index; default: the net's own rows, found by id, and the origins it trained with. The hybrid shape reads
-        every point of each series (its smoothing starts at the first); with `new_series`, it forecasts series it
-        never trained on too (Shape.forecasts_new_series)."""
+        """`steps` points after the end of every series of `panel`, in original units, as its shape forecasts them.
+
+        Args:
+            panel: The series, each its history up to where the forecast starts.
+            steps: Points to forecast.
+            transform: One row per series of `panel`, in its order: for a global model forecasting series it never
+                trained on, their scalers fit on their own history (forecaster.answer_model), with `panel.origins`
+                then the caller's to set on a plain time index. Default: the net's own rows, found by id, and the
+                origins it trained with.
+            new_series: A shape that forecasts new series by itself (the hybrid) does so; otherwise they are refused.
+
+        Returns:
+            (steps, S), one column per series.
+
+        Raises:
+            ValueError: A series it cannot read (unknown, or shorter than `points_read`)."""
         return self.shape.forecast_columns(self, panel, steps, transform, new_series)
 
     def scaler_rows(self, panel: Panel, allow_new: bool = False) -> np.ndarray:
@@ -231,7 +265,7 @@ class RNNNet(nn.Module):
         return np.array([known[series_id] for series_id in panel.ids], dtype=np.int64)
 
 
-def _as_history(history, calendar: bool, season: int) -> Panel:
+def _as_history(history: Panel | pd.Series | Sequence[float] | np.ndarray, calendar: bool, season: int) -> Panel:
     """A forecast's history as a panel: a Panel, a dated Series, or (without calendar inputs) plain values."""
     if isinstance(history, Panel):
         return history

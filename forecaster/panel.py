@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -69,13 +70,14 @@ class Panel:
     @property
     def positions(self) -> np.ndarray:
         """(N,) each row's position within its series, from 0."""
-        return np.arange(len(self.values)) - np.repeat(self.offsets[:-1], self.lengths)
+        positions: np.ndarray = np.arange(len(self.values)) - np.repeat(self.offsets[:-1], self.lengths)
+        return positions
 
     @property
     def label(self) -> str:
         return self.source or "the data"
 
-    def describe_time(self, time) -> str:
+    def describe_time(self, time: Any) -> str:
         """A time as a message shows it: a date (with the hour where it has one), or the integer."""
         if not self.dated:
             return str(int(time))
@@ -118,23 +120,25 @@ class Panel:
         """Each series' last `points` points apart: (the rest, the last points)."""
         return self.split_at(self.lengths - points)
 
-    def points_up_to(self, when) -> np.ndarray:
+    def points_up_to(self, when: Any) -> np.ndarray:
         """(S,) how many points of each series lie at or before `when` (a date, or an integer time)."""
         at_or_before = (self.times <= when).astype(np.int64)
         counts = np.add.reduceat(at_or_before, self.offsets[:-1]) if len(self.times) else np.zeros(len(self), np.int64)
         return np.where(self.lengths > 0, counts, 0)
 
-    def cut_after(self, when) -> tuple[Panel, Panel]:
+    def cut_after(self, when: Any) -> tuple[Panel, Panel]:
         """Each series cut after `when` (a date, or a time of a plain index), inclusive as Darts' split_after:
         (the points up to it, the points after it)."""
         time = np.datetime64(pd.Timestamp(when).tz_localize(None), "ns") if self.dated else int(when)
         return self.split_at(self.points_up_to(time))
 
     def first_times(self) -> np.ndarray:
-        return self.times[self.offsets[:-1]]
+        first: np.ndarray = self.times[self.offsets[:-1]]
+        return first
 
     def last_times(self) -> np.ndarray:
-        return self.times[self.offsets[1:] - 1]
+        last: np.ndarray = self.times[self.offsets[1:] - 1]
+        return last
 
     def phases(self, row_index: np.ndarray | None = None) -> np.ndarray:
         """The place in the season of the given rows (default: each series' first point), counted from the place of
@@ -151,17 +155,18 @@ class Panel:
             return np.zeros(len(rows), dtype=np.int64)
         first = self.offsets[:-1]
         if self.dated:
-            start = season_phases(pd.DatetimeIndex(self.times[first]), self.freq)
+            start = season_phases(pd.DatetimeIndex(self.times[first]), str(self.freq))
         else:
             start = (self.times[first] - self.origins) % self.season
-        return (start[series] + rows - first[series]) % self.season
+        phases: np.ndarray = (start[series] + rows - first[series]) % self.season
+        return phases
 
     def future_times(self, steps: int) -> np.ndarray:
         """(S, steps): the times of the `steps` points after each series' end."""
         last = self.last_times()
         if not self.dated:
             return last[:, None] + np.arange(1, steps + 1)[None, :]
-        offset = pd.tseries.frequencies.to_offset(self.freq)
+        offset = pd.tseries.frequencies.to_offset(str(self.freq))
         return np.stack([pd.DatetimeIndex(last) + offset * step for step in range(1, steps + 1)], axis=1).astype(
             "datetime64[ns]"
         )
@@ -170,8 +175,9 @@ class Panel:
     def series(self, index: int = 0) -> pd.Series:
         """Series `index` as a pandas Series (dates with their frequency, or the integer times)."""
         rows = slice(self.offsets[index], self.offsets[index + 1])
+        time_index: pd.Index
         if self.dated:
-            time_index = pd.DatetimeIndex(self.times[rows], freq=self.freq)
+            time_index = pd.DatetimeIndex(self.times[rows], freq=str(self.freq))
         else:
             time_index = pd.Index(self.times[rows], name="ds")
         series = pd.Series(self.values[rows], index=time_index, name=self.value_name)
@@ -191,7 +197,7 @@ class Panel:
         named = f"series {self.ids[series]!r}" if len(self) > 1 else ""
         return ", ".join(part for part in (named, place) if part)
 
-    def id_list(self, ids: Sequence[str], limit: int = 5) -> str:
+    def id_list(self, ids: Sequence[str] | np.ndarray, limit: int = 5) -> str:
         """The first `limit` of `ids` for a message, with how many more."""
         shown = ", ".join(repr(str(i)) for i in list(ids)[:limit])
         return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")

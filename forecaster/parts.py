@@ -11,7 +11,7 @@ changes; `check_parts` checks what one configuration needs of the parts. `fit_pa
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -101,7 +101,7 @@ class FitParts:
             return self
         ids = (*self.dropped, *map(str, self.train.ids[~keep]))
 
-        def part(panel: Panel | None) -> Panel | None:
+        def part(panel: Any) -> Any:  # Panel, or the test part's None
             return None if panel is None else dataclasses.replace(panel.take(keep), dropped=ids)
 
         gone = set(ids)
@@ -209,7 +209,11 @@ def check_parts(config: ForecasterConfig, parts: FitParts, drop_short: bool = Fa
             "origin is a point of it; lower val_origins"
         )
     train_lengths, val_lengths = parts.train.lengths, parts.val.lengths
-    tested = parts.test.lengths > 0 if cut.test_after is not None else np.ones(len(seen), dtype=bool)
+    tested = (
+        parts.test.lengths > 0
+        if parts.test is not None and cut.test_after is not None
+        else np.ones(len(seen), dtype=bool)
+    )
     reads_only = _reads_only(config, seen, train_lengths, val_lengths, tested)
     short = _too_short(config, seen, train_lengths, val_lengths, reads_only) | ~tested
     if short.any() and drop_short and len(seen) > 1:
@@ -224,7 +228,7 @@ def check_parts(config: ForecasterConfig, parts: FitParts, drop_short: bool = Fa
         _refuse_short(config, seen, lengths, short, parts.train.lengths, parts.val.lengths, cut, reads_only)
     train, val = parts.train, parts.val
     _check_metric(parts.metric, train, val)
-    if cut.has_test and parts.metric == "mape":
+    if cut.has_test and parts.metric == "mape" and parts.test is not None:
         _check_test_mape(parts.test, cut.test_after)
     untrained = train.ids[train.lengths < _window_points(config) + _lag(config, seen.season)]
     return dataclasses.replace(parts, untrained=tuple(map(str, untrained)))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
+from typing import IO, Any
 
 import pandas as pd
 
@@ -11,11 +13,11 @@ def plot_forecast(
     train: pd.Series,
     val: pd.Series,
     forecast: pd.Series,
-    path: str | os.PathLike,
+    path: str | os.PathLike | IO[bytes],
     title: str = "",
     test: pd.Series | None = None,
     test_forecast: pd.Series | None = None,
-    test_bands: dict[str, tuple[object, object]] | None = None,
+    test_bands: Mapping[str, tuple[Any, Any]] | None = None,
 ) -> None:
     """Draw the training part, the validation part and the forecast of it (and, given them, a held-out test window,
     its forecast and the forecast's intervals, {label: (lower, upper)}, widest first), and save to `path` (PNG)."""
@@ -44,7 +46,9 @@ def plot_forecast(
     plt.close(figure)
 
 
-def plot_panel(items: list[tuple[pd.Series, pd.Series, pd.Series]], path: str | os.PathLike, title: str = "") -> None:
+def plot_panel(
+    items: list[tuple[pd.Series, pd.Series, pd.Series]], path: str | os.PathLike | IO[bytes], title: str = ""
+) -> None:
     """Several series of a panel, one small plot each: (training part, validation part, forecast) per series."""
     import matplotlib
 
@@ -67,17 +71,17 @@ def plot_panel(items: list[tuple[pd.Series, pd.Series, pd.Series]], path: str | 
     plt.close(figure)
 
 
-def _bands(axes, index, bands: dict[str, tuple[object, object]] | None, colour: str) -> None:
+def _bands(axes, index, bands: Mapping[str, tuple[Any, Any]] | None, colour: str) -> None:
     """Prediction intervals as shaded bands, the widest palest."""
     for number, (label, (lower, upper)) in enumerate((bands or {}).items()):
         axes.fill_between(index, lower, upper, color=colour, alpha=0.12 + 0.1 * number, linewidth=0, label=label)
 
 
 def plot_series_forecasts(
-    panels: list[tuple[str, pd.Series, pd.Series, dict[str, object]]],
-    path: str | os.PathLike,
+    panels: Sequence[tuple[str, pd.Series, pd.Series, Mapping[str, Any]]],
+    path: str | os.PathLike | IO[bytes],
     title: str = "",
-    bands: list[dict[str, tuple[object, object]]] | None = None,
+    bands: Sequence[Mapping[str, tuple[Any, Any]]] | None = None,
 ) -> None:
     """One row per series: (its title, its history, the truth of the forecast window, {method: forecast values}), and
     with `bands`, one per row, the first method's intervals ({label: (lower, upper)}, widest first). The history is
@@ -107,7 +111,9 @@ def plot_series_forecasts(
     plt.close(figure)
 
 
-def plot_error_spread(spread: dict[str, object], path: str | os.PathLike, label: str, title: str = "") -> None:
+def plot_error_spread(
+    spread: Mapping[str, Any], path: str | os.PathLike | IO[bytes], label: str, title: str = ""
+) -> None:
     """Every method's per-series errors as a box plot (the box: the middle half of the series; the white dot: the
     mean over series, which the benchmarks report), on a log scale where the errors span decades."""
     import matplotlib
@@ -136,8 +142,8 @@ def plot_error_spread(spread: dict[str, object], path: str | os.PathLike, label:
 
 
 def plot_future(
-    items: list[tuple[str, pd.Series, pd.Index, dict[str, object], dict[str, tuple[object, object]]]],
-    path: str | os.PathLike,
+    items: Sequence[tuple[str, pd.Series, Any, Mapping[str, Any], Mapping[str, tuple[Any, Any]]]],
+    path: str | os.PathLike | IO[bytes],
     title: str = "",
 ) -> None:
     """One row per series: (its title, its history, the dates it is forecast at, {method: forecast values}, the first

@@ -13,7 +13,7 @@ def season_length(freq: str) -> int:
     """Points per natural season of a frequency: 12 for monthly, 4 quarterly, 52 weekly, 7 daily, 5 business-daily,
     24 hourly (periods per day below a day); 1 where there is none (yearly, or a step that does not divide it)."""
     offset = pd.tseries.frequencies.to_offset(freq)
-    per_cycle = _PER_CYCLE.get(_base_name(offset))
+    per_cycle: float | None = _PER_CYCLE.get(_base_name(offset))
     if per_cycle is None:
         try:
             per_cycle = pd.Timedelta(days=1) / pd.Timedelta(offset.nanos, "ns") if offset.n else None
@@ -23,7 +23,7 @@ def season_length(freq: str) -> int:
             return 1
         return int(per_cycle)
     step = offset.n
-    return per_cycle // step if per_cycle % step == 0 and per_cycle // step > 1 else 1
+    return int(per_cycle // step) if per_cycle % step == 0 and per_cycle // step > 1 else 1
 
 
 def season_phase(date: pd.Timestamp, freq: str) -> int:

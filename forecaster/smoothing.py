@@ -137,14 +137,13 @@ class HybridInputs:
     """(B, m): initial log factors by place in the season for the columns whose row is -1; None where there are none."""
 
     def to(self, device, dtype: torch.dtype = torch.float32) -> HybridInputs:
-        move = lambda tensor: None if tensor is None else tensor.to(device)  # noqa: E731
         return HybridInputs(
-            move(self.z),
-            move(self.lengths),
-            move(self.rows),
-            move(self.phases),
+            self.z.to(device),
+            self.lengths.to(device),
+            self.rows.to(device),
+            self.phases.to(device),
             self.shifts.to(device, dtype),
-            move(self.new_factors),
+            None if self.new_factors is None else self.new_factors.to(device),
         )
 
 

@@ -202,7 +202,7 @@ class Validation:
     """(B,): the MASE scale of each column's series."""
     mape_defined: bool
 
-    def to(self, device) -> Validation:
+    def to(self, device: torch.device | str) -> Validation:
         return dataclasses.replace(
             self,
             inputs=self.inputs.to(device),
@@ -216,7 +216,8 @@ class Validation:
 def validation_origins(points: np.ndarray, origins: int) -> np.ndarray:
     """(origins, S): how many validation points each origin of each series has seen, evenly spaced from 0 (the end
     of training); `points` (S,) is each series' validation length, at least `origins`."""
-    return np.round(np.arange(origins)[:, None] * np.asarray(points)[None, :] / origins).astype(np.int64)
+    seen: np.ndarray = np.round(np.arange(origins)[:, None] * np.asarray(points)[None, :] / origins).astype(np.int64)
+    return seen
 
 
 class PanelDataModule(L.LightningDataModule):
@@ -252,6 +253,7 @@ class PanelDataModule(L.LightningDataModule):
 
     def train_dataloader(self) -> EpochBatches:
         trainer = self.trainer
+        assert trainer is not None, "Lightning asks for the batches of a data module attached to a Trainer"
         device = trainer.strategy.root_device
         return EpochBatches(
             self.windows.to(device),
@@ -338,24 +340,41 @@ def fit(
     ckpt_path: str | None = None,
     initial: RNNNet | None = None,
 ) -> FitResult:
-    """Train one forecaster on `data`: a Panel, a long DataFrame (unique_id, ds, y) or a dated Series, cut and checked
-    here; or `FitParts` already cut and checked for this configuration (a sweep's plan checks every corner of its space
-    on the one cut it gives its trials), used as they are. Without `data`, Air Passengers, split after
-    AIR_PASSENGERS_SPLIT_AFTER unless told otherwise.
+    """Train one forecaster with a Lightning Trainer, and score every epoch on each series' validation part.
 
-    Each series is cut as forecaster.parts.fit_parts says: the last `test_size` points of each never reach the fit;
-    it validates on the last `val_size` points of the rest, or on everything after `split_after`. `metric` (mape,
-    smape or mase; default MAPE for one series, sMAPE for a panel) ranks the epochs (`best_epoch`). `drop_short`
-    leaves out the series too short for the windows, instead of refusing the panel.
+    Each series is cut as forecaster.parts.fit_parts says: the last `test_size` points of each never reach the fit; it
+    validates on the last `val_size` points of the rest, or on everything after `split_after`. The model is tiny: one
+    CPU thread is the cheapest way to train it; a GPU pays off for large hidden_dim and batch_size, or when many fits
+    share it.
 
-    accelerator: "cpu", "gpu" (devices = a count or a list of ids), "tpu" (devices = cores) or "auto".
-    The model is tiny: one CPU thread is the cheapest way to train it, a GPU pays off only for large
-    hidden_dim and batch_size, or when many fits share it. `threads` sets torch's CPU threads.
-    `trainer_options` and `prepare_trainer` let a caller (a sweep) adjust the Trainer; `ckpt_path`
-    resumes from a Lightning checkpoint. `initial`, a trained net of this configuration on the same series, is where
-    the weights (and their moving average) start instead of at random: a fit that continues it on newer points, its
-    transforms fit on them as a fresh fit's would be.
-    """
+    Args:
+        config: The hyperparameters (a ForecasterConfig, or a mapping of its fields).
+        data: A Panel, a long DataFrame (unique_id, ds, y) or a dated Series, cut and checked here; or FitParts cut and
+            checked already for this configuration (a sweep's), used as they are. None: Air Passengers, split after
+            AIR_PASSENGERS_SPLIT_AFTER unless told otherwise.
+        split_after: The last date (or time) of every series' training part.
+        val_size: Points of each series that validate, before its test window.
+        test_size: Points at each series' end that never reach the fit.
+        metric: mape, smape or mase: what ranks the epochs (default MAPE for one series, sMAPE for a panel).
+        drop_short: Leave out the series too short for the windows instead of refusing the panel.
+        callbacks: More Lightning callbacks (a sweep's reporter).
+        accelerator: cpu, gpu, tpu or auto.
+        devices: A count, or a list of GPU ids (TPU: cores).
+        threads: torch's CPU threads.
+        trainer_options: More Trainer arguments, over the defaults here.
+        prepare_trainer: A function that adjusts the Trainer before it fits.
+        ckpt_path: A Lightning checkpoint to resume from.
+        initial: A trained net of this configuration on the same series, where the weights (and their moving average)
+            start instead of at random: a fit that continues it on newer points, its transforms fit on them as a fresh
+            fit's would be.
+
+    Returns:
+        The trained model (on the CPU), its metrics per epoch and its forecast of every validation part.
+
+    Raises:
+        ConfigError: An impossible hyperparameter.
+        SeriesError: Data the configuration cannot use (too short, a log of a value at or below 0, ...).
+        AcceleratorError: The hardware asked for is not there."""
     config = config if isinstance(config, ForecasterConfig) else ForecasterConfig.from_dict(config)
     if isinstance(data, FitParts):
         cutting = {"split_after": split_after, "val_size": val_size, "test_size": test_size, "metric": metric}
@@ -403,7 +422,7 @@ def fit(
         start_from(model, initial)
     module = PanelDataModule(config, parts, transform, **shape_state)
     history = EpochHistory()
-    options = dict(
+    options: dict[str, Any] = dict(
         max_epochs=config.n_epochs,
         accelerator=accelerator,
         devices=devices,
@@ -435,17 +454,24 @@ def fit(
 def fit_through(
     config: ForecasterConfig, epochs: int, seen: Panel, start: RNNNet | None = None, **fit_options: Any
 ) -> tuple[RNNNet, str]:
-    """Train `config` for `epochs` on every point of `seen` but each series' last, which the training loop validates
-    on and a forecast reads, so that what it forecasts follows right after what it learnt: a sweep's configuration
-    refit through its validation part (neuralforecast's `refit_with_val`), or through every point for the future.
+    """Train `config` through every point of `seen` but each series' last (which the loop validates on and a forecast
+    reads), so that what it forecasts follows right after what it learnt: a sweep's configuration refit through its
+    validation part (neuralforecast's `refit_with_val`), or through every point for the future.
 
-    From scratch, it keeps the series long enough for a training window (or in a panel the recurrent shape's input
-    chunk). From `start`, a trained net of `config` (a trial's best model, or such a refit), it continues that net for
-    `epochs` more on every one of its series (those too short for a window train nothing and are forecast by what the
-    others taught it), and `epochs` 0 gives `start` itself.
+    From scratch, it keeps the series long enough for a training window (in a panel, the recurrent shape's input chunk).
+    From `start`, it continues that net on every one of its series (those too short for a window train nothing and are
+    forecast by what the others taught it).
 
-    Returns the plain net (forecaster.net.RNNNet, on the CPU: a driver that forecasts with it needs no Lightning) and
-    where it trained (`FitResult.trained_on`: on a GPU fraction, "cuda:0"; "" where nothing trained)."""
+    Args:
+        config: The hyperparameters.
+        epochs: How many epochs; 0 with `start` gives `start` itself.
+        seen: Every point to train on.
+        start: A trained net of `config` on the same series (a trial's best model, or such a refit) to continue.
+        **fit_options: `fit`'s run options (threads, accelerator, devices, ...).
+
+    Returns:
+        The plain net (RNNNet, on the CPU: a driver that forecasts with it needs no Lightning), and where it trained
+        ('cuda:0', ...; '' where nothing trained)."""
     if start is not None and epochs == 0:
         return start.eval(), ""
     quiet_lightning()  # in a sweep's Ray task, as in a trial: no banner per fit

@@ -85,12 +85,12 @@ class MinMaxScaler:
 
     def transform(self, values, series: np.ndarray | None = None):
         """values scaled by the scaler of their series (`series`: the index of each; none: the first scaler)."""
-        series = 0 if series is None else series
-        return (values - self.minimum[series]) / self.scale[series]
+        rows = 0 if series is None else series
+        return (values - self.minimum[rows]) / self.scale[rows]
 
     def inverse_transform(self, values, series: np.ndarray | None = None):
-        series = 0 if series is None else series
-        return values * self.scale[series] + self.minimum[series]
+        rows = 0 if series is None else series
+        return values * self.scale[rows] + self.minimum[rows]
 
     def __eq__(self, other) -> bool:
         return (
@@ -99,7 +99,7 @@ class MinMaxScaler:
             and np.array_equal(self.scale, other.scale)
         )
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # equal by value, and mutable arrays: not hashable
 
 
 @dataclasses.dataclass(frozen=True)
@@ -364,7 +364,7 @@ def forecast_inputs(
         )
         after = phase + np.arange(2, steps + 1)[:, None]
         future = torch.as_tensor(calendar_features(after, transform.season), dtype=torch.float32)
-    if padded:
+    if real is not None:  # padded
         context = np.concatenate([context, real[..., None]], axis=-1)
     seasonal = shifts = None
     if transform.seasonal is not None:
@@ -465,18 +465,17 @@ class TrainingWindows:
         return self.values.device
 
     def to(self, device) -> TrainingWindows:
-        move = lambda tensor: None if tensor is None else tensor.to(device)  # noqa: E731
         # Apple's MPS holds no float64: there the windows are cut from float32 values.
         values = self.values.float() if torch.device(device).type == "mps" else self.values
         return dataclasses.replace(
             self,
-            values=move(values),
-            starts=move(self.starts),
-            lengths=move(self.lengths),
-            first=move(self.first),
-            counts=move(self.counts),
-            phases=move(self.phases),
-            calendar=move(self.calendar),
+            values=values.to(device),
+            starts=self.starts.to(device),
+            lengths=self.lengths.to(device),
+            first=self.first.to(device),
+            counts=self.counts.to(device),
+            phases=self.phases.to(device),
+            calendar=None if self.calendar is None else self.calendar.to(device),
             originals=None if self.originals is None else self.originals.to(device),
         )
 
@@ -515,6 +514,7 @@ class TrainingWindows:
         values, real, positions = self._points(series, positions)
         _, level = self.transform.normalise(values, self.input_chunk_length, real)
         originals, icl = self.originals, self.input_chunk_length
+        assert originals is not None, "windows cut for a loss in original units carry what takes them back"
         seasonal = shifts = None
         if originals.seasonal is not None:  # scored point j is y's point k + first_scored + j + lag of its series
             rows = torch.arange(self.first_scored, self.span, device=level.device)[:, None]

@@ -14,7 +14,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -22,7 +22,7 @@ import numpy as np
 from forecaster.metrics import METRIC_NAMES
 from forecaster.shapes import shape_of
 from forecaster.transforms import seasonal_components
-from sweeps.answer import build_answer, run_tail, tail_plan
+from sweeps.answer import TailPlan, build_answer, run_tail, tail_plan
 from sweeps.answer.baselines import BaselineJobs, baselines_left, cancel_baselines, cut_slowest, submit_baselines
 from sweeps.answer.future import Future, build_future
 from sweeps.answer.intervals import future_horizon
@@ -41,13 +41,14 @@ from sweeps.output.summary import (
     write_timings,
 )
 from sweeps.output.timings import Clock
-from sweeps.plan.budget import ACTIVE, Active, Cut, TimeBudget, give_way, read_spent, spent_writer
+from sweeps.plan.budget import ACTIVE, Active, Cut, TimeBudget, check_time_limit, give_way, read_spent, spent_writer
+from sweeps.plan.options import PlanError, SweepOptions
 from sweeps.plan.record import store_plan
 from sweeps.plan.registry import SWEEPS
 from sweeps.plan.schedulers import scheduler_of
 from sweeps.plan.space import describe, is_relative, values_taken
 from sweeps.plan.storage import SweepFolder
-from sweeps.plan.sweep_plan import PlanError, SweepPlan, free_name, taken_message
+from sweeps.plan.sweep_plan import SweepPlan, free_name, make_plan, taken_message
 from sweeps.trials.cluster_probe import CapacityError, cluster_capacity
 from sweeps.trials.ray_session import RaySession, RaySessionError, dashboard_line, start_ray
 from sweeps.trials.results import SweepResults, collect
@@ -88,6 +89,38 @@ def drive(plan: SweepPlan, clock: Clock) -> int:
     if interrupted(plan, run.results):
         return 130  # as a shell reports a program stopped by Ctrl+C
     return 0 if run.results.best else 1
+
+
+def sweep(options: SweepOptions, progress: bool = True) -> SweepRun:
+    """Plan and run a sweep from Python as `python -m sweeps.run` runs it: on the Ray this process is connected to,
+    or else on one of its own (or the cluster at `options.address`), started here and stopped after.
+
+    Args:
+        options: What the command line would say: `SweepOptions(sweep="panel", data="stores.csv", horizon=12)`.
+        progress: Print Ray Tune's table of the trials as they run, and what the sweep does after them.
+
+    Returns:
+        The trials read back from the sweep's folder, the answer's scores beside the baselines', its forecast of the
+        future and saved model, the files written and where the time went.
+
+    Raises:
+        PlanError: The options or the data cannot make a sweep; raised before Ray starts.
+        RaySessionError: No Ray to run on at `options.address`.
+        CapacityError: No node of a cluster that cannot grow holds a trial's resources.
+    """
+    import ray
+
+    plan = make_plan(options)
+    check_time_limit(options.time_limit, 0.0)
+    started_here = not ray.is_initialized()
+    own = False
+    try:
+        if started_here:
+            own = start_ray(options.address, options.dashboard_host, options.dashboard_port).own
+        return run_sweep(plan, [f"sweeps.sweep({options!r})"], progress=progress, shared=not own)
+    finally:
+        if started_here:
+            ray.shutdown()
 
 
 def banner(plan: SweepPlan, at_once: int, cluster: str, session: RaySession) -> str:
@@ -319,7 +352,7 @@ def beside_the_trials(plan: SweepPlan, runner: Runner, budget: TimeBudget) -> Ba
 
     baselines = submit_baselines(plan, runner, future_horizon(plan) if plan.options.future else None)
     slots = runner.slots()
-    left = every_few_seconds(lambda: sum(baselines_left(baselines, runner).values()) / slots)
+    left = EveryFewSeconds(lambda: sum(baselines_left(baselines, runner).values()) / slots)
 
     def cut_baseline() -> str | None:
         why = "cut by --time-limit while the trials ran: the time left was what the answer would need"
@@ -340,8 +373,21 @@ def beside_the_trials(plan: SweepPlan, runner: Runner, budget: TimeBudget) -> Ba
 def run_sweep(
     plan: SweepPlan, command: list[str], progress: bool = True, shared: bool = False, clock: Clock | None = None
 ) -> SweepRun:
-    """Run (or resume) the sweep (`run_trials`), then make and score its answer from the tasks after the trials
-    (sweeps.answer.run_tail); write and return its results."""
+    """Run (or resume) a planned sweep on the Ray this process is connected to, then make and score its answer from the
+    tasks after the trials (sweeps.answer.run_tail), and write its files.
+
+    Args:
+        plan: What `make_plan` made (or a stored plan, with --resume's options).
+        command: The command that asked for it, as resolved_sweep.json records it.
+        progress: Print Ray Tune's table of the trials, and what the sweep does after them.
+        shared: On a cluster other sweeps may use at the same time: keep to a fair share of it.
+        clock: Where the command's time started (default: now), for timings.json and --time-limit.
+
+    Returns:
+        The trials, the answer's scores, the future, the files written and where the time went.
+
+    Raises:
+        ScoringInterrupted: Ctrl+C, with what is stored and the command that continues it."""
     clock = clock or Clock()
     clock.spent_before = read_spent(SweepFolder(plan.experiment_path)) if plan.options.resume else 0.0
     budget = TimeBudget(plan.options.time_limit, clock.started, clock.spent_before)
@@ -379,7 +425,7 @@ def run_sweep(
         if tail is not None:
             written.update(write_test_model(plan, tail))
         clock.mark("scoring")
-        if found is not None and tail.future:
+        if found is not None and tail is not None and tail.future:
             future = build_future(plan, found, tail)
             written.update(write_future(plan, future))
         clock.mark("saving")
@@ -407,20 +453,24 @@ def run_sweep(
         ) from None
 
 
-def every_few_seconds(function, seconds: float = 2.0):
+class EveryFewSeconds:
     """`function()`, called again only every few `seconds`: the stopper asks at every step of Tune's loop."""
-    kept = {"at": -math.inf, "value": None}
 
-    def cached():
-        if time.monotonic() - kept["at"] >= seconds:
-            kept["at"], kept["value"] = time.monotonic(), function()
-        return kept["value"]
+    def __init__(self, function: Callable[[], float], seconds: float = 2.0):
+        self.function, self.seconds = function, seconds
+        self.at, self.value = -math.inf, 0.0
 
-    cached.forget = lambda: kept.update(at=-math.inf)  # the next call asks again
-    return cached
+    def __call__(self) -> float:
+        if time.monotonic() - self.at >= self.seconds:
+            self.at, self.value = time.monotonic(), self.function()
+        return self.value
+
+    def forget(self) -> None:
+        """The next call asks again."""
+        self.at = -math.inf
 
 
-def announcement(plan: SweepPlan, tail) -> str:
+def announcement(plan: SweepPlan, tail: TailPlan) -> str:
     """What the sweep does once its trials have ended, and on how many series."""
     steps = []
     if any(tail.refit_epochs):
@@ -438,7 +488,7 @@ class ScoringInterrupted(KeyboardInterrupt):
 
 
 @contextlib.contextmanager
-def signals_given_back():
+def signals_given_back() -> Iterator[None]:
     """Ray Tune catches Ctrl+C (and SIGUSR1) during `fit()` to stop the trials cleanly, and leaves its handlers
     installed when no signal came: a Ctrl+C while the answer and the baselines are scored (minutes on M3) would only
     be logged. The handlers of before are put back once `fit()` returns."""

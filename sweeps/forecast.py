@@ -15,11 +15,38 @@ Examples:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import textwrap
 
+from forecaster.cli import add_options, levels_option, option, read_options
+
 DEFAULT_OUTPUT = "forecast.csv"
 ROWS_SHOWN = 6
+
+
+@dataclasses.dataclass(frozen=True)
+class ForecastOptions:
+    """What `python -m sweeps.forecast` is asked."""
+
+    results_dir: str = option(
+        None, "the sweep's folder, as the sweep printed it (or its model folder)", positional=True
+    )
+    data: str = option(
+        None,
+        "a CSV or Parquet file of the series to forecast, in the columns the sweep read (unique_id, ds, y)",
+        required=True,
+    )
+    id_column: str | None = option(None, "the id column, where this file names it otherwise than the sweep's data")
+    date_column: str | None = option(None, "the date column, where this file names it otherwise than the sweep's data")
+    value_column: str | None = option(
+        None, "the value column, where this file names it otherwise than the sweep's data"
+    )
+    horizon: int | None = option(None, "points to forecast after each series' end (default: the sweep's)", type=int)
+    levels: tuple[float, ...] | None = levels_option(
+        "prediction intervals at these levels (percent) instead of the sweep's own; --levels alone: none"
+    )
+    output: str = option(DEFAULT_OUTPUT, "where to write the forecast, .csv or .parquet (in the current folder)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,34 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=__doc__.split("\n", 2)[2],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("results_dir", help="the sweep's folder, as the sweep printed it (or its model folder)")
-    parser.add_argument(
-        "--data",
-        required=True,
-        help="a CSV or Parquet file of the series to forecast, in the columns the sweep read (unique_id, ds, y)",
-    )
-    for column in ("id", "date", "value"):
-        parser.add_argument(
-            f"--{column}-column", help=f"the {column} column, where this file names it otherwise than the sweep's data"
-        )
-    parser.add_argument("--horizon", type=int, help="points to forecast after each series' end (default: the sweep's)")
-    parser.add_argument(
-        "--levels",
-        type=float,
-        nargs="*",
-        metavar="LEVEL",
-        help="prediction intervals at these levels (percent; default: the sweep's; --levels alone: none)",
-    )
-    parser.add_argument(
-        "--output",
-        default=DEFAULT_OUTPUT,
-        help=f"where to write the forecast, .csv or .parquet (default: {DEFAULT_OUTPUT} in the current folder)",
-    )
-    return parser
+    return add_options(parser, ForecastOptions)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args: ForecastOptions = read_options(ForecastOptions, build_parser().parse_args(argv))
     from forecaster.answer_model import AnswerModel
 
     try:
@@ -82,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def described(model, panel, future, horizon: int, args: argparse.Namespace) -> list[str]:
+def described(model, panel, future, horizon: int, args: ForecastOptions) -> list[str]:
     """What was forecast, what the model had not seen, and the first rows."""
     lines = [
         f"Forecast {horizon} points after the end of each of {len(panel):,} series of {args.data} with the answer of "

@@ -9,26 +9,35 @@ slightly: the difference is printed.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
+
+from forecaster.cli import add_options, option, read_options
+
+
+@dataclasses.dataclass(frozen=True)
+class RefitOptions:
+    """What `python -m sweeps.refit` is asked."""
+
+    results_dir: str = option(None, "the sweep's folder, as the sweep printed it", positional=True)
+    tolerance: float = option(0.01, "allowed difference of the score", type=float)
+    plot: str | None = option(None, "draw the refit model's forecast", metavar="FILE.png")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m sweeps.refit", description=__doc__.splitlines()[0])
-    parser.add_argument("results_dir", help="the sweep's folder, as the sweep printed it")
-    parser.add_argument("--tolerance", type=float, default=0.01, help="allowed difference of the score (default 0.01)")
-    parser.add_argument("--plot", metavar="FILE.png", help="draw the refit model's forecast")
-    return parser
+    return add_options(parser, RefitOptions)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args: RefitOptions = read_options(RefitOptions, build_parser().parse_args(argv))
 
     from forecaster.config import ForecasterConfig
     from forecaster.metrics import METRIC_NAMES
     from forecaster.train import fit, quiet_lightning
+    from sweeps.plan.options import PlanError
     from sweeps.plan.record import read_plan
     from sweeps.plan.storage import SweepFolder
-    from sweeps.plan.sweep_plan import PlanError
 
     folder = args.results_dir.rstrip("/")
     try:

@@ -15,24 +15,28 @@ import argparse
 import dataclasses
 import sys
 
+from forecaster.cli import add_options, levels_option, option, read_options
+
+
+@dataclasses.dataclass(frozen=True)
+class ReportOptions:
+    """What `python -m sweeps.report` is asked."""
+
+    results_dir: str = option(None, "the sweep's folder, as the sweep printed it", positional=True)
+    levels: tuple[float, ...] | None = levels_option(
+        "prediction intervals at these levels (percent, e.g. 80 95) instead of the sweep's own; --levels alone: none"
+    )
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m sweeps.report", description=" ".join(__doc__.split("\n\n")[0].split())
     )
-    parser.add_argument("results_dir", help="the sweep's folder, as the sweep printed it")
-    parser.add_argument(
-        "--levels",
-        type=float,
-        nargs="+",
-        metavar="LEVEL",
-        help="prediction intervals at these levels (percent, e.g. 80 95), instead of the sweep's own (--levels)",
-    )
-    return parser
+    return add_options(parser, ReportOptions)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args: ReportOptions = read_options(ReportOptions, build_parser().parse_args(argv))
 
     from sweeps.answer import build_answer, run_tail, tail_plan
     from sweeps.answer.baselines import saved_baselines, submit_baselines

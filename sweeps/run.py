@@ -84,12 +84,12 @@ def _resumed_plan(asked: SweepOptions, arguments: Sequence[str]) -> SweepPlan:
     """The stored plan of the sweep to resume: the same trials, data and resources as when it started. The same command
     with --resume added is fine; an option that would change the plan is refused by the flag the user typed."""
     from sweeps.plan.record import read_plan
-    from sweeps.plan.storage import DEFAULT_STORAGE, experiment_path, latest_run, located
+    from sweeps.plan.storage import experiment_path, latest_run
     from sweeps.plan.sweep_plan import find_sweep
 
     find_sweep(asked.sweep)
-    storage = located(asked.storage_path or DEFAULT_STORAGE)
-    name = asked.name or latest_run(storage, asked.sweep)
+    storage = asked.storage()
+    name = asked.name or latest_run(storage, str(asked.sweep))
     if name is None:
         raise PlanError(f"--resume: no earlier run of {asked.sweep!r} in {storage}; give its --name and --storage-path")
     try:

@@ -29,7 +29,16 @@ def shape_names() -> tuple[str, ...]:
 
 
 def shape_of(name: str) -> Shape:
-    """The shape named `name`; KeyError naming the shapes there are."""
+    """The shape of model of that name.
+
+    Args:
+        name: A built-in shape (recurrent, direct, hybrid) or one registered in this process.
+
+    Returns:
+        The shape, loading its module the first time.
+
+    Raises:
+        KeyError: No shape of that name; the message names those there are."""
     if name not in _LOADED:
         if name not in BUILT_IN:
             raise KeyError(f"no shape {name!r}; the shapes are: {', '.join(shape_names())}")
@@ -38,8 +47,17 @@ def shape_of(name: str) -> Shape:
 
 
 def register(shape: Shape) -> Shape:
-    """Make `shape` known by its name (`shape.name`), in this process: configurations of it can then be made,
-    trained, saved and loaded. Ray's workers know only the built-in shapes unless they register it too."""
+    """Make a shape known by its name in this process: configurations of it can then be made, trained, saved and loaded.
+    Ray's workers know only the built-in shapes unless they register it too.
+
+    Args:
+        shape: An instance of a subclass of Shape (forecaster/shapes/base.py), with a `name` of its own.
+
+    Returns:
+        `shape`.
+
+    Raises:
+        ValueError: It has no name, or a built-in shape's."""
     if not shape.name or shape.name in BUILT_IN:
         raise ValueError(f"a shape needs a name of its own, not {shape.name!r}")
     _LOADED[shape.name] = shape

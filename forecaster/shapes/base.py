@@ -165,8 +165,9 @@ class Shape:
         calendar of each point after (`future`)."""
         raise NotImplementedError
 
-    def predict(self, net: RNNNet, inputs: ForecastInputs, steps: int) -> Tensor:
+    def predict(self, net: RNNNet, inputs: ForecastInputs | HybridInputs, steps: int) -> Tensor:
         """Forecasts of `steps` points from each origin of `inputs`, in original units: (steps, B)."""
+        assert isinstance(inputs, ForecastInputs), f"the {self.name} shape reads ForecastInputs"
         with net.averaged_weights():
             scaled = net.forecast_scaled(inputs.context, steps, inputs.future)
         return net.transform.from_model(scaled, inputs)
@@ -208,7 +209,7 @@ class Shape:
         net.eval()
         try:
             with net.averaged_weights():
-                device = net.rnn.weight_hh_l0.device
+                device = next(net.rnn.parameters()).device
                 future = None if inputs.future is None else inputs.future.to(device)
                 scaled = net.forecast_scaled(inputs.context.to(device), steps, future)
             return transform.from_model(scaled.double().cpu(), inputs).numpy()

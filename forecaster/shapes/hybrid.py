@@ -133,6 +133,7 @@ class Hybrid(Direct):
         the output block's points less the window's last level and their seasonal factors scored over the real
         points, plus level_penalty times the mean squared second difference of the smoothed log levels."""
         data = epoch.source
+        assert isinstance(data, HybridWindows), "the hybrid's epochs carry the series its windows are cut from"
         series, origins = batch
         z, lengths = data.z[series], data.lengths[series]
         window, last_level, ahead, levels = self.window(module, z, lengths, origins - 1, series, data.phases[series])
@@ -149,7 +150,8 @@ class Hybrid(Direct):
         return loss
 
     # --- forecasting ------------------------------------------------------------------------------------------------
-    def predict(self, net: RNNNet, inputs: HybridInputs, steps: int) -> Tensor:
+    def predict(self, net: RNNNet, inputs: ForecastInputs | HybridInputs, steps: int) -> Tensor:
+        assert isinstance(inputs, HybridInputs), "the hybrid reads HybridInputs"
         with net.averaged_weights(), torch.no_grad(), torch.autocast(inputs.z.device.type, enabled=False):
             return self.forecast_blocks(net, inputs, steps)
 
@@ -198,7 +200,7 @@ class Hybrid(Direct):
         was_training = net.training
         net.eval()
         try:
-            device = net.rnn.weight_hh_l0.device
+            device = next(net.rnn.parameters()).device
             return net.predict(inputs.to(device, torch.float64), steps).cpu().numpy()
         finally:
             net.train(was_training)

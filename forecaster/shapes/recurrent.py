@@ -9,7 +9,7 @@ next input, carrying the hidden state, for as many steps as asked.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
@@ -97,7 +97,8 @@ class Recurrent(Shape):
         for point in context:
             hidden = recurrence.step(net.rnn, point, state)
         predictions = context.new_empty(steps, context.shape[1], 1)
-        weight, bias = net.head.weight.t(), net.head.bias
+        head = cast(nn.Linear, net.head)
+        weight, bias = head.weight.t(), head.bias
         torch.addmm(bias, hidden, weight, out=predictions[0])
         for t in range(1, steps):
             fed_back = predictions[t - 1] if future is None else torch.cat([predictions[t - 1], future[t - 1]], -1)

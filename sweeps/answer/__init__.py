@@ -109,7 +109,8 @@ def run_tail(
             runner.submit("future", member.trial_id, future_member, handle.value, panel, epochs, horizon, **options)
             for member, handle, epochs in zip(tail.members, refit_handles, tail.future_epochs)
         ]
-    late, late_baselines = (), ()
+    late: tuple[str, ...] = ()
+    late_baselines: tuple[str, ...] = ()
     if deadline is not None:
         groups = [[refit, *future_handles[index : index + 1]] for index, refit in enumerate(refit_handles)]
         kept = runner.ended_by(groups, deadline)
@@ -190,10 +191,11 @@ def build_answer(plan: SweepPlan, results: SweepResults, tail: Tail) -> Answer:
     refit: dict[str, Any] = {}
     intervals = None
     if parts.test is not None:
-        as_trained = np.mean([member.as_trained for member in refits], axis=0)
+        as_trained = np.mean(present([member.as_trained for member in refits]), axis=0)
         forecasts["test"] = {"answer": as_trained}
         if any(tail.plan.refit_epochs) or any(member.read_from for member in refits):
-            forecasts["test"] = {"answer": np.mean([member.test for member in refits], axis=0), AS_TRAINED: as_trained}
+            tested = np.mean(present([member.test for member in refits]), axis=0)
+            forecasts["test"] = {"answer": tested, AS_TRAINED: as_trained}
             refit = refit_record(tail)
         if plan.options.levels:
             intervals = test_intervals(
@@ -248,3 +250,9 @@ def refit_record(tail: Tail) -> dict[str, Any]:
             else {"seconds": round(max(seconds), 1) if seconds else None}
         ),
     }
+
+
+def present(values: list[np.ndarray | None]) -> list[np.ndarray]:
+    """`values`, every one there: the members' forecasts of a part each of them forecast."""
+    assert all(value is not None for value in values), "every member forecast the part"
+    return [value for value in values if value is not None]

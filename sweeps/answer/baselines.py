@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -166,7 +166,10 @@ def _joined(pieces: list) -> Any:
         np.concatenate([piece.values for piece in pieces], axis=1),
         [series for piece in pieces for series in piece.fell_back],
         {
-            level: tuple(np.concatenate([piece.bounds[level][side] for piece in pieces], axis=1) for side in (0, 1))
+            level: (
+                np.concatenate([piece.bounds[level][0] for piece in pieces], axis=1),
+                np.concatenate([piece.bounds[level][1] for piece in pieces], axis=1),
+            )
             for level in levels
         },
     )
@@ -219,7 +222,7 @@ def saved_baselines(plan: SweepPlan, future: bool) -> BaselineForecasts | None:
                 return None
 
             def grid(column: str) -> np.ndarray:
-                return table[column].to_numpy().reshape(len(plan.panel), horizon).T
+                return table[column].to_numpy().reshape(len(plan.panel), cast(int, horizon)).T
 
             sides = {level: tuple(f"{name}-{side}-{level_name(level)}" for side in ("lo", "hi")) for level in levels}
             if not all(lo in table and hi in table for lo, hi in sides.values()):

@@ -8,7 +8,7 @@ panel, the combination.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -16,13 +16,17 @@ import pandas as pd
 from sweeps.answer import Answer, Tail
 from sweeps.answer.combination import COMBINATION, COMBINED
 from sweeps.answer.intervals import FUTURE_METHOD, METHOD, future_errors, future_horizon, members_mean
+from sweeps.answer.refits import FutureMember, RefitMember
 from sweeps.plan.sweep_plan import SweepPlan
+
+if TYPE_CHECKING:
+    from forecaster.answer_model import AnswerModel
 
 
 @dataclasses.dataclass(frozen=True)
 class Future:
-    model: Any
-    """The answer as one model (forecaster.answer_model.AnswerModel)."""
+    model: AnswerModel
+    """The answer as one model."""
     table: pd.DataFrame
     """unique_id, ds, answer and its bounds, each baseline's forecast and bounds, and for a panel the combination."""
     record: dict[str, Any]
@@ -59,7 +63,8 @@ def future_model(plan: SweepPlan, answer: Answer, tail: Tail):
                 newer = "the test window" if steps else "the validation part and the test window"
             steps.append((newer, future.epochs))
         members.append(SavedMember(future.net, future.trial_id, best.epochs, tuple(steps)))
-    trained_on = sorted({member.trained_on for member in [*tail.refits, *tail.future] if member.trained_on})
+    used: list[RefitMember | FutureMember] = [*tail.refits, *tail.future]
+    trained_on = sorted({member.trained_on for member in used if member.trained_on})
     seconds = [timing.seconds for timing in tail.timings if timing.kind == "future"]
     model = AnswerModel(members, model_data(plan), calibration, library_versions() | training_versions(), trained_on)
     return model, {
@@ -142,7 +147,10 @@ def build_future(plan: SweepPlan, answer: Answer, tail: Tail, saved=None) -> Fut
     same = saved is not None and [m.trial_id for m in saved.members] == [m.trial_id for m in tail.refits]
     if same:
         model = saved
-        record = {"trials": [m.trial_id for m in saved.members], "best_epochs": [m.epochs for m in saved.members]}
+        record: dict[str, Any] = {
+            "trials": [m.trial_id for m in saved.members],
+            "best_epochs": [m.epochs for m in saved.members],
+        }
         record |= {"continued": [[list(step) for step in m.continued] for m in saved.members]}
         record |= {"trained_on": saved.trained_on, "seconds": None, "read_from": "the model the sweep saved"}
     else:

@@ -17,6 +17,7 @@ configurations trained again from scratch to forecast the last horizon of the tr
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -62,8 +63,9 @@ def scaled_errors(
     return errors, scale
 
 
-def members_mean(values: list[np.ndarray]) -> np.ndarray:
+def members_mean(values: Sequence[np.ndarray | None]) -> np.ndarray:
     """The members' mean per series, NaN where none gave one (a series no net could read)."""
+    assert all(value is not None for value in values), "every member forecast the part"
     stacked = np.array(values, dtype=np.float64)
     counts = np.isfinite(stacked).sum(axis=0)
     return np.where(counts > 0, np.nansum(stacked, axis=0) / np.maximum(counts, 1), np.nan)
@@ -90,6 +92,7 @@ def test_intervals(
     from forecaster.intervals import POOLED_BELOW, bands, conformal_quantiles, interval_scales
 
     train, val, seen, test = plan.parts.train, plan.parts.val, plan.parts.seen, plan.parts.test
+    assert test is not None, "the answer's intervals bound its test window"
     horizon = int(test.lengths.max())
     errors, before = scaled_errors(train, val, validation_forecast, fitted_before_validation, horizon)
     errors = reach(errors, horizon)

@@ -9,7 +9,7 @@ weights_only=True) and its best epoch count, which sets how long it is continued
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -83,12 +83,12 @@ def members(plan: SweepPlan, results: SweepResults) -> list[Member]:
         except FileNotFoundError:  # a checkpoint from before its trial's first improvement
             continue
         history = results.histories.get(trial_id)
-        seconds = history["time_this_iter_s"] if history is not None and "time_this_iter_s" in history else []
+        seconds: Any = history["time_this_iter_s"] if history is not None and "time_this_iter_s" in history else []
         found.append(
             Member(
                 trial_id,
                 best_model,
-                int(trials.at[trial_id, "best_epoch"]),
+                int(cast(Any, trials.at[trial_id, "best_epoch"])),
                 {key: trials.at[trial_id, key] for key in plan.sweep.space if key in trials},
                 float(np.median(seconds)) if len(seconds) else 0.0,
             )
@@ -104,7 +104,7 @@ def selection(results: SweepResults) -> dict[str, Any]:
     }
     best = results.best
     history = results.histories.get(best["trial_id"]) if best else None
-    if history is None:
+    if history is None or best is None:
         return found
     scores = f"val_{results.metric}"
     near = history[(history["epoch"] - best["best_epoch"]).abs() <= AROUND_BEST_EPOCHS]

@@ -20,13 +20,16 @@ import io
 import math
 import statistics
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from forecaster.panel import Panel
 from forecaster.parts import FitParts
 from sweeps.plan.budget import STOP_SECONDS, TAIL_SECONDS, epochs_cost
+
+if TYPE_CHECKING:
+    from forecaster.net import RNNNet
 
 AS_TRAINED = "answer before refit"
 """With `refit_answer`: the answer as the trials trained it (on the training parts only), reported beside the refit
@@ -47,7 +50,7 @@ class RefitMember:
     forecast."""
 
     trial_id: str
-    net: Any
+    net: RNNNet
     """The net that forecasts the test window (forecaster.net.RNNNet): the trial's best continued through the
     validation part, or without a test window or a continuation the trial's net itself."""
     validation: np.ndarray
@@ -111,7 +114,7 @@ class FutureMember:
     """One member for the future: the net continued through every point given."""
 
     trial_id: str
-    net: Any
+    net: RNNNet
     epochs: int
     """The epochs it was continued beyond the test window's net (0: that net itself)."""
     trained_on: str

@@ -98,6 +98,7 @@ def interval_scores(answer: Answer, plan: SweepPlan) -> dict[str, Any]:
     from forecaster.intervals import level_name
 
     seen, test = plan.parts.seen, plan.parts.test
+    assert test is not None, "intervals are scored on the test window"
     scales = mase_scales(seen)
     scales = np.where(scales > 0, scales, np.nan)  # MSIS is undefined where MASE is
     steps, columns = int(test.lengths.max()), np.repeat(np.arange(len(test)), test.lengths)
@@ -110,7 +111,7 @@ def interval_scores(answer: Answer, plan: SweepPlan) -> dict[str, Any]:
     actual, count = grid(test.values), len(test.values)
     methods = {}
     for method, by_level in answer.bounds.items():
-        found = {}
+        found: dict[str, float | None] = {}
         for level, (lower, upper) in by_level.items():
             name = level_name(level)
             result = scored(actual, grid(lower), grid(upper), scales, level)
@@ -133,7 +134,9 @@ def part_scores(part: Panel, forecast: np.ndarray, scales: np.ndarray) -> dict[s
     predicted[part.positions, columns] = forecast
     weights[part.positions, columns] = 1.0
     found = series_scores(
-        *(torch.as_tensor(x) for x in (actual, predicted, weights)),
+        torch.as_tensor(actual),
+        torch.as_tensor(predicted),
+        torch.as_tensor(weights),
         torch.arange(len(part)),
         len(part),
         torch.as_tensor(scales),

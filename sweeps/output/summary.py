@@ -403,7 +403,7 @@ def _best_baseline(scores: dict[str, Any], metric: str) -> str | None:
         for name, values in scores["baselines"].items()
         if "unavailable" not in values and values.get(f"{part}_{metric}") is not None
     }
-    return min(ran, key=ran.get) if ran else None
+    return min(ran, key=ran.__getitem__) if ran else None
 
 
 def _series_plot(plan: SweepPlan, answer: Answer, per_series: pd.DataFrame, scores: dict[str, Any]) -> bytes:
@@ -414,6 +414,7 @@ def _series_plot(plan: SweepPlan, answer: Answer, per_series: pd.DataFrame, scor
     metric, part = plan.sweep.metric, _judged(scores)
     parts = plan.parts
     window, history = (parts.test, parts.seen) if part == "test" else (parts.val, parts.train)
+    assert window is not None, "an answer judged on its test window has one"
     ours = per_series[(per_series["part"] == part) & (per_series["method"] == "answer")].reset_index(drop=True)
     order = ours[metric].sort_values(kind="stable").index
     picks = {"best": order[0], "median": order[len(order) // 2], "worst": order[-1]}

@@ -12,14 +12,16 @@ import ast
 import dataclasses
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from forecaster.cli import add_options, default_of, flag_of, levels_option, option, read_options
 from forecaster.metrics import METRICS
 from sweeps.plan.registry import ANSWER_SCOPES
 from sweeps.plan.schedulers import SCHEDULERS
 from sweeps.plan.searches import SEARCHES
 from sweeps.plan.space import Horizons, from_data, to_data
+from sweeps.plan.storage import DEFAULT_STORAGE, located
 
 
 class PlanError(ValueError):
@@ -45,7 +47,13 @@ GROUPS = {
 }
 """The sections of `--help`, in order."""
 
-SMOKE_TEST = {"num_samples": 4, "max_epochs": 6, "scheduler_options": {"grace_period": 2, "reduction_factor": 2}}
+DASHBOARD_PORT = 8265
+"""Where a Ray of the sweep's own serves its dashboard, unless --dashboard-port says otherwise (Ray's own default)."""
+SMOKE_TEST: dict[str, Any] = {
+    "num_samples": 4,
+    "max_epochs": 6,
+    "scheduler_options": {"grace_period": 2, "reduction_factor": 2},
+}
 """What --smoke-test sets, before the options given beside it."""
 
 
@@ -108,30 +116,17 @@ def _option(
     *,
     group: str,
     goes: str,
-    flag: str | None = None,
     resumable: bool = False,
     sweep_field: bool = False,
-    parse: Callable[[Any], Any] | None = None,
-    factory: Callable[[], Any] | None = None,
-    **argparse_options: Any,
+    **settings: Any,
 ) -> Any:
-    """A field of SweepOptions: `flag` defaults to the field's name with dashes (None for the positional `sweep`);
-    `parse` turns what argparse gives into the field's value; `sweep_field`: it replaces the registry entry's field of
-    the same name when given; `factory` makes a mutable default."""
+    """A field of SweepOptions (forecaster.cli.option, with what a sweep keeps of each option): `goes`, where it goes
+    (DESTINATIONS); `resumable`, whether --resume may change it; `sweep_field`, it replaces the registry entry's field
+    of the same name when given."""
     assert group in GROUPS and goes in DESTINATIONS
-    metadata = {
-        "help": help,
-        "group": group,
-        "goes": goes,
-        "flag": flag,
-        "resumable": resumable,
-        "sweep_field": sweep_field,
-        "parse": parse,
-        "argparse": argparse_options,
-    }
-    if factory is not None:
-        return dataclasses.field(default_factory=factory, metadata=metadata)
-    return dataclasses.field(default=default, metadata=metadata)
+    return option(
+        default, help, group=group, more={"goes": goes, "resumable": resumable, "sweep_field": sweep_field}, **settings
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,7 +135,13 @@ class SweepOptions:
     sweep's own value."""
 
     sweep: str | None = _option(
-        None, "the sweep to run (--list shows them)", group="budget", goes="sweep", resumable=True, nargs="?"
+        None,
+        "the sweep to run (--list shows them)",
+        group="budget",
+        goes="sweep",
+        resumable=True,
+        positional=True,
+        nargs="?",
     )
     num_samples: int | None = _option(None, "how many trials", group="budget", goes="sweep", sweep_field=True, type=int)
     max_epochs: int | None = _option(
@@ -246,14 +247,14 @@ class SweepOptions:
     )
     max_failures: int = _option(
         1,
-        "retries of a failed trial, each from its latest checkpoint (default %(default)s)",
+        "retries of a failed trial, each from its latest checkpoint",
         group="faults",
         goes="run",
         type=int,
     )
     trial_timeout: float = _option(
         600.0,
-        "kill and retry a trial that reports nothing for this long (default %(default)g)",
+        "kill and retry a trial that reports nothing for this long",
         group="faults",
         goes="run",
         type=float,
@@ -269,14 +270,14 @@ class SweepOptions:
     )
     dashboard_host: str = _option(
         "127.0.0.1",
-        "where a local Ray's dashboard listens (default %(default)s: this machine only)",
+        "where a local Ray's dashboard listens: by default on this machine only",
         group="cluster",
         goes="run",
         resumable=True,
     )
     dashboard_port: int | None = _option(
         None,
-        "the dashboard's port on a Ray of the sweep's own (default 8265, or the next free one when taken)",
+        f"the dashboard's port on a Ray of the sweep's own (default {DASHBOARD_PORT}, or the next free one when taken)",
         group="cluster",
         goes="run",
         resumable=True,
@@ -284,7 +285,7 @@ class SweepOptions:
     )
     storage_path: str | None = _option(
         None,
-        "where results go: a folder, s3://... or gs://... (default ./results)",
+        f"where results go: a folder, s3://... or gs://... (default ./{DEFAULT_STORAGE})",
         group="cluster",
         goes="run",
         resumable=True,
@@ -372,16 +373,12 @@ class SweepOptions:
         goes="data",
         action="store_true",
     )
-    levels: tuple[float, ...] = _option(
-        (),
+    levels: tuple[float, ...] = levels_option(
         "prediction intervals at these levels (percent, e.g. 80 95) for the answer and every baseline, scored on the "
         "test window: coverage, width and MSIS",
+        absent=(),
         group="answer",
-        goes="answer",
-        parse=lambda levels: tuple(sorted(set(levels or ()))),  # in order, once each, as the plan keeps them
-        type=float,
-        nargs="+",
-        metavar="LEVEL",
+        more={"goes": "answer", "resumable": False, "sweep_field": False},
     )
     answer_top_k: int | None = _option(
         None,
@@ -419,6 +416,10 @@ class SweepOptions:
         action=argparse.BooleanOptionalAction,
     )
 
+    def storage(self) -> str:
+        """Where the sweep's folder goes: --storage-path, else ./results, as Ray and pyarrow take it."""
+        return located(self.storage_path or DEFAULT_STORAGE)
+
     def sweep_overrides(self) -> dict[str, Any]:
         """The given options that replace the registry entry's fields of the same name."""
         return {
@@ -428,49 +429,22 @@ class SweepOptions:
         }
 
 
-def declared() -> tuple[dataclasses.Field, ...]:
+def declared() -> tuple[dataclasses.Field[Any], ...]:
     return dataclasses.fields(SweepOptions)
-
-
-def flag_of(field: dataclasses.Field) -> str | None:
-    """The option's flag (None for the positional sweep name)."""
-    if field.name == "sweep":
-        return None
-    return field.metadata["flag"] or "--" + field.name.replace("_", "-")
-
-
-def default_of(field: dataclasses.Field) -> Any:
-    return field.default_factory() if field.default is dataclasses.MISSING else field.default
 
 
 def build_parser(**parser_options: Any) -> argparse.ArgumentParser:
     """The command line of `python -m sweeps.run`, one argument per declared option, in its group."""
-    parser = argparse.ArgumentParser(**parser_options)
-    groups = {name: parser.add_argument_group(title) for name, title in GROUPS.items()}
-    for field in declared():
-        options = dict(field.metadata["argparse"])
-        flag = flag_of(field)
-        if flag is None:
-            parser.add_argument(field.name, help=field.metadata["help"], **options)
-            continue
-        default = None if field.metadata["parse"] else default_of(field)
-        groups[field.metadata["group"]].add_argument(
-            flag, dest=field.name, default=default, help=field.metadata["help"], **options
-        )
-    return parser
+    return add_options(argparse.ArgumentParser(**parser_options), SweepOptions, GROUPS)
 
 
 def from_args(namespace: argparse.Namespace) -> SweepOptions:
     """The options of a parsed command line (PlanError for a malformed KEY=VALUE)."""
-    values = {}
-    for field in declared():
-        value = getattr(namespace, field.name)
-        parse = field.metadata["parse"]
-        values[field.name] = parse(value) if parse else value
-    return SweepOptions(**values)
+    options: SweepOptions = read_options(SweepOptions, namespace)
+    return options
 
 
-def typed_flag(field: dataclasses.Field, arguments: Sequence[str]) -> str:
+def typed_flag(field: dataclasses.Field[Any], arguments: Sequence[str]) -> str:
     """The flag of the option as the user typed it (--no-refit-answer, an abbreviation), else its own."""
     flag = flag_of(field) or field.name
     negated = field.metadata["argparse"].get("action") is argparse.BooleanOptionalAction

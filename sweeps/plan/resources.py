@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 TPU_CHIP_COUNTS = (1, 2, 4, 8)
 
@@ -90,7 +91,7 @@ class TrialResources:
             bundle["GPU"] = 1.0
         return bundle
 
-    def trainer_arguments(self) -> dict[str, object]:
+    def trainer_arguments(self) -> dict[str, Any]:
         """accelerator, devices and CPU threads for forecaster.fit in one trial process (or worker)."""
         threads = max(1, int(self.cpus))
         if self.train_on_cpu:

@@ -305,17 +305,17 @@ def to_tune(space: Space, seed: int | None = None) -> dict[str, Any]:
         if isinstance(value, OnlyWhen):
             inner = domain(value.then)
             param_space[name] = tune.sample_from(
-                lambda config, v=value, d=inner: d.sample(random_state=rng) if config[v.key] > v.above else v.otherwise
+                lambda config, v=value, d=inner: d.sample(random_state=rng) if config[v.key] > v.above else v.otherwise  # type: ignore[misc]
             )
         elif isinstance(value, Offset):
             inner = domain(value.extra)
             param_space[name] = tune.sample_from(
-                lambda config, v=value, d=inner: config[v.key] + d.sample(random_state=rng)
+                lambda config, v=value, d=inner: config[v.key] + d.sample(random_state=rng)  # type: ignore[misc]
             )
         elif isinstance(value, ByValue):
             domains = {k: domain(v) if is_searched(v) else v for k, v in value.values.items()}
             param_space[name] = tune.sample_from(
-                lambda config, v=value, d=domains: (
+                lambda config, v=value, d=domains: (  # type: ignore[misc]
                     d[config[v.key]].sample(random_state=rng)
                     if is_searched(v.values[config[v.key]])
                     else d[config[v.key]]
@@ -407,7 +407,7 @@ def extremes(space: Space, limit: int = 50_000) -> list[dict[str, Any]]:
     count = math.prod(len(values) for values in independent.values())
     if count > limit:
         raise SpaceError(f"the space has {count} corner combinations, more than the {limit} checked; use fewer choices")
-    configs = []
+    configs: list[dict[str, Any]] = []
     for combination in itertools.product(*independent.values()):
         partial = [dict(zip(independent, combination))]
         for name, value in space.items():
@@ -455,7 +455,7 @@ def to_data(value: Any) -> Any:
     if type(value).__name__ in SPACE_TYPES and dataclasses.is_dataclass(value):
         if isinstance(value, Choice):
             return {"kind": type(value).__name__, "values": [to_data(item) for item in value.values]}
-        data = {"kind": type(value).__name__}
+        data: dict[str, Any] = {"kind": type(value).__name__}
         for field in dataclasses.fields(value):
             inner = getattr(value, field.name)
             if isinstance(value, ByValue) and field.name == "values":  # keys of any type: pairs, not an object
@@ -476,7 +476,7 @@ def from_data(data: Any) -> Any:
         return data
     if set(data) == {"tuple"}:
         return tuple(from_data(item) for item in data["tuple"])
-    kind = SPACE_TYPES.get(data.get("kind"))
+    kind = SPACE_TYPES.get(str(data.get("kind")))
     if kind is None:
         raise SpaceError(f"not a value of a search space: {data!r}")
     fields = {name: value for name, value in data.items() if name != "kind"}

@@ -82,7 +82,7 @@ class SweepFolder:
         self.path = path.rstrip("/") if filesystem else located(path).rstrip("/")
         if filesystem is None:
             filesystem, root = pyarrow.fs.FileSystem.from_uri(self.path)
-        self.filesystem, self.root = filesystem, root.rstrip("/")
+        self.filesystem, self.root = filesystem, str(root).rstrip("/")
 
     @classmethod
     def of_trial(cls, trial) -> SweepFolder:

@@ -133,8 +133,19 @@ def find_sweep(name: str | None) -> Sweep:
 
 
 def make_plan(sweep: str | SweepOptions, **options: Any) -> SweepPlan:
-    """The plan of a registered sweep: `make_plan("air_rnn", num_samples=8, pins={"model": "GRU"})`, or of
-    SweepOptions (the command line's)."""
+    """The plan of a sweep, made and checked before Ray starts: its data loaded, checked and cut once, every corner of
+    its space checked against the forecaster's rules and the data's lengths, its resources per trial.
+
+    Args:
+        sweep: A registered sweep's name (with `options` as keyword arguments:
+            `make_plan("air_rnn", num_samples=8, pins={"model": "GRU"})`), or the SweepOptions of a command line.
+        **options: Fields of SweepOptions, with a sweep's name.
+
+    Returns:
+        The plan `run_sweep` runs.
+
+    Raises:
+        PlanError: What in the options or the data cannot make the sweep, and what to change."""
     given = dataclasses.replace(sweep, **options) if isinstance(sweep, SweepOptions) else SweepOptions(sweep, **options)
     if given.resume:
         raise PlanError(
@@ -144,19 +155,19 @@ def make_plan(sweep: str | SweepOptions, **options: Any) -> SweepPlan:
     entry = find_sweep(given.sweep)
     pins = _checked_pins(given.pins)
     changes = {**(SMOKE_TEST if given.smoke_test else {}), **given.sweep_overrides()}
-    sweep = dataclasses.replace(entry, space={**entry.space, **pins}, **changes)
-    sweep = dataclasses.replace(sweep, scheduler_options=_scheduler_options(sweep, entry, given))
-    _check_budget(sweep)
-    scheduler_entry = SCHEDULERS[sweep.scheduler]
-    sweep = dataclasses.replace(
-        sweep, scheduler_options=scheduler_entry.fit_budget(sweep.scheduler_options, sweep.max_epochs)
+    resolved = dataclasses.replace(entry, space={**entry.space, **pins}, **changes)
+    resolved = dataclasses.replace(resolved, scheduler_options=_scheduler_options(resolved, entry, given))
+    _check_budget(resolved)
+    scheduler_entry = SCHEDULERS[resolved.scheduler]
+    resolved = dataclasses.replace(
+        resolved, scheduler_options=scheduler_entry.fit_budget(resolved.scheduler_options, resolved.max_epochs)
     )
     try:
-        scheduler_entry.check(sweep)
+        scheduler_entry.check(resolved)
         resources = TrialResources(
-            cpus=sweep.cpus_per_trial,
-            gpus=sweep.gpus_per_trial,
-            tpu_chips=sweep.tpu_chips_per_trial,
+            cpus=resolved.cpus_per_trial,
+            gpus=resolved.gpus_per_trial,
+            tpu_chips=resolved.tpu_chips_per_trial,
             workers=given.workers_per_trial,
             train_on_cpu=given.train_on_cpu,
         )
@@ -166,11 +177,11 @@ def make_plan(sweep: str | SweepOptions, **options: Any) -> SweepPlan:
         given = dataclasses.replace(given, time_limit=parse_duration(given.time_limit))
     _check_run(given)
 
-    data_label = given.data or sweep.dataset
+    data_label = given.data or resolved.dataset
     if data_label is None:
         raise PlanError(
-            f"the {sweep.name} sweep runs on your data: give --data FILE (a CSV or Parquet long table, unique_id, ds, "
-            "y) and --horizon H (the points to forecast), or a built-in panel such as --data m3_monthly"
+            f"the {resolved.name} sweep runs on your data: give --data FILE (a CSV or Parquet long table, unique_id, "
+            "ds, y) and --horizon H (the points to forecast), or a built-in panel such as --data m3_monthly"
         )
     try:
         with naming(data_label):
@@ -179,26 +190,26 @@ def make_plan(sweep: str | SweepOptions, **options: Any) -> SweepPlan:
             )
     except SeriesError as error:
         raise PlanError(str(error)) from None
-    sweep = _with_data(sweep, panel, given, own_data=given.data in (None, entry.dataset))
-    parts = _cut(sweep, data_label, panel)
+    resolved = _with_data(resolved, panel, given, own_data=given.data in (None, entry.dataset))
+    parts = _cut(resolved, data_label, panel)
     least = _check(LEAST_DEMANDING, data_label, parts, drop_short=len(panel) > 1)
-    if sweep.drops_unusable_series and least.dropped:  # they cannot fill their own validation and test windows
+    if resolved.drops_unusable_series and least.dropped:  # they cannot fill their own validation and test windows
         parts = parts.without(least.dropped)
-    sweep = dataclasses.replace(sweep, space=resolve(sweep.space, _data_shape(sweep, panel, least)))
-    parts = _check_space(sweep, data_label, parts, given.drop_short_series)
+    resolved = dataclasses.replace(resolved, space=resolve(resolved.space, _data_shape(resolved, panel, least)))
+    parts = _check_space(resolved, data_label, parts, given.drop_short_series)
     kept = np.isin(panel.ids, parts.train.ids)
     panel = dataclasses.replace(panel.take(kept), dropped=parts.dropped)
-    given = dataclasses.replace(given, pins=pins, levels=check_interval_levels(given.levels, sweep))
+    given = dataclasses.replace(given, pins=pins, levels=check_interval_levels(given.levels, resolved))
 
-    storage = located(given.storage_path or DEFAULT_STORAGE)
+    storage = given.storage()
     name = given.name
     if name is None:
-        name = free_name(storage, f"{sweep.name}-{datetime.datetime.now():%Y%m%d-%H%M%S}")
+        name = free_name(storage, f"{resolved.name}-{datetime.datetime.now():%Y%m%d-%H%M%S}")
     elif SweepFolder(experiment_path(storage, name)).holds_sweep():
-        raise PlanError(taken_message(storage, name, sweep.name))
+        raise PlanError(taken_message(storage, name, resolved.name))
     return SweepPlan(
         options=given,
-        sweep=sweep,
+        sweep=resolved,
         panel=panel,
         parts=parts,
         data_label=data_label,
@@ -307,7 +318,7 @@ def _refuse_test_after(sweep: Sweep, panel: Panel, test_after: str) -> None:
     """A --test-after with no validation part before it: the data's own message (no date, a single series' window
     outside it), or where the window falls in a panel."""
     probe = _cut(sweep, panel.label, panel, Cut(val_size=1, test_after=test_after))
-    if not probe.test.lengths.any():
+    if probe.test is None or not probe.test.lengths.any():
         last = panel.describe_time(panel.last_times().max())
         raise PlanError(
             f"{panel.label}: test_after={test_after} is at or after the last date of every series (the latest {last}): "
@@ -377,7 +388,7 @@ def _check_space(sweep: Sweep, data_label: str, parts: FitParts, drop_short: boo
         raise PlanError(f"search space of {sweep.name!r}: {error}") from None
     dropped: dict[str, None] = {}
     untrained: dict[str, None] = {}
-    checked: set[tuple] = set()
+    checked: set[tuple[Any, ...]] = set()
     for corner in corners:
         try:
             config = ForecasterConfig.from_dict({**corner, "n_epochs": sweep.max_epochs})

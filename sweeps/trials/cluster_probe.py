@@ -65,7 +65,7 @@ def _autoscaler_node_types() -> list[str]:
 
         status = get_cluster_status(ray.get_runtime_context().gcs_address)
         nodes = [*status.active_nodes, *status.idle_nodes, *status.pending_nodes, *status.pending_launches]
-        return [node.ray_node_type_name for node in nodes]
+        return [node.ray_node_type_name for node in nodes]  # type: ignore[attr-defined]  # v2's node records
     raw = _internal_kv_get(ray_constants.DEBUG_AUTOSCALING_STATUS)
     report = (json.loads(raw).get("autoscaler_report") or {}) if raw else {}
     return [
@@ -171,10 +171,12 @@ def prestart_workers(node: dict[str, Any], count: int, serialized_runtime_env: s
     channel = init_grpc_channel(f"{node['NodeManagerAddress']}:{node['NodeManagerPort']}")
     try:
         node_manager_pb2_grpc.NodeManagerServiceStub(channel).PrestartWorkers(
-            node_manager_pb2.PrestartWorkersRequest(
-                language=common_pb2.Language.PYTHON,
+            node_manager_pb2.PrestartWorkersRequest(  # type: ignore[attr-defined]  # generated protobuf classes
+                language=common_pb2.Language.PYTHON,  # type: ignore[attr-defined]
                 job_id=bytes.fromhex(ray.get_runtime_context().get_job_id()),
-                runtime_env_info=runtime_environment_pb2.RuntimeEnvInfo(serialized_runtime_env=serialized_runtime_env),
+                runtime_env_info=runtime_environment_pb2.RuntimeEnvInfo(  # type: ignore[attr-defined]
+                    serialized_runtime_env=serialized_runtime_env
+                ),
                 keep_alive_duration_secs=keep_alive_s,
                 num_workers=count,
             ),

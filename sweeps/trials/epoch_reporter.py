@@ -10,6 +10,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
+from typing import Any, cast
 
 import lightning as L
 import torch
@@ -54,7 +55,7 @@ class EpochReporter(L.Callback):
     def __init__(
         self,
         report: Callable,
-        checkpoint_class: type,
+        checkpoint_class: Any,
         schedule: CheckpointSchedule,
         trial: str = "",
         metric: str = "mape",
@@ -119,7 +120,11 @@ class EpochReporter(L.Callback):
             metrics["gpu_memory_mb"] = torch.cuda.max_memory_reserved(module.device) / 2**20
         self.last = metrics
         due = self.schedule.due(
-            epoch, trainer.max_epochs, improved, time.monotonic() - self.last_checkpoint_at, self.has_checkpoint
+            epoch,
+            cast(int, trainer.max_epochs),
+            improved,
+            time.monotonic() - self.last_checkpoint_at,
+            self.has_checkpoint,
         )
         if trainer.world_size > 1:
             due = trainer.strategy.broadcast(due, src=0)  # saving is collective: every rank decides as rank 0 does
@@ -142,7 +147,7 @@ class EpochReporter(L.Callback):
         record and its latest checkpoint agree: it has run all its epochs and holds that best model. A trial that
         resumes from its own final checkpoint (its driver was killed before Tune saw it end) reported that epoch
         already: Tune has it, and its history would have it twice."""
-        if self.reported or self.resumed_own or self.last is None or self.last["epoch"] < trainer.max_epochs:
+        if self.reported or self.resumed_own or self.last is None or self.last["epoch"] < cast(int, trainer.max_epochs):
             return
         self.reported = True
         self._report_with_checkpoint(trainer, module, dict(self.last))
@@ -163,6 +168,7 @@ class EpochReporter(L.Callback):
         self.checkpoints += 1
 
     def _save_best_model(self, module: L.LightningModule, path: str) -> None:
+        assert self.best_weights is not None, "saved once an epoch has improved"
         torch.save(
             {
                 "state_dict": {key: value.cpu() for key, value in self.best_weights.items()},

@@ -15,10 +15,10 @@ import dataclasses
 import logging
 import os
 import socket
+from typing import Any
 
 from sweeps.trials.cluster_probe import ray_started_on_this_machine
 
-DEFAULT_DASHBOARD_PORT = 8265
 WARM_WORKERS = {"preload_python_modules": ["sweeps.trials.warm"], "prestart_worker_first_driver": False}
 """Ray's settings for nodes whose workers start warm (sweeps/trials/warm_pool.py): every worker imports torch, Lightning
 and the trial's code as it starts (sweeps/trials/warm.py), and the raylet prestarts none with the job's plain
@@ -105,17 +105,17 @@ def start_ray(address: str | None, dashboard_host: str, dashboard_port: int | No
     join = requested_address(address)
     if join:
         try:
-            context = ray.init(address=join, logging_level=logging.WARNING)
+            joined: Any = ray.init(address=join, logging_level=logging.WARNING)
         except ConnectionError as error:
             raise RaySessionError(f"cannot join the Ray cluster at {join}: {error}") from None
         how = "(RAY_ADDRESS)" if not address else f"(--address {address})"
-        return RaySession(False, context.address_info["gcs_address"], how, _dashboard_url(context))
+        return RaySession(False, joined.address_info["gcs_address"], how, _dashboard_url(joined))
     if dashboard_port is not None:
         check_dashboard_port(dashboard_host, dashboard_port)
     other = ray_started_on_this_machine()
     missing = dashboard_packages_missing()
     try:
-        context = ray.init(
+        started: Any = ray.init(
             address="local",
             include_dashboard=not missing,
             dashboard_host=dashboard_host,
@@ -127,7 +127,7 @@ def start_ray(address: str | None, dashboard_host: str, dashboard_port: int | No
         ray.shutdown()
         raise RaySessionError(f"--dashboard-port {dashboard_port}: {error}") from None
     note = f"; another Ray runs here at {other} (--address auto runs the sweep on it)" if other else ""
-    return RaySession(True, context.address_info["gcs_address"], note, _dashboard_url(context), missing)
+    return RaySession(True, started.address_info["gcs_address"], note, _dashboard_url(started), missing)
 
 
 def _dashboard_url(context) -> str:

@@ -67,6 +67,23 @@ class _Trial:
     last_result: dict[str, Any]
 
 
+def read_results(folder: str) -> SweepResults:
+    """The trials of the sweep in `folder` (local, s3:// or gs://), finished, stopped or still running.
+
+    Args:
+        folder: The sweep's folder, as the sweep printed it.
+
+    Returns:
+        One row per trial, best first, each trial's history and latest checkpoint, and the best trial.
+
+    Raises:
+        FileNotFoundError: The folder holds no sweep's plan.
+    """
+    from sweeps.plan.record import read_plan
+
+    return collect(read_plan(folder))
+
+
 def collect(plan: SweepPlan) -> SweepResults:
     """Read every trial of the sweep back from its storage."""
     metric = plan.sweep.metric
@@ -163,7 +180,7 @@ def _newest_state(folder: SweepFolder) -> str:
             f"{folder.path} holds no Ray Tune experiment state ({EXPERIMENT_STATE}): is it a sweep's folder, "
             "and did the sweep start?"
         )
-    return max(names)
+    return str(max(names))
 
 
 def _field(record: Any, key: str, kind: type, default: Any) -> Any:
@@ -228,7 +245,7 @@ def _latest_checkpoint(folder: SweepFolder, trial: _Trial, history: pd.DataFrame
     return f"{folder.path}/{trial.relative_logdir}/{name}"
 
 
-def _trial_row(trial: _Trial, history, plan: SweepPlan, faults: list[str], folder: SweepFolder) -> dict[str, Any]:
+def _trial_row(trial: _Trial, history: Any, plan: SweepPlan, faults: list[str], folder: SweepFolder) -> dict[str, Any]:
     reported = history is not None and len(history) > 0
     epochs = int(history["epoch"].max()) if reported else 0
     if reported and "diverged" in history and history["diverged"].iloc[-1] == 1:
@@ -241,7 +258,7 @@ def _trial_row(trial: _Trial, history, plan: SweepPlan, faults: list[str], folde
         status = "UNFINISHED" if reported else "PENDING"
     metric = plan.sweep.metric
     best_score, best_epoch = _trial_best(history, metric) if reported else (math.nan, None)
-    row = {"trial_id": trial.trial_id, "status": status}
+    row: dict[str, Any] = {"trial_id": trial.trial_id, "status": status}
     row.update({key: trial.config.get(key) for key in plan.sweep.space})
     row.update(
         {
@@ -287,7 +304,7 @@ def _trial_best(history: pd.DataFrame, metric: str) -> tuple[float, int | None]:
     return float(row[scores]), int(row["epoch"])
 
 
-def _notes(status: str, history, watchdog_kills: int, plan: SweepPlan) -> str:
+def _notes(status: str, history: Any, watchdog_kills: int, plan: SweepPlan) -> str:
     notes = []
     if status == "DIVERGED":
         row = history.iloc[-1]

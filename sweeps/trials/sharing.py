@@ -86,6 +86,6 @@ class FairShareLimiter(ConcurrencyLimiter):
     def suggest(self, trial_id: str):
         self.max_concurrent = self.fair_share.current()
         suggestion = super().suggest(trial_id)
-        if suggestion == self.searcher.FINISHED:
+        if suggestion == self.searcher.FINISHED:  # type: ignore[comparison-overlap]  # Tune's marker string
             self.fair_share.withdraw()
         return suggestion

@@ -120,7 +120,7 @@ def _run_data_parallel(config: dict[str, Any], parts: FitParts, settings: TrialS
             # Named after the trial, so that a restarted trial resumes this Train run from its checkpoint.
             name=f"train-{trial}",
             storage_path=settings.storage_path,
-            callbacks=[TuneReportCallback()],
+            callbacks=[TuneReportCallback()],  # type: ignore[list-item]  # Ray Train's, for Tune
         ),
     )
     trainer.fit()

@@ -17,9 +17,10 @@ from ray.tune.utils import flatten_dict
 
 from forecaster.metrics import METRIC_LABELS
 from sweeps.plan.budget import ACTIVE, WARM_AHEAD_SECONDS
+from sweeps.plan.options import PlanError
 from sweeps.plan.schedulers import scheduler_of
 from sweeps.plan.searches import SearchError, build_search, tune_param_space
-from sweeps.plan.sweep_plan import PlanError, SweepPlan
+from sweeps.plan.sweep_plan import SweepPlan
 from sweeps.trials.faults import FaultLog, HangWatchdog
 from sweeps.trials.ray_session import warm_workers_enabled
 from sweeps.trials.sharing import FairShare, FairShareLimiter, FairShareVariants

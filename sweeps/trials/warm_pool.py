@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import time
+from typing import Any
 
 from ray import tune
 
@@ -89,7 +90,7 @@ class WarmPool(tune.Callback):
         self.looked = 0.0
         self.runtime_env: str | None = None
 
-    def setup(self, **info) -> None:
+    def setup(self, **info: Any) -> None:  # type: ignore[override]  # Tune passes its settings by keyword
         self._look_for_new_nodes()
 
     def on_step_begin(self, iteration, trials, **info) -> None:
