@@ -1,4 +1,6 @@
-"""The model computes what Darts' RNNModel computes, and the fast CPU layers what PyTorch's modules compute."""
+"""The model computes what Darts' RNNModel computes, the hand-written CPU layers what PyTorch's modules compute, and
+which of the two runs is decided by the shapes the layers were written for. How fast either is, is measured in
+bench/single_trial.py, not here."""
 
 import json
 import pathlib
@@ -26,7 +28,7 @@ CELLS = {"RNN": torch.nn.RNN, "LSTM": torch.nn.LSTM, "GRU": torch.nn.GRU}
 
 @pytest.mark.parametrize("mode", ["RNN", "GRU"])  # the LSTM runs nn.LSTM itself (oneDNN's fused kernel)
 @pytest.mark.parametrize("layers, steps", [(1, 20), (3, 7), (2, 1)])
-def test_fast_layers_match_pytorch_forward_and_every_gradient(mode, layers, steps):
+def test_the_hand_written_layers_match_pytorch_forward_and_every_gradient(mode, layers, steps):
     torch.manual_seed(0)
     rnn = CELLS[mode](2, 6, layers).double()
     assert rnn.mode in recurrence._LAYERS  # the hand-written layer, not the module, runs here
@@ -52,7 +54,7 @@ def autograd_node(output) -> str:
     ids=["bidirectional", "batch-first", "no-bias"],
 )
 @pytest.mark.parametrize("mode", ["RNN", "GRU"])
-def test_modules_outside_the_fast_paths_assumptions_run_themselves(mode, options):
+def test_modules_outside_the_hand_written_layers_assumptions_run_themselves(mode, options):
     torch.manual_seed(3)
     rnn = CELLS[mode](2, 6, 2, **options)
     inputs = torch.rand(5, 7, 2)
@@ -60,7 +62,7 @@ def test_modules_outside_the_fast_paths_assumptions_run_themselves(mode, options
     torch.testing.assert_close(recurrence.hidden_states(rnn, inputs), rnn(inputs)[0], rtol=0, atol=0)
 
 
-def test_a_gru_of_large_batches_runs_the_fused_module_where_it_is_faster():
+def test_a_gru_runs_the_hand_written_layer_up_to_8192_batch_by_hidden_units_and_the_module_above():
     gru = torch.nn.GRU(1, 64)
     assert recurrence.fast_path_applies(gru, torch.rand(5, 64, 1))
     assert not recurrence.fast_path_applies(gru, torch.rand(5, 128, 1))  # 128 x 64 = 8192

@@ -347,6 +347,7 @@ def test_a_series_is_forecast_without_training_on_it_only_beside_one_that_trains
     ids=["log-of-zero", "mape-zero", "mase-undefined", "calendar-without-season", "unknown-metric"],
 )
 def test_what_a_transform_or_metric_cannot_take_is_refused_before_training(config, series, options, message):
+    options = dict(options)  # the parameter is shared: a rerun in the same process must see it whole
     season = options.pop("season", 12)
     with pytest.raises(SeriesError, match=message):
         fit_parts(config, panel_of(*series, season=season), val_size=6, **options)
