@@ -102,7 +102,13 @@ def series_scores(
 
 
 def panel_scores(
-    actual, forecast, weights, series, n_series: int, scale, mape_defined: bool = True
+    actual: np.ndarray | Tensor,
+    forecast: np.ndarray | Tensor,
+    weights: np.ndarray | Tensor,
+    series: np.ndarray | Tensor,
+    n_series: int,
+    scale: np.ndarray | Tensor,
+    mape_defined: bool = True,
 ) -> dict[str, Tensor]:
     """The mean over series of each metric of `series_scores`, the M-competitions' way.
 

@@ -105,7 +105,7 @@ def test_a_plan_stored_in_a_bucket_reads_back(tmp_path):
 
     bucket = PyFileSystem(FSSpecHandler(fsspec.filesystem("memory")))
     plan = make_plan("panel", data="tourism_quarterly", storage_path=str(tmp_path), name="remote")
-    root = f"/bucket/{tmp_path.name}/remote"  # fsspec's memory is the process's: a folder of this test's own
+    root = f"/bucket{tmp_path}/remote"  # fsspec's memory is the process's, over pytest sessions: a folder of its own
     folder = SweepFolder("s3://bucket/sweeps/remote", filesystem=bucket, root=root)
     panel = panel_parquet(plan.panel)
     folder.save_plan(plan_json(plan, sha256(panel)), panel, {"sweep": {"name": "panel"}})
