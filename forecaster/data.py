@@ -158,12 +158,12 @@ def check_series(series: pd.Series) -> None:
 def with_frequency(series: pd.Series) -> pd.Series:
     """The series with its frequency set on its index (inferred from the dates if it is not): the season, the
     calendar and the dates of a forecast come from it."""
-    if cast(pd.DatetimeIndex, series.index).freq is not None:
-        return series
-    series = series.copy()
     index = cast(pd.DatetimeIndex, series.index)
-    index.freq = _infer_freq(index)  # type: ignore[misc,assignment]  # pandas sets a frequency by its name
-    return series
+    freq = None if index.freq is not None else _infer_freq(index)
+    if freq is None:  # set already, or none to infer (check_series refuses uneven dates)
+        return series
+    # A new index: setting .freq on the series' own would change the caller's series too (a copy shares its index).
+    return series.set_axis(pd.DatetimeIndex(index, freq=freq))
 
 
 def source_of(series: pd.Series) -> str | None:
