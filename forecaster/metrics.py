@@ -34,22 +34,18 @@ def format_score(metric: str, value: float) -> str:
     return f"{value:.3f}" if metric == "mase" else f"{value:.2f}"
 
 
-def mape(actual, forecast, weights=None):
+def mape(actual: np.ndarray | Tensor, forecast: np.ndarray | Tensor) -> np.floating | Tensor:
     """Mean absolute percentage error, in percent: 100 * mean(|y - y_hat| / |y|), pooled over every point.
 
     Works on NumPy arrays and torch tensors alike (on any device, without a host sync). A zero in `actual` gives
-    inf: refuse such data up front (forecaster.data checks it). `weights` (0 or 1, the shape of `actual`) leaves
-    out the pairs weighted 0, without a data-dependent shape (which would force a sync on an accelerator).
+    inf: refuse such data up front (forecaster.data checks it).
+
+    Raises:
+        ValueError: The two have different shapes (which NumPy and torch would broadcast).
     """
     if actual.shape != forecast.shape:
         raise ValueError(f"actual has shape {tuple(actual.shape)} but forecast has shape {tuple(forecast.shape)}")
-    errors = abs(actual - forecast) / abs(actual)
-    if weights is None:
-        return 100.0 * errors.mean()
-    # Pairs left out may hold anything, inf included (a forecast run past the data): zero them, do not multiply.
-    left_out = weights == 0
-    errors = errors.masked_fill(left_out, 0.0) if hasattr(errors, "masked_fill") else np.where(left_out, 0.0, errors)
-    return 100.0 * errors.sum() / weights.sum()
+    return 100.0 * (abs(actual - forecast) / abs(actual)).mean()
 
 
 def mase_scales(train: Panel) -> np.ndarray:
