@@ -12,12 +12,13 @@ import dataclasses
 import importlib.resources
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
+from forecaster.covariates import Covariates
 from forecaster.datasets import BENCHMARK_PANELS, BENCHMARKS_EXTRA, BUILTIN_DATASETS, DEFAULT_DATASET
 from forecaster.panel import Panel
 from forecaster.seasons import season_length
@@ -39,6 +40,11 @@ def load_panel(
     value_column: str | None = None,
     freq: str | None = None,
     season_length: int | None = None,
+    *,
+    futr_exog: Sequence[str] = (),
+    hist_exog: Sequence[str] = (),
+    static_data: str | os.PathLike[str] | pd.DataFrame | None = None,
+    futr_data: str | os.PathLike[str] | pd.DataFrame | None = None,
 ) -> Panel:
     """A checked panel from a built-in dataset's name, a CSV or Parquet file, or a long DataFrame.
 
@@ -53,12 +59,21 @@ def load_panel(
         value_column: The value column, where it is not y.
         freq: The dates' pandas frequency, e.g. 'MS'; inferred when not given.
         season_length: Points per season of a plain integer time index (12 for monthly data, 1 for none).
+        futr_exog: Columns of the data known ahead (a promotion, a holiday), as neuralforecast's futr_exog_list.
+        hist_exog: Columns known only up to each point (a measured temperature), as its hist_exog_list.
+        static_data: A file or table of one row per series (its id, then numbers or categories), as its
+            stat_exog_list's static_df.
+        futr_data: A file or table of the futr_exog columns at the points right after every series' end (id, date
+            and those columns), as neuralforecast's futr_df.
 
     Returns:
-        Every series back to back, checked: ordered times without gaps or repeats, finite values.
+        Every series back to back, checked: ordered times without gaps or repeats, finite values; its covariates in
+        `covariates` (None without any) and the columns no argument names in `unused_columns`.
 
     Raises:
         SeriesError: What in the data cannot be used, with its file, line and series, and how to fix it."""
+    declared = _Declared(_names(futr_exog), _names(hist_exog), static_data, futr_data)
+    _check_declared(declared)
     if isinstance(source, pd.DataFrame):
         return _panel_from_table(
             source.reset_index(drop=True),
@@ -68,14 +83,21 @@ def load_panel(
             value_column,
             freq,
             season_length,
+            declared,
         )
     name = os.fspath(source)
     if name in BENCHMARK_PANELS:
+        if declared.any:
+            raise SeriesError(
+                f"{name} holds only the series' values, no covariates: leave out --futr-exog, --hist-exog, "
+                "--static-data and --futr-data, or give your own --data"
+            )
         return _benchmark_panel(name)
     path, label = _resolve(name)
     table = _read_table(path, label)
-    rows = _Rows(label, "row" if label.lower().endswith((".parquet", ".pq")) else "line")
-    return _panel_from_table(table, rows, id_column, date_column, value_column, freq, season_length)
+    return _panel_from_table(
+        table, _rows_of(label), id_column, date_column, value_column, freq, season_length, declared
+    )
 
 
 def load_series(
@@ -202,6 +224,10 @@ class _Rows:
         return f"{self.label}, {self.kind} {self.number(row)}"
 
 
+def _rows_of(label: str) -> _Rows:
+    return _Rows(label, "row" if label.lower().endswith((".parquet", ".pq")) else "line")
+
+
 def _resolve(name: str) -> tuple[object, str]:
     if name in BUILTIN_DATASETS:
         return importlib.resources.files("forecaster.datasets") / BUILTIN_DATASETS[name], name
@@ -243,11 +269,13 @@ def _panel_from_table(
     value_column: str | None,
     freq: str | None,
     season: int | None,
+    declared: _Declared | None = None,
 ) -> Panel:
     label = rows.label
+    declared = declared or _Declared()
     if season is not None and (isinstance(season, bool) or not isinstance(season, (int, np.integer)) or season < 1):
         raise SeriesError(f"season_length={season!r} must be a whole number of points, at least 1 (1: no season)")
-    id_column, date_column, value_column = _pick_columns(table, label, id_column, date_column, value_column)
+    id_column, date_column, value_column = _pick_around(table, rows, declared, id_column, date_column, value_column)
     if id_column:
         codes, names = _parse_ids(table[id_column], rows, id_column)
     else:
@@ -272,7 +300,7 @@ def _panel_from_table(
     else:
         _check_steps_of_one(times, offsets, order, rows, subject)
         origins = times[offsets[:-1]].copy()
-    return Panel(
+    panel = Panel(
         ids=names,
         offsets=offsets,
         times=times,
@@ -285,6 +313,13 @@ def _panel_from_table(
         lines=rows.number(order),
         line_kind=rows.kind,
     )
+    named = {id_column, date_column, value_column, *declared.futr, *declared.hist}
+    unused = tuple(column for column in table.columns if column not in named)
+    covariates = None
+    if declared.any:
+        data = _Data(table, rows, subject, order, id_column, date_column)
+        covariates = _covariates(panel, data, declared)
+    return dataclasses.replace(panel, covariates=covariates, unused_columns=unused)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -434,7 +469,7 @@ def _parse_values(column: pd.Series, rows: _Rows, name: str, subject: _Subjects)
             raise SeriesError(f"{rows.at(row)}: {subject.of(row)}the value in column {name!r} {what}")
         return values
     text = column.astype(str).str.strip()
-    missing = (text == "") | text.str.lower().isin(["nan", "na", "n/a", "null", "none", "<na>"]) | column.isna()
+    missing = (text == "") | text.str.lower().isin(_MISSING_WORDS) | column.isna()
     if missing.any():
         row = int(np.flatnonzero(missing)[0])
         raise SeriesError(
@@ -628,6 +663,483 @@ def _stem(source: str | None) -> str | None:
         return None
     name = os.path.basename(str(source))
     return name.rsplit(".", 1)[0] if "." in name else name
+
+
+# --- covariates ----------------------------------------------------------------------------------------------------
+
+_MISSING_WORDS = ("nan", "na", "n/a", "null", "none", "<na>")
+"""What a CSV cell holds where a value is missing, besides nothing."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Declared:
+    """The covariates load_panel is asked for, by neuralforecast's names."""
+
+    futr: tuple[str, ...] = ()
+    hist: tuple[str, ...] = ()
+    static_data: Any = None
+    futr_data: Any = None
+
+    @property
+    def any(self) -> bool:
+        return bool(self.futr or self.hist) or self.static_data is not None or self.futr_data is not None
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return (*self.futr, *self.hist)
+
+    def flag_of(self, column: str) -> str:
+        return "--futr-exog" if column in self.futr else "--hist-exog"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Data:
+    """What the covariates need of the data's table as read: its rows in file order and the panel's order of them."""
+
+    table: pd.DataFrame
+    rows: _Rows
+    subject: _Subjects
+    order: np.ndarray
+    """The file rows series after series, as the panel holds them."""
+    id_column: str | None
+    date_column: str
+
+
+def _names(given: Sequence[str] | str) -> tuple[str, ...]:
+    """Column names as a tuple (one name given as a string is one column, not its letters)."""
+    return (given,) if isinstance(given, str) else tuple(str(name) for name in given)
+
+
+def _check_declared(declared: _Declared) -> None:
+    """The options' own faults, before any file is read: each column named once, in one list."""
+    if declared.futr_data is not None and not declared.futr:
+        raise SeriesError(
+            "futr_data (--futr-data) holds the known-ahead columns after every series' end, and no futr_exog "
+            "(--futr-exog) names those columns: name them, or leave --futr-data out"
+        )
+    for names, flag in ((declared.futr, "--futr-exog"), (declared.hist, "--hist-exog")):
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise SeriesError(f"{flag} names column {twice[0]!r} more than once: name each column once")
+    both = [name for name in declared.futr if name in declared.hist]
+    if both:
+        raise SeriesError(
+            f"column {both[0]!r} is named by both --futr-exog and --hist-exog: a column is known ahead (futr, its "
+            "future values in --futr-data) or known only up to each point (hist), not both; name it in one"
+        )
+
+
+def _header(rows: _Rows) -> str:
+    """Where a message about a column points: a CSV's header line, or the table."""
+    return f"{rows.label}, line 1" if rows.kind == "line" else rows.label
+
+
+def _pick_around(
+    table: pd.DataFrame,
+    rows: _Rows,
+    declared: _Declared,
+    id_column: str | None,
+    date_column: str | None,
+    value_column: str | None,
+) -> tuple[str | None, str, str]:
+    """The id, date and value columns, told apart from the covariates' columns (which are never any of them)."""
+    table.columns = [str(column) for column in table.columns]
+    names, label = declared.columns, rows.label
+    for role, given in (("id", id_column), ("date", date_column), ("value", value_column)):
+        if given is not None and given in names:
+            raise SeriesError(
+                f"{_header(rows)}: column {given!r} is the {role} column and {declared.flag_of(given)} names it too: "
+                "a covariate is a column beside the id, date and value; name another"
+            )
+    missing = [name for name in names if name not in table.columns]
+    if missing:
+        raise SeriesError(
+            f"{_header(rows)}: no column {missing[0]!r}, which {declared.flag_of(missing[0])} names; the columns "
+            f"are: {', '.join(table.columns)}"
+        )
+    try:
+        picked = _pick_columns(table, label, id_column, date_column, value_column)
+    except SeriesError:
+        if not names:
+            raise
+        picked = _pick_columns(table.drop(columns=list(names)), label, id_column, date_column, value_column)
+    for role, column in zip(("id", "date", "value"), picked):
+        if column in names:
+            raise SeriesError(
+                f"{_header(rows)}: column {column!r} is the {role} column (found by its name) and "
+                f"{declared.flag_of(column)} names it too: a covariate is a column beside the id, date and value; "
+                "name the columns with --id-column, --date-column and --value-column, or name another covariate"
+            )
+    return picked
+
+
+def _covariates(panel: Panel, data: _Data, declared: _Declared) -> Covariates:
+    """The panel's covariate table: every series' data points (in the panel's order), then its future's points."""
+    futr = _covariate_columns(data, declared.futr, "--futr-exog")
+    hist = _covariate_columns(data, declared.hist, "--hist-exog")
+    future = np.zeros((len(panel), 0, len(declared.futr)))
+    if declared.futr_data is not None:
+        future = _future(panel, data, declared)
+    known = future.shape[1]
+    lengths = panel.lengths
+    starts = panel.offsets[:-1] + np.arange(len(panel), dtype=np.int64) * known
+    table = np.full((len(panel.values) + len(panel) * known, futr.shape[1] + hist.shape[1]), np.nan)
+    data_rows = np.arange(len(panel.values)) + np.repeat(starts - panel.offsets[:-1], lengths)
+    table[data_rows, : futr.shape[1]] = futr
+    table[data_rows, futr.shape[1] :] = hist
+    future_rows = (starts + lengths)[:, None] + np.arange(known)[None, :]
+    table[future_rows.ravel(), : futr.shape[1]] = future.reshape(len(panel) * known, futr.shape[1])
+    names: tuple[str, ...] = ()
+    columns: tuple[str, ...] = ()
+    static = None
+    if declared.static_data is not None:
+        names, static, columns = _static(panel, data, declared.static_data)
+    return Covariates(
+        futr_names=declared.futr,
+        hist_names=declared.hist,
+        table=table,
+        starts=starts.astype(np.int64),
+        stops=(starts + lengths + known).astype(np.int64),
+        static_names=names,
+        static=static,
+        static_columns=columns,
+    )
+
+
+def _covariate_columns(data: _Data, names: Sequence[str], flag: str) -> np.ndarray:
+    """(N, len(names)): the columns' values at the panel's points, checked."""
+    columns = [_covariate_values(data.table[name], data.rows, name, data.subject, flag)[data.order] for name in names]
+    return np.column_stack(columns) if columns else np.zeros((len(data.order), 0))
+
+
+def _covariate_values(column: pd.Series, rows: _Rows, name: str, subject: _Subjects, flag: str) -> np.ndarray:
+    """A covariate column as numbers, in file order: a number at every row."""
+    if pd.api.types.is_bool_dtype(column) or pd.api.types.is_numeric_dtype(column):
+        values = column.to_numpy(dtype=np.float64, na_value=np.nan)
+        text = column.astype(str)
+    else:
+        text = column.astype(str).str.strip()
+        missing = (text == "") | text.str.lower().isin(_MISSING_WORDS) | column.isna()
+        values = pd.to_numeric(text.where(~missing), errors="coerce").to_numpy(dtype=np.float64)
+        words = ~missing.to_numpy() & np.isnan(values)
+        if words.any():
+            row = int(np.flatnonzero(words)[0])
+            raise SeriesError(
+                f"{rows.at(row)}: {subject.of(row)}{text.iloc[row]!r} in column {name!r} ({flag}) is not a number: "
+                "a covariate is a number at every point; categories go in --static-data (one row per series), or "
+                "as 0/1 columns, one per category"
+            )
+    bad = ~np.isfinite(values)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        what = "is missing" if np.isnan(values[row]) else f"is not a finite number ({text.iloc[row]})"
+        raise SeriesError(
+            f"{rows.at(row)}: {subject.of(row)}the value in column {name!r} ({flag}) {what}; every point of a series "
+            f"needs its covariates: fill it in (for example by interpolation), or leave the column out of {flag}"
+        )
+    return values
+
+
+def _read_source(source: str | os.PathLike[str] | pd.DataFrame, what: str) -> tuple[pd.DataFrame, _Rows]:
+    """A covariates' file or table (what: 'futr_data' or 'static_data'), with how its messages name its rows."""
+    if isinstance(source, pd.DataFrame):
+        table = source.reset_index(drop=True).copy()
+        rows = _Rows(f"the {what} table", "row")
+    else:
+        label = os.fspath(source)
+        if not os.path.exists(label):
+            raise SeriesError(f"{label}: no such file (--{what.replace('_', '-')}); give a CSV or Parquet file")
+        table, rows = _read_table(label, label), _rows_of(label)
+    table.columns = [str(column) for column in table.columns]
+    return table, rows
+
+
+def _id_in(table: pd.DataFrame, id_column: str | None) -> str | None:
+    """The covariates table's id column: the data's own name for it, or unique_id."""
+    for name in (id_column, "unique_id"):
+        if name is not None and name in table.columns:
+            return name
+    return None
+
+
+def _future_ids(table: pd.DataFrame, rows: _Rows, panel: Panel, data: _Data) -> tuple[np.ndarray, str]:
+    """(codes, the id column's name): the panel series of each row of a --futr-data table."""
+    id_name = _id_in(table, data.id_column)
+    if data.id_column is None:
+        return np.zeros(len(table), dtype=np.int64), id_name or "unique_id"
+    if id_name is None:
+        raise SeriesError(
+            f"{_header(rows)}: no id column {data.id_column!r} (or unique_id); the columns are: "
+            f"{', '.join(table.columns)}"
+        )
+    text = table[id_name].astype(str).str.strip()
+    blank = ((text == "") | table[id_name].isna()).to_numpy()
+    if blank.any():
+        row = int(np.flatnonzero(blank)[0])
+        raise SeriesError(f"{rows.at(row)}: the id in column {id_name!r} is missing; every row needs its series' id")
+    codes = pd.Index(panel.ids).get_indexer(pd.Index(text))
+    if (codes < 0).any():
+        row = int(np.flatnonzero(codes < 0)[0])
+        raise SeriesError(
+            f"{rows.at(row)}: series {text.iloc[row]!r} (column {id_name!r}) is not in {panel.label}: --futr-data "
+            "holds the points after the end of the data's series only; delete its rows"
+        )
+    return codes.astype(np.int64), id_name
+
+
+def _future_times(
+    table: pd.DataFrame, rows: _Rows, panel: Panel, data: _Data, subject: _Subjects
+) -> tuple[np.ndarray, str]:
+    """(times, the date column's name) of a --futr-data table, of the same kind as the panel's."""
+    date_name = next((name for name in (data.date_column, "ds") if name in table.columns), None)
+    if date_name is None:
+        raise SeriesError(
+            f"{_header(rows)}: no date column {data.date_column!r} (or ds); the columns are: {', '.join(table.columns)}"
+        )
+    column = table[date_name]
+    text = column.astype(str).str.strip()
+    whole = text.str.fullmatch(r"[+-]?\d+").to_numpy()
+    if not panel.dated:
+        if not whole.all():
+            row = int(np.flatnonzero(~whole)[0])
+            raise SeriesError(
+                f"{rows.at(row)}: {subject.of(row)}{text.iloc[row]!r} in column {date_name!r} is not a whole number: "
+                f"{panel.label} has a plain time index, and its future's times are the integers after each series' end"
+            )
+        return text.astype(np.int64).to_numpy(), date_name
+    try:
+        times, _ = _parse_times(column, rows, date_name, None, subject)
+    except SeriesError:
+        if not whole.all():
+            raise
+        raise SeriesError(
+            f"{_header(rows)}: column {date_name!r} holds integers, and {panel.label} has dates: write the dates of "
+            "the points after each series' end"
+        ) from None
+    return times, date_name
+
+
+def _future(panel: Panel, data: _Data, declared: _Declared) -> np.ndarray:
+    """(S, K, F): the known-ahead columns at the K points right after every series' end, from --futr-data, which
+    must hold those points for every series and nothing else."""
+    table, rows = _read_source(declared.futr_data, "futr_data")
+    missing = [name for name in declared.futr if name not in table.columns]
+    if missing:
+        raise SeriesError(
+            f"{_header(rows)}: no column {missing[0]!r}, which --futr-exog names; the columns are: "
+            f"{', '.join(table.columns)}"
+        )
+    if not len(table):
+        raise SeriesError(f"{rows.label}: holds no rows; it needs the points right after every series' end")
+    codes, id_name = _future_ids(table, rows, panel, data)
+    subject = _Subjects(panel.ids if data.id_column else None, codes)
+    times, date_name = _future_times(table, rows, panel, data, subject)
+    steps = _steps_after_end(panel, data, rows, subject, codes, times, date_name)
+    known = _check_future_points(panel, rows, subject, codes, times, steps, (id_name, date_name))
+    future = np.zeros((len(panel), known, len(declared.futr)))
+    for index, name in enumerate(declared.futr):
+        values = _covariate_values(table[name], rows, name, subject, "--futr-exog")
+        future[codes, steps - 1, index] = values
+    return future
+
+
+def _data_line(panel: Panel, series: int) -> str:
+    """Where a series ends in the data, for a message."""
+    end = panel.last_times()[series]
+    if panel.lines is None:
+        return panel.describe_time(end)
+    return (
+        f"{panel.describe_time(end)}, {panel.line_kind} {panel.lines[panel.offsets[series + 1] - 1]} of {panel.label}"
+    )
+
+
+def _steps_after_end(
+    panel: Panel,
+    data: _Data,
+    rows: _Rows,
+    subject: _Subjects,
+    codes: np.ndarray,
+    times: np.ndarray,
+    date_name: str,
+) -> np.ndarray:
+    """(n,) each future row's place after its series' end: 1 for the point right after it. Rows not after the end, or
+    off the panel's frequency, are refused."""
+    last = panel.last_times()
+    if panel.dated:
+        grid = pd.date_range(last.min(), max(times.max(), last.max()), freq=panel.freq).to_numpy()
+        place = np.minimum(np.searchsorted(grid, times), len(grid) - 1)
+        off_grid = (grid[place] != times) & (times >= grid[0])
+        steps = place - np.searchsorted(grid, last)[codes]
+    else:
+        off_grid = np.zeros(len(times), dtype=bool)
+        steps = times - last[codes]
+    if off_grid.any():
+        row = int(np.flatnonzero(off_grid)[0])
+        raise SeriesError(
+            f"{rows.at(row)}: {subject.of(row)}date {panel.describe_time(times[row])} in column {date_name!r} does not "
+            f"fall on the data's frequency {panel.freq!r}; write the dates of the points after each series' end"
+        )
+    before = times <= last[codes]
+    if before.any():
+        row = int(np.flatnonzero(before)[0])
+        raise SeriesError(
+            f"{rows.at(row)}: {subject.of(row)}{panel.describe_time(times[row])} in column {date_name!r} is not after "
+            f"the series' end ({_data_line(panel, int(codes[row]))}): --futr-data holds only the points after each "
+            "series' end (the known-ahead values of the data's points are in --data's columns); delete the row"
+        )
+    order = np.lexsort((steps, codes))
+    repeated = (codes[order][1:] == codes[order][:-1]) & (steps[order][1:] == steps[order][:-1])
+    if repeated.any():
+        row = int(order[1:][repeated].min())
+        first = int(np.flatnonzero((codes == codes[row]) & (steps == steps[row]))[0])
+        raise SeriesError(
+            f"{rows.at(row)}: {subject.of(row)}{panel.describe_time(times[row])} in column {date_name!r} already "
+            f"appears on {rows.kind} {rows.number(first)}; keep one row per series and date"
+        )
+    result: np.ndarray = steps.astype(np.int64)
+    return result
+
+
+def _check_future_points(
+    panel: Panel,
+    rows: _Rows,
+    subject: _Subjects,
+    codes: np.ndarray,
+    times: np.ndarray,
+    steps: np.ndarray,
+    columns: tuple[str, str],
+) -> int:
+    """K, the points after its end that every series' future holds: the same consecutive run for all, from the point
+    right after the end (K is what most series hold; a series with fewer or more is refused)."""
+    id_name, date_name = columns
+    counts = np.bincount(codes, minlength=len(panel))
+    tallies = np.bincount(counts[counts > 0])
+    known = int(len(tallies) - 1 - np.argmax(tallies[::-1]))  # a tie: the longer, so that the shorter lacks points
+    present = np.zeros((len(panel), known + 1), dtype=bool)
+    within = steps <= known
+    present[codes[within], steps[within]] = True
+    lacking = ~present[:, 1:]
+    if lacking.any():
+        series = int(np.flatnonzero(lacking.any(axis=1))[0])
+        step = int(np.flatnonzero(lacking[series])[0]) + 1
+        needed = f"the {known} point(s) after its end ({_data_line(panel, series)})"
+        missed = panel.describe_time(panel.future_times(step)[series, step - 1])
+        name = f"series {panel.ids[series]!r}" if subject.panel else "the series"
+        if counts[series] == 0:
+            raise SeriesError(
+                f"{rows.label}: no row of {name} (column {id_name!r}); it needs {needed}, from {missed} in column "
+                f"{date_name!r}, as the other series have: add them"
+            )
+        if step == 1:
+            first = int(np.flatnonzero(codes == series)[np.argmin(steps[codes == series])])
+            raise SeriesError(
+                f"{rows.at(first)}: {subject.of(first)}its future does not start right after its end: {missed} is "
+                f"missing in column {date_name!r}; it needs {needed}: add the missing rows"
+            )
+        previous = int(np.flatnonzero((codes == series) & (steps == step - 1))[0])
+        raise SeriesError(
+            f"{rows.at(previous)}: {subject.of(previous)}the point after it, {missed}, is missing in column "
+            f"{date_name!r} (a gap, or fewer points than the other series' {known}); it needs {needed}: add the "
+            "missing rows"
+        )
+    extra = steps > known
+    if extra.any():
+        row = int(np.flatnonzero(extra)[0])
+        raise SeriesError(
+            f"{rows.at(row)}: {subject.of(row)}{panel.describe_time(times[row])} in column {date_name!r} is point "
+            f"{int(steps[row])} after its end ({_data_line(panel, int(codes[row]))}), and the other series' futures "
+            f"hold {known}: give every series the same points after its end (delete the extra rows, or add the "
+            "missing ones to the other series)"
+        )
+    return known
+
+
+def _static(panel: Panel, data: _Data, source: Any) -> tuple[tuple[str, ...], np.ndarray, tuple[str, ...]]:
+    """(static_names, static (S, K), static_columns) of a --static-data table of one row per series: numbers as they
+    are, each category of a column of text as its own 0/1 column (`column=value`, the values sorted)."""
+    table, rows = _read_source(source, "static_data")
+    id_name = _id_in(table, data.id_column)
+    if data.id_column is None:  # one series, no ids: its one row
+        if len(table) != 1:
+            raise SeriesError(
+                f"{rows.label}: holds {len(table)} rows, and {panel.label} is one series: give it one row"
+            )
+        row_of = np.zeros(1, dtype=np.int64)
+    else:
+        row_of = _static_rows(table, rows, id_name, data.id_column, panel)
+    columns = tuple(column for column in table.columns if column != id_name)
+    if not columns:
+        raise SeriesError(f"{_header(rows)}: holds only the id column; add the series' static columns")
+    names: list[str] = []
+    blocks: list[np.ndarray] = []
+    for column in columns:
+        column_names, block = _static_column(table[column].iloc[row_of], row_of, rows, column, panel)
+        names += column_names
+        blocks.append(block)
+    return tuple(names), np.column_stack(blocks), columns
+
+
+def _static_rows(table: pd.DataFrame, rows: _Rows, id_name: str | None, id_column: str, panel: Panel) -> np.ndarray:
+    """(S,) the static table's row of each series of the panel: one each, by its id."""
+    if id_name is None:
+        raise SeriesError(
+            f"{_header(rows)}: no id column {id_column!r} (or unique_id); the columns are: {', '.join(table.columns)}; "
+            "it needs one row per series, with its id in that column"
+        )
+    text = table[id_name].astype(str).str.strip()
+    blank = ((text == "") | table[id_name].isna()).to_numpy()
+    if blank.any():
+        row = int(np.flatnonzero(blank)[0])
+        raise SeriesError(f"{rows.at(row)}: the id in column {id_name!r} is missing; every row needs its series' id")
+    repeated = text.duplicated().to_numpy()
+    if repeated.any():
+        row = int(np.flatnonzero(repeated)[0])
+        first = int(np.flatnonzero((text == text.iloc[row]).to_numpy())[0])
+        raise SeriesError(
+            f"{rows.at(row)}: series {text.iloc[row]!r} (column {id_name!r}) already has a row, on {rows.kind} "
+            f"{rows.number(first)}; give each series one row"
+        )
+    row_of: np.ndarray = pd.Index(text).get_indexer(pd.Index(panel.ids)).astype(np.int64)
+    if (row_of < 0).any():
+        raise SeriesError(
+            f"{rows.label}: no row for series {panel.id_list(panel.ids[row_of < 0])} (column {id_name!r}): every "
+            "series needs its static row; add it, or leave the series out of --data"
+        )
+    return row_of
+
+
+def _static_column(
+    column: pd.Series, row_of: np.ndarray, rows: _Rows, name: str, panel: Panel
+) -> tuple[list[str], np.ndarray]:
+    """One static column, for the panel's series in order: a number each ([name], (S, 1)), or categories one-hot
+    (`name=value`, (S, C))."""
+
+    def refuse(index: int, what: str) -> SeriesError:
+        series = f"series {panel.ids[index]!r}: " if len(panel) > 1 or row_of.size > 1 else ""
+        return SeriesError(f"{rows.at(int(row_of[index]))}: {series}the value in column {name!r} {what}")
+
+    if pd.api.types.is_bool_dtype(column) or pd.api.types.is_numeric_dtype(column):
+        values = column.to_numpy(dtype=np.float64, na_value=np.nan)
+        missing = np.zeros(len(values), dtype=bool)
+    else:
+        text = column.astype(str).str.strip()
+        missing = ((text == "") | text.str.lower().isin(_MISSING_WORDS) | column.isna()).to_numpy()
+        values = pd.to_numeric(text.where(~missing), errors="coerce").to_numpy(dtype=np.float64)
+        if (~missing & np.isnan(values)).any():  # words: categories
+            if missing.any():
+                raise refuse(
+                    int(np.flatnonzero(missing)[0]),
+                    "is missing; every series needs its category: write one (e.g. 'none')",
+                )
+            categories = sorted(set(text))
+            one_hot = (text.to_numpy()[:, None] == np.array(categories, dtype=object)[None, :]).astype(np.float64)
+            return [f"{name}={category}" for category in categories], one_hot
+    bad = missing | ~np.isfinite(values)
+    if bad.any():
+        index = int(np.flatnonzero(bad)[0])
+        what = "is missing" if np.isnan(values[index]) else f"is not a finite number ({values[index]})"
+        raise refuse(index, f"{what}; a static number is needed for every series: fill it in")
+    return [name], values[:, None]
 
 
 # --- built-in benchmark panels -------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from forecaster.covariates import Covariates
 from forecaster.seasons import season_phases
 
 
@@ -54,6 +55,10 @@ class Panel:
     about a value found later (a log of 0); None for data built in code."""
     line_kind: str = "line"
     """What `lines` count: 'line' (a CSV file, the header being line 1) or 'row'."""
+    covariates: Covariates | None = None
+    """The series' known-ahead, historic and static covariates (forecaster/covariates.py), or None without any."""
+    unused_columns: tuple[str, ...] = ()
+    """Columns of the data that no option names: the banner lists them, so that nothing is dropped in silence."""
 
     # --- shape --------------------------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -97,6 +102,7 @@ class Panel:
             values=self.values[rows],
             origins=None if self.origins is None else self.origins[keep],
             lines=None if self.lines is None else self.lines[rows],
+            covariates=None if self.covariates is None else self.covariates.take(keep),
         )
 
     def split_at(self, head_lengths: np.ndarray) -> tuple[Panel, Panel]:
@@ -105,16 +111,19 @@ class Panel:
         head_lengths = np.asarray(head_lengths, dtype=np.int64)
         in_head = self.positions < np.repeat(head_lengths, self.lengths)
 
-        def part(rows: np.ndarray, lengths: np.ndarray) -> Panel:
+        def part(rows: np.ndarray, lengths: np.ndarray, covariates: Covariates | None) -> Panel:
             return dataclasses.replace(
                 self,
                 offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
                 times=self.times[rows],
                 values=self.values[rows],
                 lines=None if self.lines is None else self.lines[rows],
+                covariates=covariates,
             )
 
-        return part(in_head, head_lengths), part(~in_head, self.lengths - head_lengths)
+        covariates = self.covariates
+        tail_covariates = None if covariates is None else covariates.after(head_lengths)
+        return part(in_head, head_lengths, covariates), part(~in_head, self.lengths - head_lengths, tail_covariates)
 
     def split_last(self, points: int) -> tuple[Panel, Panel]:
         """Each series' last `points` points apart: (the rest, the last points)."""

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from forecaster.metrics import METRIC_NAMES
+from forecaster.panel import Panel
 from forecaster.shapes import shape_of
 from forecaster.transforms import seasonal_components
 from sweeps.answer import TailPlan, build_answer, run_tail, tail_plan
@@ -204,7 +205,37 @@ def _season_lines(plan: SweepPlan) -> list[str]:
 
 def describe_data(plan: SweepPlan) -> list[str]:
     """The banner's lines about the data the sweep really runs on: for one series its dates and parts, as always; for
-    a panel its series, their lengths, and the points of each that train, validate and are held out."""
+    a panel its series, their lengths, and the points of each that train, validate and are held out; then its
+    covariates, and the columns of the data that nothing uses."""
+    return _value_lines(plan) + covariate_lines(plan.panel)
+
+
+def covariate_lines(panel: Panel) -> list[str]:
+    """The banner's lines of the covariates the sweep reads, and of the data's columns it does not: a column left out
+    by mistake shows here, not as a model that quietly ignored it."""
+    lines = []
+    covariates = panel.covariates
+    if covariates is not None:
+        kinds = [
+            (label, ", ".join(names))
+            for label, names in (("known ahead", covariates.futr_names), ("historic", covariates.hist_names))
+            if names
+        ]
+        if covariates.static_columns:
+            count = covariates.static_count
+            kinds.append(
+                ("static", f"{', '.join(covariates.static_columns)} ({count} column{'s' if count != 1 else ''})")
+            )
+        lines.append("  covariates " + "; ".join(f"{label}: {names}" for label, names in kinds))
+    if panel.unused_columns:
+        lines.append(
+            f"  not used   {', '.join(panel.unused_columns)} (name them with --futr-exog, --hist-exog, or put "
+            "per-series facts in --static-data)"
+        )
+    return lines
+
+
+def _value_lines(plan: SweepPlan) -> list[str]:
     sweep, panel = plan.sweep, plan.panel
     train, val, test, untrained = plan.parts.train, plan.parts.val, plan.parts.test, plan.parts.untrained
     dropped = (

@@ -337,6 +337,43 @@ class SweepOptions:
         goes="data",
         type=int,
     )
+    futr_exog: tuple[str, ...] = _option(
+        (),
+        "columns of --data known ahead, at every point and at the points forecast (a promotion, a holiday, a price "
+        "set in advance), as neuralforecast's futr_exog_list; their values after each series' end come from "
+        "--futr-data",
+        group="data",
+        goes="data",
+        parse=lambda columns: () if columns is None else tuple(columns),
+        nargs="+",
+        metavar="COL",
+    )
+    hist_exog: tuple[str, ...] = _option(
+        (),
+        "columns of --data known only up to each point (a measured temperature, yesterday's traffic), as "
+        "neuralforecast's hist_exog_list: the model reads their past, never their future",
+        group="data",
+        goes="data",
+        parse=lambda columns: () if columns is None else tuple(columns),
+        nargs="+",
+        metavar="COL",
+    )
+    static_data: str | None = _option(
+        None,
+        "a CSV or Parquet file of one row per series: its id, then facts that do not change over time (numbers, or "
+        "categories such as the store type, one-hot encoded), as neuralforecast's stat_exog_list and static_df",
+        group="data",
+        goes="data",
+        metavar="FILE",
+    )
+    futr_data: str | None = _option(
+        None,
+        "a CSV or Parquet file of the --futr-exog columns at the points right after each series' end (id, date and "
+        "those columns; at least the horizon forecast), as neuralforecast's futr_df",
+        group="data",
+        goes="data",
+        metavar="FILE",
+    )
     horizon: int | None = _option(
         None,
         "points per series: each series' last H are its test window (no trial sees them) and the H before them its "

@@ -1,5 +1,7 @@
 """A plan as data, as its sweep's folder keeps it: the options, the resolved sweep (its space included), the cut and the
-resources as JSON (`sweep_plan.json`), the data as Parquet (`panel.parquet`, its SHA-256 in the JSON). Nothing in
+resources as JSON (`sweep_plan.json`), the data as Parquet (`panel.parquet`, its SHA-256 in the JSON; with
+covariates, the file is their table: every series' points, then its future's rows, marked, with the covariates'
+columns beside y and the static ones repeated on every row of their series). Nothing in
 either runs code when read: a sweep read from a shared bucket (`--resume`, sweeps.report, sweeps.refit) is as safe to
 read as its checkpoints, which load with weights_only=True.
 """
@@ -16,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from forecaster.covariates import Covariates
 from forecaster.panel import Panel
 from forecaster.parts import Cut, cut_parts
 from sweeps.plan.options import PlanError, from_record, to_record
@@ -30,6 +33,10 @@ FORMAT = 1
 PANEL_COLUMNS = ("unique_id", "ds", "y")
 LINE_COLUMN = "line"
 """Where each point was in the user's file, for messages about it."""
+FUTURE_COLUMN = "future"
+"""With covariates: true on the rows after a series' end, which hold only its known-ahead values."""
+FUTR_PREFIX, HIST_PREFIX, STATIC_PREFIX = "futr:", "hist:", "static:"
+"""The covariates' columns in panel.parquet, apart from unique_id, ds and y whatever the user called them."""
 
 
 def plan_json(plan: SweepPlan, panel_sha256: str) -> bytes:
@@ -54,6 +61,8 @@ def plan_json(plan: SweepPlan, panel_sha256: str) -> bytes:
                 "horizon": panel.horizon,
                 "dropped": list(panel.dropped),
                 "line_kind": panel.line_kind,
+                "unused_columns": list(panel.unused_columns),
+                "covariates": _covariates_record(panel.covariates),
             },
         },
         "resources": dataclasses.asdict(plan.resources),
@@ -68,14 +77,59 @@ def _sweep_record(sweep: Sweep) -> dict[str, Any]:
     return record | {"space": space_to_data(sweep.space), "scheduler_options": dict(sweep.scheduler_options)}
 
 
+def _covariates_record(covariates: Covariates | None) -> dict[str, Any] | None:
+    """The covariates' names (their values are in panel.parquet)."""
+    if covariates is None:
+        return None
+    return {
+        "futr_names": list(covariates.futr_names),
+        "hist_names": list(covariates.hist_names),
+        "static_names": list(covariates.static_names),
+        "static_columns": list(covariates.static_columns),
+    }
+
+
 def panel_parquet(panel: Panel) -> bytes:
-    """The panel as a long table: unique_id, ds, y, and the line of each point in its file where it is known."""
+    """The panel as a long table: unique_id, ds, y, and the line of each point in its file where it is known; with
+    covariates, their table (`_covariates_frame`)."""
     frame = panel.to_frame()
     if panel.lines is not None:
         frame[LINE_COLUMN] = panel.lines
+    if panel.covariates is not None:
+        frame = _covariates_frame(panel, panel.covariates, frame)
     buffer = io.BytesIO()
     frame.to_parquet(buffer, index=False)
     return buffer.getvalue()
+
+
+def _covariates_frame(panel: Panel, covariates: Covariates, frame: pd.DataFrame) -> pd.DataFrame:
+    """Every series' block of the covariates' table, back to back: its points (the panel's rows), then its future's
+    rows (FUTURE_COLUMN true, y NaN, line 0), the covariates beside y and the statics on every row of their series."""
+    lengths = panel.lengths
+    blocks = covariates.stops - covariates.starts
+    first = np.concatenate([[0], np.cumsum(blocks)[:-1]]).astype(np.int64)
+    place = np.arange(int(blocks.sum())) - np.repeat(first, blocks)
+    future = place >= np.repeat(lengths, blocks)
+    data_rows = np.repeat(panel.offsets[:-1], blocks) + place
+    known = covariates.known_after(lengths)
+    times = np.empty(len(place), dtype=panel.times.dtype)
+    times[~future] = panel.times
+    if future.any():
+        after = panel.future_times(int(known.max()))
+        times[future] = after[np.arange(after.shape[1])[None, :] < known[:, None]]
+    table = pd.DataFrame({"unique_id": np.repeat(panel.ids, blocks), "ds": times})
+    for column in frame.columns.drop(["unique_id", "ds"]):
+        values = frame[column].to_numpy()[np.minimum(data_rows, len(frame) - 1)]
+        table[column] = np.where(future, 0 if column == LINE_COLUMN else np.nan, values)
+    table[FUTURE_COLUMN] = future
+    rows = np.repeat(covariates.starts, blocks) + place
+    named = [FUTR_PREFIX + name for name in covariates.futr_names] + [HIST_PREFIX + n for n in covariates.hist_names]
+    for index, name in enumerate(named):
+        table[name] = covariates.table[rows, index]
+    if covariates.static is not None:
+        for index, name in enumerate(covariates.static_names):
+            table[STATIC_PREFIX + name] = np.repeat(covariates.static[:, index], blocks)
+    return table
 
 
 def sha256(data: bytes) -> str:
@@ -133,7 +187,35 @@ def plan_from_files(record_bytes: bytes, panel_bytes: bytes, storage_path: str, 
 
 
 def _panel(frame: pd.DataFrame, described: dict[str, Any]) -> Panel:
-    """The Panel of a long table whose series are in consecutive rows."""
+    """The Panel of a long table whose series are in consecutive rows (with covariates, their table's)."""
+    covariates = None
+    if described.get("covariates") is not None:
+        covariates = _covariates_of(frame, described["covariates"])
+        frame = frame[~frame[FUTURE_COLUMN].to_numpy(dtype=bool)]
+    panel = _values_panel(frame, described)
+    return dataclasses.replace(panel, covariates=covariates, unused_columns=tuple(described.get("unused_columns", ())))
+
+
+def _covariates_of(frame: pd.DataFrame, named: dict[str, Any]) -> Covariates:
+    """The covariates `_covariates_frame` wrote: its rows are their table, block after block."""
+    ids = frame["unique_id"].to_numpy(dtype=object)
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else np.zeros(0, dtype=np.int64)
+    columns = [FUTR_PREFIX + name for name in named["futr_names"]] + [HIST_PREFIX + n for n in named["hist_names"]]
+    static_columns = [STATIC_PREFIX + name for name in named["static_names"]]
+    return Covariates(
+        futr_names=tuple(named["futr_names"]),
+        hist_names=tuple(named["hist_names"]),
+        table=frame[columns].to_numpy(dtype=np.float64).reshape(len(frame), len(columns)),
+        starts=starts.astype(np.int64),
+        stops=np.r_[starts[1:], len(ids)].astype(np.int64),
+        static_names=tuple(named["static_names"]),
+        static=frame[static_columns].to_numpy(dtype=np.float64)[starts] if static_columns else None,
+        static_columns=tuple(named["static_columns"]),
+    )
+
+
+def _values_panel(frame: pd.DataFrame, described: dict[str, Any]) -> Panel:
+    """The Panel of a long table of values whose series are in consecutive rows."""
     ids = frame["unique_id"].to_numpy(dtype=object)
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else np.zeros(0, dtype=np.int64)
     times = frame["ds"].to_numpy()

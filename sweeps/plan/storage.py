@@ -2,7 +2,8 @@
 
     <storage>/<name>/
       sweep_plan.json       the plan as data (sweeps.plan.record): options, the resolved sweep, the cut, the resources
-      panel.parquet         the data it runs on: resume, report and refit need nothing but the folder
+      panel.parquet         the data it runs on, its covariates included: resume, report and refit need nothing but
+                            the folder
       resolved_sweep.json   the same for people: options, data, resources, git commit, library versions
       faults.json           every trial failure, retry and watchdog kill, appended as they happen
       <trial folders>/      Tune's: progress.csv, and checkpoints holding checkpoint.ckpt and best_model.ckpt

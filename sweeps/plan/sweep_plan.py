@@ -100,6 +100,8 @@ class SweepPlan:
             "validation_points": int(parts.val.lengths.sum()),
             "test_points": None if parts.test is None else int(parts.test.lengths.sum()),
             "metric": sweep.metric,
+            "covariates": _describe_covariates(panel),
+            "unused_columns": list(panel.unused_columns),
         }
 
     def resolved(self, command: Sequence[str]) -> dict[str, Any]:
@@ -124,6 +126,21 @@ class SweepPlan:
             "started": datetime.datetime.now().isoformat(timespec="seconds"),
             "versions": _versions(),
         }
+
+
+def _describe_covariates(panel: Panel) -> dict[str, Any] | None:
+    """The panel's covariates, JSON-ready: their columns, and how many points after each series' end are known."""
+    covariates = panel.covariates
+    if covariates is None:
+        return None
+    known = covariates.known_after(panel.lengths)
+    return {
+        "futr_exog": list(covariates.futr_names),
+        "hist_exog": list(covariates.hist_names),
+        "static": list(covariates.static_columns),
+        "static_inputs": list(covariates.static_names),
+        "known_ahead_points": int(known.min()) if len(known) else 0,
+    }
 
 
 def find_sweep(name: str | None) -> Sweep:
@@ -183,10 +200,21 @@ def make_plan(sweep: str | SweepOptions, **options: Any) -> SweepPlan:
             f"the {resolved.name} sweep runs on your data: give --data FILE (a CSV or Parquet long table, unique_id, "
             "ds, y) and --horizon H (the points to forecast), or a built-in panel such as --data m3_monthly"
         )
+    given = dataclasses.replace(given, futr_exog=_columns(given.futr_exog), hist_exog=_columns(given.hist_exog))
+    _check_future_covariates(given)
     try:
         with naming(data_label):
             panel = load_panel(
-                data_label, given.id_column, given.date_column, given.value_column, given.freq, given.season_length
+                data_label,
+                given.id_column,
+                given.date_column,
+                given.value_column,
+                given.freq,
+                given.season_length,
+                futr_exog=given.futr_exog,
+                hist_exog=given.hist_exog,
+                static_data=given.static_data,
+                futr_data=given.futr_data,
             )
     except SeriesError as error:
         raise PlanError(str(error)) from None
@@ -199,6 +227,7 @@ def make_plan(sweep: str | SweepOptions, **options: Any) -> SweepPlan:
     parts = _check_space(resolved, data_label, parts, given.drop_short_series)
     kept = np.isin(panel.ids, parts.train.ids)
     panel = dataclasses.replace(panel.take(kept), dropped=parts.dropped)
+    _check_known_ahead(given, resolved, panel, parts)
     given = dataclasses.replace(given, pins=pins, levels=check_interval_levels(given.levels, resolved))
 
     storage = given.storage()
@@ -218,6 +247,36 @@ def make_plan(sweep: str | SweepOptions, **options: Any) -> SweepPlan:
         storage_path=storage,
         named_by_user=given.name is not None,
     )
+
+
+def _columns(given: Sequence[str] | str) -> tuple[str, ...]:
+    """Covariate columns as the plan stores them: a tuple (one name given as a string is one column)."""
+    return (given,) if isinstance(given, str) else tuple(given)
+
+
+def _check_future_covariates(given: SweepOptions) -> None:
+    """The future forecast needs the known-ahead columns after each series' end: refused before any data is read."""
+    if given.future and given.futr_exog and given.futr_data is None:
+        raise PlanError(
+            f"--futr-exog {' '.join(given.futr_exog)}: the sweep ends by forecasting the points after each series' "
+            "end (future.parquet), which needs these columns' values there: give them with --futr-data FILE (id, "
+            "date and those columns), or skip the future forecast with --no-future"
+        )
+
+
+def _check_known_ahead(given: SweepOptions, sweep: Sweep, panel: Panel, parts: FitParts) -> None:
+    """--futr-data must reach as far as the future forecast does (sweeps.answer.intervals.future_horizon)."""
+    covariates = panel.covariates
+    if not given.future or given.futr_data is None or covariates is None or not len(panel):
+        return
+    known = int(covariates.known_after(panel.lengths).min())
+    horizon = int(sweep.horizon or parts.val.lengths.max())
+    if known < horizon:
+        raise PlanError(
+            f"--futr-data {given.futr_data}: holds {known} point(s) after each series' end, and the future forecast "
+            f"(future.parquet) reaches {horizon}: give the --futr-exog columns at the {horizon} points after each "
+            "series' end, or skip the future forecast with --no-future"
+        )
 
 
 def _checked_pins(pins: Mapping[str, Any]) -> dict[str, Any]:
