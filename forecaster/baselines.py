@@ -10,6 +10,11 @@ series of a panel at once.
   series in parallel (StatsForecast with n_jobs processes). statsforecast is an optional extra (`pip install
   '.[baselines]'`, with statsmodels and scipy; docs/benchmarks.md says what it costs to install);
   without it these say so. AutoCES's intervals are its simulation's quantiles in closed form (`_ces_bounds`).
+- where the data have more than one season (a day and a week of hourly data: forecaster.seasons.season_lengths),
+  `panel_baselines` adds the ones that read them: seasonal naive at the longest season every series holds a cycle of
+  (named by it: "seasonal naive (168)"), and statsforecast's MSTL (each season taken off by STL, the rest forecast by
+  AutoETS without a season) where every series holds two cycles of at least two seasons. Data of one season (the
+  monthly and quarterly competition panels) get the four above alone.
 
 Forecasts are (steps, S): one column per series of the history, `steps` points after each series' end.
 """
@@ -25,8 +30,13 @@ import numpy as np
 
 from forecaster.panel import Panel
 
+SEASONAL_NAIVE = "seasonal naive"
 STATISTICAL = ("AutoETS", "Theta", "AutoCES")
-BASELINES = ("seasonal naive", *STATISTICAL)
+BASELINES = (SEASONAL_NAIVE, *STATISTICAL)
+"""The baselines of every panel; `panel_baselines` adds those of data with several seasons."""
+MSTL = "MSTL"
+MSTL_TREND = "ZZN"
+"""AutoETS's form for MSTL's seasonally adjusted series: chosen automatically, without a season (MSTL took them)."""
 
 
 class BaselineUnavailable(RuntimeError):
@@ -43,10 +53,61 @@ class BaselineForecast:
     """{level: (lower, upper)}, each (steps, S): the model's own prediction intervals at the levels asked for."""
 
 
-def seasonal_naive(history: Panel, steps: int) -> np.ndarray:
+@dataclasses.dataclass(frozen=True)
+class PanelBaselines:
+    """The baselines that fit a panel's seasons and lengths."""
+
+    names: tuple[str, ...]
+    mstl_seasons: tuple[int, ...] = ()
+    """The seasons MSTL takes off, shortest first; () where it does not run."""
+    not_run: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Baselines of the data's seasons that its series are too short for, and why."""
+
+
+def panel_baselines(history: Panel, shortest_length: int | None = None) -> PanelBaselines:
+    """BASELINES, and where the series hold cycles of a longer season than the panel's, those that read it: seasonal
+    naive at the longest season every series holds a full cycle of, MSTL at every season they hold two of (where
+    there are two). `shortest_length`: the shortest history the baselines will be fit on (default: `history`'s),
+    so that every chunk and part of a sweep gets the same ones."""
+    from forecaster.seasons import usable_seasons
+
+    shortest = int(history.lengths.min()) if shortest_length is None else shortest_length
+    every = usable_seasons(history.freq, shortest, history.season, cycles=0)  # however short
+    one_cycle = usable_seasons(history.freq, shortest, history.season, cycles=1)
+    two_cycles = usable_seasons(history.freq, shortest, history.season, cycles=2)
+    names = [SEASONAL_NAIVE]
+    if one_cycle and one_cycle[-1] > history.season:
+        names.append(seasonal_naive_name(one_cycle[-1]))
+    names += STATISTICAL
+    not_run = {}
+    if len(two_cycles) >= 2:
+        names.append(MSTL)
+    elif len(every) >= 2:
+        held = f"two cycles of its season of {two_cycles[0]} points alone" if two_cycles else "two of none"
+        not_run[MSTL] = (
+            f"it needs two cycles of at least two seasons ({', '.join(map(str, every))} points), and the shortest "
+            f"series' {shortest} points hold {held}"
+        )
+    return PanelBaselines(tuple(names), two_cycles if MSTL in names else (), not_run)
+
+
+def seasonal_naive_name(season: int) -> str:
+    """Seasonal naive at a season longer than the panel's, named by it: the panel's own keeps the plain name."""
+    return f"{SEASONAL_NAIVE} ({season})"
+
+
+def naive_season(name: str) -> int | None:
+    """The season of a baseline named by `seasonal_naive_name`; None for any other."""
+    prefix = f"{SEASONAL_NAIVE} ("
+    if name.startswith(prefix) and name.endswith(")") and name[len(prefix) : -1].isdigit():
+        return int(name[len(prefix) : -1])
+    return None
+
+
+def seasonal_naive(history: Panel, steps: int, season: int | None = None) -> np.ndarray:
     """(steps, S): every series' last season repeated (its last value, where there is no season or the series is
-    shorter than one)."""
-    season = history.season
+    shorter than one). `season`: another than the panel's (a week of hourly data)."""
+    season = history.season if season is None else season
     ends = history.offsets[1:]
     period = np.where(history.lengths >= season, season, 1)
     ahead = np.arange(steps)[:, None]
@@ -54,12 +115,12 @@ def seasonal_naive(history: Panel, steps: int) -> np.ndarray:
 
 
 def seasonal_naive_bounds(
-    history: Panel, steps: int, levels: Sequence[float]
+    history: Panel, steps: int, levels: Sequence[float], season: int | None = None
 ) -> dict[float, tuple[np.ndarray, np.ndarray]]:
     """Seasonal naive's prediction intervals from its residuals (Hyndman and Athanasopoulos, Forecasting: Principles
     and Practice, 5.5): the forecast plus and minus z times the standard deviation of each series' in-sample
     seasonal differences, times the square root of the seasons ahead, k + 1 for step h = k m + 1 ... (k + 1) m."""
-    season = history.season
+    season = history.season if season is None else season
     period = np.where(history.lengths >= season, season, 1)
     rows = np.repeat(np.arange(len(history)), history.lengths)
     positions = history.positions
@@ -69,7 +130,7 @@ def seasonal_naive_bounds(
     counts = np.bincount(rows[later], minlength=len(history))
     sigma = np.sqrt(sums / np.maximum(counts, 1))
     ahead = np.sqrt(np.arange(steps)[:, None] // period[None, :] + 1)
-    forecast = seasonal_naive(history, steps)
+    forecast = seasonal_naive(history, steps, season)
     found = {}
     for level in levels:
         width = statistics.NormalDist().inv_cdf(0.5 + level / 200) * sigma[None, :] * ahead
@@ -78,16 +139,19 @@ def seasonal_naive_bounds(
 
 
 def statistical(
-    method: str, history: Panel, steps: int, n_jobs: int = -1, levels: Sequence[float] = ()
+    method: str,
+    history: Panel,
+    steps: int,
+    n_jobs: int = -1,
+    levels: Sequence[float] = (),
+    seasons: Sequence[int] | None = None,
 ) -> BaselineForecast:
-    """statsforecast's `method` (AutoETS, Theta or AutoCES) with the data's season, fit on each series' whole
-    history, every series in parallel; with `levels`, its own prediction intervals at them."""
-    try:
-        import statsforecast
-        from statsforecast import models
-    except ImportError:
-        raise BaselineUnavailable(f"{method} needs statsforecast: pip install '.[baselines]'") from None
-    model = getattr(models, method)(season_length=history.season)
+    """statsforecast's `method` (AutoETS, Theta or AutoCES with the data's season; MSTL with `seasons`, by default
+    those of `panel_baselines`), fit on each series' whole history, every series in parallel; with `levels`, its own
+    prediction intervals at them."""
+    model = _statistical_model(method, history, seasons)
+    import statsforecast
+
     frame = history.to_frame()
     engine = statsforecast.StatsForecast(models=[model], freq=history.freq or 1, n_jobs=n_jobs)
     named = {level: int(level) if float(level).is_integer() else level for level in levels}  # statsforecast's names
@@ -96,7 +160,7 @@ def statistical(
     except Exception as error:  # statsforecast raises bare Exceptions on series it cannot fit (a noiseless one)
         if len(history) == 1:
             raise BaselineUnavailable(f"{method} could not fit this series ({error})") from None
-        return _series_by_series(method, history, steps, levels)
+        return _series_by_series(method, history, steps, levels, seasons)
     column = getattr(model, "alias", method)
     bounds = {
         level: (
@@ -119,10 +183,12 @@ def _columns(predicted, history: Panel, column: str, steps: int) -> np.ndarray:
     return values
 
 
-def _series_by_series(method: str, history: Panel, steps: int, levels: Sequence[float] = ()) -> BaselineForecast:
+def _series_by_series(
+    method: str, history: Panel, steps: int, levels: Sequence[float] = (), seasons: Sequence[int] | None = None
+) -> BaselineForecast:
     """The slow path where the parallel fit failed: each series on its own, seasonal naive (and its intervals) for
     those that fail."""
-    return fit_baseline(method, history, steps, levels)[0]
+    return fit_baseline(method, history, steps, levels, seasons)[0]
 
 
 @dataclasses.dataclass
@@ -134,23 +200,31 @@ class FittedBaseline:
     method: str
     ids: np.ndarray
     """The series, in the history's order."""
-    models: list
-    """Per series, the fitted statsforecast model; None where it could not fit (seasonal naive stands in)."""
+    models: list | None
+    """Per series, the fitted statsforecast model; None where it could not fit (seasonal naive stands in). None for
+    a seasonal naive, which fits nothing."""
+    season: int | None = None
+    """The season of the seasonal naive that forecasts or stands in; None: the panel's."""
 
 
 def fit_baseline(
-    method: str, history: Panel, steps: int, levels: Sequence[float] = ()
+    method: str, history: Panel, steps: int, levels: Sequence[float] = (), seasons: Sequence[int] | None = None
 ) -> tuple[BaselineForecast, FittedBaseline | None]:
     """Baseline `method` fit on each series of `history` in turn, forecasting `steps` points after it (with its
-    intervals at `levels`); seasonal naive, which fits nothing, and the series a model cannot fit take seasonal naive's
-    forecast (those named in `fell_back`). The fitted models go with it, for `forward_baseline`."""
-    values = seasonal_naive(history, steps)
+    intervals at `levels`; MSTL at `seasons`, by default those of `panel_baselines`); seasonal naive, which fits
+    nothing, and the series a model cannot fit take seasonal naive's forecast (those named in `fell_back`). The fitted
+    models go with it, for `forward_baseline`."""
+    season = naive_season(method)
+    values = seasonal_naive(history, steps, season)
     bounds = {
-        level: (pair[0].copy(), pair[1].copy()) for level, pair in seasonal_naive_bounds(history, steps, levels).items()
+        level: (pair[0].copy(), pair[1].copy())
+        for level, pair in seasonal_naive_bounds(history, steps, levels, season).items()
     }
-    if method == "seasonal naive":
+    if method == SEASONAL_NAIVE:
         return BaselineForecast(values, bounds=bounds), None
-    model = _statistical_model(method, history.season)
+    if season is not None:
+        return BaselineForecast(values, bounds=bounds), FittedBaseline(method, history.ids, None, season)
+    model = _statistical_model(method, history, seasons)
     fitted, fell_back = [], []
     for index, series_id in enumerate(history.ids):
         try:
@@ -170,11 +244,13 @@ def forward_baseline(
 ) -> BaselineForecast:
     """The forecast of `steps` points after each series of `newer` (the series `fitted` was fit on, grown by newer
     points; None: seasonal naive) by the models fit before, without fitting again (`FittedBaseline`)."""
-    values = seasonal_naive(newer, steps)
+    season = None if fitted is None else fitted.season
+    values = seasonal_naive(newer, steps, season)
     bounds = {
-        level: (pair[0].copy(), pair[1].copy()) for level, pair in seasonal_naive_bounds(newer, steps, levels).items()
+        level: (pair[0].copy(), pair[1].copy())
+        for level, pair in seasonal_naive_bounds(newer, steps, levels, season).items()
     }
-    if fitted is None:
+    if fitted is None or fitted.models is None:
         return BaselineForecast(values, bounds=bounds)
     if list(map(str, fitted.ids)) != list(map(str, newer.ids)):
         raise ValueError(f"{fitted.method} was fit on other series than these: forward it over the same series")
@@ -236,14 +312,29 @@ def _ces_bounds(state: dict, mean: np.ndarray, steps: int, levels: Sequence[floa
     return found
 
 
-def _statistical_model(method: str, season: int):
-    if method not in STATISTICAL:
-        raise ValueError(f"unknown baseline {method!r}; the baselines are: {', '.join(BASELINES)}")
+def _statistical_model(method: str, history: Panel, seasons: Sequence[int] | None = None):
+    """An unfit statsforecast model: AutoETS, Theta or AutoCES at the panel's season, or MSTL at `seasons` (by
+    default those of `panel_baselines`; BaselineUnavailable with fewer than two)."""
+    if method not in (*STATISTICAL, MSTL):
+        raise ValueError(f"unknown baseline {method!r}; the baselines are: {', '.join(BASELINES)}{_SEASONAL_ONES}")
     try:
         from statsforecast import models
     except ImportError:
         raise BaselineUnavailable(f"{method} needs statsforecast: pip install '.[baselines]'") from None
-    return getattr(models, method)(season_length=season)
+    if method != MSTL:
+        return getattr(models, method)(season_length=history.season)
+    if seasons is None:
+        found = panel_baselines(history)
+        if MSTL in found.not_run:
+            raise BaselineUnavailable(f"{MSTL}: {found.not_run[MSTL]}")
+        seasons = found.mstl_seasons
+    if len(seasons) < 2:
+        raise BaselineUnavailable(f"{MSTL} needs two seasons or more, not {list(seasons)}: use AutoETS for one")
+    trend = models.AutoETS(model=MSTL_TREND)
+    return models.MSTL(season_length=[int(season) for season in seasons], trend_forecaster=trend)
+
+
+_SEASONAL_ONES = f"; of data with several seasons also {seasonal_naive_name(168)} (its season) and {MSTL}"
 
 
 def _named(levels: Sequence[float]) -> list | None:
@@ -262,24 +353,34 @@ def _fill(found: dict, index: int, values: np.ndarray, bounds: dict, levels: Seq
         bounds[level][0][:, index], bounds[level][1][:, index] = lower, upper
 
 
-def forecast(name: str, history: Panel, steps: int, n_jobs: int = -1, levels: Sequence[float] = ()) -> BaselineForecast:
+def forecast(
+    name: str,
+    history: Panel,
+    steps: int,
+    n_jobs: int = -1,
+    levels: Sequence[float] = (),
+    seasons: Sequence[int] | None = None,
+) -> BaselineForecast:
     """A baseline's forecast after every series of `history`.
 
     Args:
-        name: One of BASELINES: seasonal naive, AutoETS, Theta, AutoCES.
+        name: One of BASELINES (seasonal naive, AutoETS, Theta, AutoCES) or of `panel_baselines` (seasonal naive at
+            another season, "seasonal naive (168)"; MSTL).
         history: The series the baseline fits.
         steps: Points to forecast after each series' end.
         n_jobs: Processes statsforecast fits the series in (-1: every CPU).
         levels: Prediction intervals at these levels, in percent.
+        seasons: MSTL's seasons (default: those of `panel_baselines`).
 
     Returns:
         The forecast, (steps, S), the series it could not fit (seasonal naive's forecast stands in) and its bounds.
 
     Raises:
-        BaselineUnavailable: statsforecast is not installed, or a single series it cannot fit.
+        BaselineUnavailable: statsforecast is not installed, a single series it cannot fit, or MSTL on data that do
+            not hold two cycles of two seasons.
         ValueError: An unknown baseline."""
-    if name == "seasonal naive":
-        return BaselineForecast(seasonal_naive(history, steps), bounds=seasonal_naive_bounds(history, steps, levels))
-    if name in STATISTICAL:
-        return statistical(name, history, steps, n_jobs, levels)
-    raise ValueError(f"unknown baseline {name!r}; the baselines are: {', '.join(BASELINES)}")
+    season = naive_season(name)
+    if name == SEASONAL_NAIVE or season is not None:
+        values = seasonal_naive(history, steps, season)
+        return BaselineForecast(values, bounds=seasonal_naive_bounds(history, steps, levels, season))
+    return statistical(name, history, steps, n_jobs, levels, seasons)

@@ -1,5 +1,6 @@
 """The season of a frequency and where a time falls in it: what the calendar inputs, seasonal differences, MASE and
-seasonal naive read. A plain time index has no calendar: its season is given, and its place counted from a start."""
+seasonal naive read; and every season of it (a day and a week of hourly data), for the baselines that read several.
+A plain time index has no calendar: its season is given, and its place counted from a start."""
 
 from __future__ import annotations
 
@@ -55,3 +56,40 @@ def season_phases(dates: pd.DatetimeIndex, freq: str) -> np.ndarray:
 
 def _base_name(offset) -> str:
     return offset.rule_code.split("-")[0].upper()
+
+
+_DAYS_PER_YEAR = 365.25
+_PER_YEAR = {"M": 12, "MS": 12, "ME": 12, "Q": 4, "QS": 4, "QE": 4, "W": _DAYS_PER_YEAR / 7}
+_PER_WEEK = {"B": (5,), "D": (7, _DAYS_PER_YEAR)}
+
+
+def season_lengths(freq: str) -> tuple[float, ...]:
+    """Every natural season of a frequency in points, shortest first, for the baselines that read more than one
+    (MSTL, and seasonal naive at the longest the data cover): a day and a week below a day (24 and 168 hourly), a
+    week and a year daily, a year from weekly data on (52.18 weekly, 12 monthly, 4 quarterly); none yearly. A whole
+    number where the step divides the season, else a fraction (365.25 days a year), which the baselines round.
+    season_length stays the models' season: the first, whole (52 weeks a year; 1 where a step does not divide it)."""
+    offset = pd.tseries.frequencies.to_offset(freq)
+    name = _base_name(offset)
+    if name in _PER_YEAR or name in _PER_WEEK:
+        cycles = (_PER_YEAR[name],) if name in _PER_YEAR else _PER_WEEK[name]
+        points = [cycle / offset.n for cycle in cycles]
+    else:
+        try:
+            step = pd.Timedelta(offset.nanos, "ns")
+        except ValueError:  # not a fixed step: yearly and the like
+            return ()
+        if step <= pd.Timedelta(0) or step >= pd.Timedelta(days=1):
+            return ()
+        points = [pd.Timedelta(days=1) / step, pd.Timedelta(days=7) / step]
+    return tuple(int(length) if float(length).is_integer() else float(length) for length in points if length >= 2)
+
+
+def usable_seasons(freq: str | None, shortest_length: int, season: int = 1, cycles: int = 2) -> tuple[int, ...]:
+    """The seasons of `freq` (of a plain time index: its given `season` alone), rounded to whole points, of which the
+    shortest series, `shortest_length` points, holds `cycles` full cycles: two for MSTL to tell a season from the
+    trend (R's forecast::mstl drops the others), one for seasonal naive to repeat it, 0 for every one."""
+    seasons = season_lengths(freq) if freq is not None else ((season,) if season > 1 else ())
+    # MSTL (statsmodels' STL) and seasonal naive take whole periods: a year of days is 365, of weeks 52.
+    whole = sorted({round(length) for length in seasons})
+    return tuple(length for length in whole if cycles * length <= shortest_length)

@@ -1,14 +1,26 @@
 """The yardsticks: seasonal naive checked by hand on a panel, the statistical models on series whose forecast is
-known, fit on every series of a panel at once as on each alone, and the published figures on Air Passengers."""
+known, fit on every series of a panel at once as on each alone, and the published figures on Air Passengers; the
+seasons of each frequency, and the baselines of data with two (MSTL, seasonal naive at a week of hourly data)."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.baselines import BASELINES, BaselineUnavailable, forecast, seasonal_naive
+from forecaster.baselines import (
+    BASELINES,
+    STATISTICAL,
+    BaselineUnavailable,
+    PanelBaselines,
+    fit_baseline,
+    forecast,
+    forward_baseline,
+    panel_baselines,
+    seasonal_naive,
+)
 from forecaster.data import as_panel, load_panel
 from forecaster.metrics import mape
 from forecaster.panel import Panel
+from forecaster.seasons import season_length, season_lengths, usable_seasons
 
 PATTERN = 100 + 20 * np.sin(2 * np.pi * np.arange(12) / 12)
 
@@ -121,3 +133,119 @@ def test_autoces_intervals_in_closed_form_are_statsforecasts_simulated_ones_less
             width = found[f"hi-{level}"] - found[f"lo-{level}"]
             ratio = width / (simulated[f"hi-{level}"] - simulated[f"lo-{level}"])
             assert np.abs(ratio - 1).max() <= 0.05 and abs(ratio.mean() - 1) <= 0.025, (level, ratio)
+
+
+@pytest.mark.parametrize(
+    "freq, seasons",
+    [
+        ("h", (24, 168)),
+        ("30min", (48, 336)),
+        ("D", (7, 365.25)),
+        ("B", (5,)),
+        ("W-SUN", (365.25 / 7,)),
+        ("MS", (12,)),
+        ("QS", (4,)),
+        ("YS", ()),
+    ],
+)
+def test_season_lengths_are_every_season_of_a_frequency_shortest_first(freq, seasons):
+    found = season_lengths(freq)
+    assert found == pytest.approx(seasons)
+    assert all(isinstance(length, int) for length in found if float(length).is_integer())
+    assert season_length(freq) == (round(found[0]) if found else 1)  # the models' season: the first
+
+
+def test_usable_seasons_are_those_the_shortest_series_holds_whole_cycles_of():
+    assert usable_seasons("h", 3 * 168) == (24, 168)
+    assert usable_seasons("h", 2 * 168 - 1) == (24,)  # a week and 167 hours: two cycles of a day only
+    assert usable_seasons("h", 168, cycles=1) == (24, 168)
+    assert usable_seasons("D", 730) == (7, 365)  # 365.25 days rounded: MSTL and seasonal naive take whole ones
+    assert usable_seasons("MS", 23) == ()
+    assert usable_seasons(None, 30, season=12) == (12,)  # a plain time index: its given season alone
+
+
+def hourly(series: int, hours: int, seed: int = 0) -> Panel:
+    """Series with a daily cycle and quieter weekends, and a little noise."""
+    generator = np.random.default_rng(seed)
+    hour = np.arange(hours)
+    frames = []
+    for index in range(series):
+        level = generator.uniform(50, 200)
+        daily = 0.15 * np.sin(2 * np.pi * hour / 24 + generator.uniform(0, 2 * np.pi))
+        weekend = np.where((hour // 24) % 7 >= 5, -0.2, 0.05)
+        values = level * (1 + daily + weekend) + generator.normal(0, 0.02 * level, hours)
+        dates = pd.date_range("2024-01-01", periods=hours, freq="h")
+        frames.append(pd.DataFrame({"unique_id": f"s{index}", "ds": dates, "y": values}))
+    return load_panel(pd.concat(frames))
+
+
+def test_three_weeks_of_hourly_data_get_mstl_and_seasonal_naive_at_a_week():
+    pytest.importorskip("statsforecast")
+    history, future = hourly(3, 3 * 168 + 48).split_last(48)
+    found = panel_baselines(history)
+    assert found.names == ("seasonal naive", "seasonal naive (168)", *STATISTICAL, "MSTL")
+    assert found.mstl_seasons == (24, 168) and found.not_run == {}
+    truth = future.values.reshape(3, 48).T
+    weekly = forecast("seasonal naive (168)", history, 48)
+    np.testing.assert_array_equal(weekly.values, history.values.reshape(3, -1).T[-168:-120])  # a week ago
+    mstl = forecast("MSTL", history, 48, n_jobs=1, levels=(80,))
+    lower, upper = mstl.bounds[80]
+    assert (lower < mstl.values).all() and (mstl.values < upper).all()
+    daily = forecast("seasonal naive", history, 48).values
+    assert mape(truth, mstl.values) < 0.5 * mape(truth, daily), (mape(truth, mstl.values), mape(truth, daily))
+    # As the sweep's tasks run it: fit on the history, run on over newer points without fitting again.
+    fitted_forecast, fitted = fit_baseline("MSTL", history, 48, (80,), found.mstl_seasons)
+    np.testing.assert_allclose(fitted_forecast.values, mstl.values, rtol=1e-9)
+    grown = hourly(3, 3 * 168 + 48)
+    onward = forward_baseline(fitted, grown, 24)
+    assert onward.fell_back == [] and np.isfinite(onward.values).all()
+    naive_forecast, naive = fit_baseline("seasonal naive (168)", history, 48)
+    np.testing.assert_array_equal(naive_forecast.values, weekly.values)
+    later = grown.values.reshape(3, -1).T[-168:-144]
+    np.testing.assert_array_equal(forward_baseline(naive, grown, 24).values, later)
+
+
+def test_data_of_one_season_in_two_cycles_get_no_mstl_and_say_why():
+    days = hourly(2, 5 * 24)  # five days: two cycles of a day, not one of a week
+    found = panel_baselines(days)
+    assert found.names == BASELINES and found.mstl_seasons == ()
+    assert "two cycles of its season of 24 points alone" in found.not_run["MSTL"]
+    with pytest.raises(BaselineUnavailable, match="MSTL"):
+        forecast("MSTL", days, 24)
+    # Daily data shorter than two years: a year once (seasonal naive at 365 days), but two cycles of a week alone.
+    dates = pd.date_range("2023-01-01", periods=500, freq="D")
+    daily = as_panel(pd.Series(100 + np.sin(np.arange(500)), index=dates))
+    found = panel_baselines(daily)
+    assert found.names == ("seasonal naive", "seasonal naive (365)", *STATISTICAL)
+    assert "MSTL" in found.not_run
+
+
+def test_data_of_one_season_get_the_baselines_they_always_had():
+    """The competition panels (a plain time index of season 12 or 4, or none) and monthly dates: nothing added,
+    nothing said about MSTL, so their answers stay as they were."""
+    plain = (panel(np.arange(1.0, 60.0), season=4), panel(np.arange(1.0, 9.0), season=1))
+    for history in (monthly(range(1, 100)), *plain):
+        assert panel_baselines(history) == PanelBaselines(BASELINES)
+
+
+@pytest.mark.parametrize("weeks, ran", [(2, ("seasonal naive (168)", "MSTL")), (0, ())])
+def test_a_sweeps_baselines_on_hourly_data_are_those_its_shortest_history_holds(tmp_path, monkeypatch, weeks, ran):
+    """As a sweep submits and gathers them (sweeps/answer/baselines.py): seasonal naive at a week and MSTL where the
+    history before the test window holds their cycles, each fit and run on over the future like the others; where
+    it does not, MSTL is not run and says why. Theta alone of the statistical models, to keep it fast."""
+    pytest.importorskip("statsforecast")
+    import forecaster.baselines
+    from sweeps.answer.baselines import gather_baselines, submit_baselines
+    from sweeps.answer.tasks import Runner
+    from sweeps.plan.sweep_plan import make_plan
+
+    monkeypatch.setattr(forecaster.baselines, "STATISTICAL", ("Theta",))
+    path = tmp_path / "hourly.csv"
+    hourly(2, weeks * 168 + 6 * 24).to_frame().to_csv(path, index=False)
+    plan = make_plan("panel", data=str(path), horizon=24, storage_path=str(tmp_path / "sweeps"), levels=(80,))
+    runner = Runner(plan.resources, on_ray=False)
+    found = gather_baselines(plan, runner, submit_baselines(plan, runner, future_steps=24))
+    assert list(found.forecasts["test"]) == ["seasonal naive", *ran[:1], "Theta", *ran[1:]]
+    assert set(found.bounds) == set(found.future) == set(found.forecasts["test"])
+    assert all(np.isfinite(found.future[name].values).all() for name in ran)
+    assert ("MSTL" in found.unavailable) == (not ran)

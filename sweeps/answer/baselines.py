@@ -1,6 +1,6 @@
 """The statistical baselines beside the answer, on the same points (forecaster.baselines: seasonal naive, AutoETS,
-Theta, AutoCES), as Ray tasks that wait on nothing but the data: a sweep submits them before its trials, and they take
-a trial's CPUs as they come free.
+Theta, AutoCES, and where the data hold several seasons seasonal naive at the longest and MSTL), as Ray tasks that
+wait on nothing but the data: a sweep submits them before its trials, and they take a trial's CPUs as they come free.
 
 Each task fits one baseline on one chunk of the series: on everything before the test window, forecasting it with
 the baseline's own intervals at the plan's levels (and on the training parts for the validation parts too where that
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -21,10 +21,14 @@ from forecaster.panel import Panel
 from sweeps.answer.tasks import Handle, Runner
 from sweeps.plan.sweep_plan import SweepPlan
 
-PRIOR_SECONDS_PER_SERIES = {"AutoETS": 0.07, "AutoCES": 0.015, "Theta": 0.003, "seasonal naive": 0.0}
+if TYPE_CHECKING:
+    from forecaster.baselines import PanelBaselines
+
+PRIOR_SECONDS_PER_SERIES = {"AutoETS": 0.07, "AutoCES": 0.015, "Theta": 0.003, "seasonal naive": 0.0, "MSTL": 1.4}
 """A baseline's seconds per series on one CPU, fit and run on, intervals included, before any chunk of it has ended:
 what --time-limit expects of it until its own chunks say (M3 monthly, 2 CPUs, 2026-11-29 and, AutoCES's with its
-intervals in closed form, 2026-12-01)."""
+intervals in closed form, 2026-12-01; MSTL: 4 weeks of hourly points at seasons 24 and 168, fit 0.8 s and run on
+0.6 s, 2026-12-02). Seasonal naive at another season costs nothing either."""
 SERIES_PER_CHUNK = 20
 """A chunk holds at least this many series: fewer would cost more in tasks than in fits."""
 CHUNKS_PER_SLOT = 4
@@ -43,6 +47,8 @@ class BaselineJobs:
     future: bool
     cut: dict[str, str] = dataclasses.field(default_factory=dict)
     """Baselines whose tasks were cancelled, and why (--time-limit)."""
+    not_run: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Baselines of the data's seasons that its series are too short for, and why: never submitted."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,19 +77,18 @@ def scored_parts(plan: SweepPlan) -> list[tuple[str, Panel, Panel]]:
 def submit_baselines(plan: SweepPlan, runner: Runner, future_steps: int | None) -> BaselineJobs:
     """Every baseline's tasks, chunk by chunk: forecasting the parts `scored_parts` names and, with `future_steps`,
     that many points after each series' end."""
-    from forecaster.baselines import BASELINES
-
     series = len(plan.panel)
     count = min(math.ceil(series / SERIES_PER_CHUNK), CHUNKS_PER_SLOT * runner.slots())
     chunks = np.array_split(np.arange(series), max(1, count))
     jobs = scored_parts(plan)
+    fitting = plan_baselines(plan)
     handles: dict[str, list[Handle]] = {}
     inputs = []
     for rows in chunks:
         taken = [(name, history.take(_mask(rows, series)), int(part.lengths.max())) for name, history, part in jobs]
         newer = plan.panel.take(_mask(rows, series)) if future_steps else None
         inputs.append(runner.put((taken, newer)))
-    for name in BASELINES:
+    for name in fitting.names:
         handles[name] = [
             runner.submit(
                 "baselines",
@@ -93,11 +98,22 @@ def submit_baselines(plan: SweepPlan, runner: Runner, future_steps: int | None) 
                 chunk,
                 future_steps or 0,
                 plan.options.levels,
+                fitting.mstl_seasons,
                 trains=False,
             )
             for rows, chunk in zip(chunks, inputs)
         ]
-    return BaselineJobs(handles, chunks, tuple(name for name, _, _ in jobs), bool(future_steps))
+    parts = tuple(name for name, _, _ in jobs)
+    return BaselineJobs(handles, chunks, parts, bool(future_steps), not_run=dict(fitting.not_run))
+
+
+def plan_baselines(plan: SweepPlan) -> PanelBaselines:
+    """The baselines that fit the plan's seasons (forecaster.baselines.panel_baselines), decided on the shortest
+    history any part fits them on, so that every chunk and part runs the same ones."""
+    from forecaster.baselines import panel_baselines
+
+    shortest = min(int(history.lengths.min()) for _, history, _ in scored_parts(plan))
+    return panel_baselines(plan.panel, shortest)
 
 
 def _mask(rows: np.ndarray, series: int) -> np.ndarray:
@@ -106,10 +122,13 @@ def _mask(rows: np.ndarray, series: int) -> np.ndarray:
     return mask
 
 
-def baseline_chunk(method: str, chunk: tuple, future_steps: int, levels: tuple[float, ...]) -> dict[str, Any]:
+def baseline_chunk(
+    method: str, chunk: tuple, future_steps: int, levels: tuple[float, ...], mstl_seasons: tuple[int, ...] = ()
+) -> dict[str, Any]:
     """One baseline on one chunk ((part name, history, steps) of each part, and the chunk's every point or None): its
     forecast of each part (the test window with its intervals at `levels`), then of `future_steps` points after
-    every point, from the models fit for the last part. {"unavailable": why} where it cannot run."""
+    every point, from the models fit for the last part (MSTL at `mstl_seasons`, the plan's, not the chunk's own).
+    {"unavailable": why} where it cannot run."""
     from forecaster.baselines import BaselineUnavailable, fit_baseline, forward_baseline
 
     scored, newer = chunk
@@ -117,7 +136,8 @@ def baseline_chunk(method: str, chunk: tuple, future_steps: int, levels: tuple[f
     fitted = None
     try:
         for name, history, steps in scored:
-            found["parts"][name], fitted = fit_baseline(method, history, steps, levels if name == "test" else ())
+            bounded = levels if name == "test" else ()
+            found["parts"][name], fitted = fit_baseline(method, history, steps, bounded, mstl_seasons or None)
         if newer is not None:
             found["future"] = forward_baseline(fitted, newer, future_steps, levels)
     except BaselineUnavailable as error:
@@ -130,7 +150,7 @@ def gather_baselines(plan: SweepPlan, runner: Runner, jobs: BaselineJobs) -> Bas
     wanted = {name: part for name, _, part in scored_parts(plan)}
     forecasts: dict[str, dict[str, np.ndarray]] = {name: {} for name in jobs.parts}
     bounds: dict[str, dict[float, tuple[np.ndarray, np.ndarray]]] = {}
-    unavailable: dict[str, str] = dict(jobs.cut)
+    unavailable: dict[str, str] = {**jobs.not_run, **jobs.cut}
     fell_back: dict[str, list[str]] = {}
     future: dict[str, Any] = {}
     for method, handles in jobs.handles.items():
@@ -184,7 +204,7 @@ def saved_baselines(plan: SweepPlan, future: bool) -> BaselineForecasts | None:
 
     import pandas as pd
 
-    from forecaster.baselines import BASELINES, BaselineForecast
+    from forecaster.baselines import BaselineForecast
     from forecaster.intervals import level_name
     from sweeps.plan.storage import BEST_CONFIG_FILE, FORECASTS_PARQUET, FUTURE_PARQUET, SweepFolder
 
@@ -201,7 +221,8 @@ def saved_baselines(plan: SweepPlan, future: bool) -> BaselineForecasts | None:
     forecasts: dict[str, dict[str, np.ndarray]] = {part: {} for part in names}
     bounds, unavailable, fell_back, found_future = {}, {}, {}, {}
     horizon = None if table is None else len(table) // len(plan.panel)
-    for name in BASELINES:
+    fitting = plan_baselines(plan)
+    for name in (*fitting.names, *fitting.not_run):
         if "unavailable" in recorded.get(name, {}):
             unavailable[name] = recorded[name]["unavailable"]
             continue
@@ -247,7 +268,7 @@ def baselines_left(jobs: BaselineJobs, runner: Runner) -> dict[str, float]:
             for handle, rows, ended in zip(handles, jobs.chunks, done)
             if ended
         ]
-        per_series = float(np.mean(finished)) if finished else PRIOR_SECONDS_PER_SERIES[method]
+        per_series = float(np.mean(finished)) if finished else PRIOR_SECONDS_PER_SERIES.get(method, 0.0)
         left[method] = per_series * sum(len(rows) for rows, ended in zip(jobs.chunks, done) if not ended)
     return left
 
@@ -264,10 +285,10 @@ def cancel_baselines(jobs: BaselineJobs, runner: Runner, names: tuple[str, ...],
 def finished_baselines(jobs: BaselineJobs, runner: Runner) -> BaselineJobs:
     """The jobs without the statistical baselines still running, their tasks cancelled (--time-limit's deadline);
     seasonal naive, which costs nothing, is always waited for."""
-    from forecaster.baselines import STATISTICAL
+    from forecaster.baselines import MSTL, STATISTICAL
 
     running = tuple(
-        name for name in STATISTICAL if name in jobs.handles and not all(map(runner.done, jobs.handles[name]))
+        name for name in (*STATISTICAL, MSTL) if name in jobs.handles and not all(map(runner.done, jobs.handles[name]))
     )
     return cancel_baselines(jobs, runner, running, "cut by --time-limit: it had not finished by the deadline")
 
@@ -276,9 +297,9 @@ def cut_slowest(jobs: BaselineJobs, runner: Runner, why: str) -> str | None:
     """The statistical baseline with the most work left (`baselines_left`), its tasks cancelled and left out of
     `jobs`, in place: the stopper gives it way while the trials run, and the sweep reads the same jobs after them.
     None when every one has finished or been cut."""
-    from forecaster.baselines import STATISTICAL
+    from forecaster.baselines import MSTL, STATISTICAL
 
-    left = {name: seconds for name, seconds in baselines_left(jobs, runner).items() if name in STATISTICAL}
+    left = {name: seconds for name, seconds in baselines_left(jobs, runner).items() if name in (*STATISTICAL, MSTL)}
     if not left:
         return None
     name = max(left, key=left.__getitem__)
