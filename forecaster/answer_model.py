@@ -87,7 +87,9 @@ class AnswerModel:
     members: list[SavedMember]
     data: dict[str, Any]
     """freq (None: a plain integer time index), season, horizon, series (the ids it trained on, in order), source,
-    columns (id, date and value columns of the file it trained on, where they were named)."""
+    columns (id, date and value columns of the file it trained on, where they were named), covariates (futr_exog,
+    hist_exog and static: the columns it reads; each member keeps how it scales them and the statics it trained
+    with)."""
     calibration: Calibration | None = None
     """None where the sweep calibrated no intervals (no --levels): the model then forecasts points only."""
     versions: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -109,40 +111,71 @@ class AnswerModel:
         return [str(series_id) for series_id in panel.ids[known_rows(self.data["series"], panel) < 0]]
 
     # --- forecasting --------------------------------------------------------------------------------------------
+    @property
+    def futr_exog(self) -> list[str]:
+        """The known-ahead covariates it reads: their future comes with each forecast (futr_data)."""
+        return list((self.data.get("covariates") or {}).get("futr_exog", []))
+
+    @property
+    def hist_exog(self) -> list[str]:
+        return list((self.data.get("covariates") or {}).get("hist_exog", []))
+
     def read(
-        self, data: Panel | pd.DataFrame | str | os.PathLike[str], columns: Mapping[str, str | None] | None = None
+        self,
+        data: Panel | pd.DataFrame | str | os.PathLike[str],
+        columns: Mapping[str, str | None] | None = None,
+        futr_data: pd.DataFrame | str | os.PathLike[str] | None = None,
+        static_data: pd.DataFrame | str | os.PathLike[str] | None = None,
     ) -> Panel:
-        """`data` as a checked panel, read as the sweep read its data.
+        """`data` as a checked panel, read as the sweep read its data, with the covariates the model reads.
 
         Args:
-            data: A long table (unique_id, ds, y), a CSV or Parquet file of one, or a Panel.
+            data: A long table (unique_id, ds, y and the covariate columns), a CSV or Parquet file of one, or a Panel.
             columns: {"id": ..., "date": ..., "value": ...}, where this file names its columns otherwise than the
                 sweep's data did.
+            futr_data: The known-ahead covariates of the points to forecast (unique_id, ds and those columns),
+                where the model reads any.
+            static_data: The statics of series it never trained on (one row per unique_id); those it trained on
+                keep the statics it trained with.
 
         Returns:
             The panel, on a plain integer time index with the sweep's season.
 
         Raises:
-            SeriesError: A problem in the data, or a time column of another kind or frequency than the model's."""
+            SeriesError: A problem in the data, a covariate the model reads that is missing, or a time column of
+                another kind or frequency than the model's."""
         if isinstance(data, Panel):
             panel = data
         else:
             named = {**(self.data.get("columns") or {}), **{k: v for k, v in (columns or {}).items() if v}}
             source = data.reset_index(drop=True) if isinstance(data, pd.DataFrame) else data
-            read = lambda season: load_panel(  # noqa: E731
-                source, named.get("id"), named.get("date"), named.get("value"), season_length=season
-            )
+            if self.futr_exog and futr_data is None:
+                raise SeriesError(
+                    f"the model reads the known-ahead covariates {', '.join(self.futr_exog)}: give their values for "
+                    "the points to forecast (unique_id, ds and those columns) with --futr-data FILE"
+                )
+
+            def load(season: int | None = None, freq: str | None = None) -> Panel:
+                return load_panel(
+                    source,
+                    named.get("id"),
+                    named.get("date"),
+                    named.get("value"),
+                    freq=freq,
+                    season_length=season,
+                    futr_exog=self.futr_exog,
+                    hist_exog=self.hist_exog,
+                    futr_data=futr_data,
+                    static_data=static_data,
+                )
+
             try:
-                panel = read(None if self.data["freq"] else self.data["season"])
+                panel = load(None if self.data["freq"] else self.data["season"])
             except SeriesError as error:
                 if not self.data["freq"]:
                     raise
                 panel = _first_that_reads(  # a frequency the sweep was told, or integers where the model has dates
-                    error,
-                    lambda: load_panel(
-                        source, named.get("id"), named.get("date"), named.get("value"), freq=self.data["freq"]
-                    ),
-                    lambda: read(self.data["season"]),
+                    error, lambda: load(freq=self.data["freq"]), lambda: load(self.data["season"])
                 )
         self._check_time(panel)
         if panel.season != self.data["season"]:
@@ -157,6 +190,8 @@ class AnswerModel:
         data: Panel | pd.DataFrame | str | os.PathLike[str],
         h: int | None = None,
         levels: Sequence[float] | None = None,
+        futr_data: pd.DataFrame | str | os.PathLike[str] | None = None,
+        static_data: pd.DataFrame | str | os.PathLike[str] | None = None,
     ) -> pd.DataFrame:
         """`h` points after the end of every series of `data`, with their bounds, as statsforecast names its columns.
 
@@ -164,6 +199,8 @@ class AnswerModel:
             data: A long table (unique_id, ds, y), a CSV or Parquet file of one, or a Panel.
             h: Points to forecast after each series' end (default: the sweep's horizon).
             levels: Prediction intervals at these levels, in percent (default: the sweep's; empty: none).
+            futr_data: The known-ahead covariates of the `h` points after each series' end, where it reads any.
+            static_data: The statics of series it never trained on, where it reads any.
 
         Returns:
             A long table: unique_id, ds, answer, and answer-lo-95, answer-lo-80, answer-hi-80, answer-hi-95 for levels
@@ -172,7 +209,7 @@ class AnswerModel:
         Raises:
             SeriesError: What in the data, or in the request, it cannot forecast (a series too short to read, levels
                 beyond its calibration)."""
-        panel = self.read(data)
+        panel = self.read(data, futr_data=futr_data, static_data=static_data)
         h = self.horizon if h is None else int(h)
         if h < 1:
             raise ValueError(f"h={h}: forecast at least 1 point")
@@ -353,6 +390,7 @@ class AnswerModel:
                     "config": hyperparameters["config"],
                     "season": hyperparameters["season"],
                     "per_series": sorted(arrays),
+                    **({"step_inputs": hyperparameters["step_inputs"]} if "step_inputs" in hyperparameters else {}),
                 }
             )
         calibration = None
@@ -394,6 +432,7 @@ class AnswerModel:
                 saved["config"],
                 season=saved["season"],
                 series_ids=series[tensors[prefix + "series_rows"].numpy()].tolist(),
+                step_inputs=saved.get("step_inputs"),
                 **arrays,
             )
             state = {name[len(prefix) + 6 :]: t for name, t in tensors.items() if name.startswith(prefix + "state.")}
@@ -522,6 +561,7 @@ def _rows_of(transform: TargetTransform, rows: np.ndarray) -> TargetTransform:
         seasonal=pick(transform.seasonal),
         logged=pick(transform.logged),
         shifts=pick(transform.shifts),
+        inputs=None if transform.inputs is None else transform.inputs.rows(rows),
     )
 
 
@@ -549,4 +589,5 @@ def _merged(own: TargetTransform, rows: np.ndarray, fresh: TargetTransform, new:
         seasonal=merge(own.seasonal, fresh.seasonal, 1.0),
         logged=merge(own.logged, fresh.logged, False),
         shifts=merge(own.shifts, fresh.shifts, 0.0),
+        inputs=None if own.inputs is None or fresh.inputs is None else own.inputs.merged(rows, fresh.inputs, new),
     )

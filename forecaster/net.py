@@ -25,6 +25,7 @@ from forecaster.data import as_panel
 from forecaster.panel import Panel
 from forecaster.shapes import shape_of
 from forecaster.smoothing import HybridInputs, SeasonalSmoothing
+from forecaster.step_inputs import StepInputs
 from forecaster.transforms import ForecastInputs, MinMaxScaler, TargetTransform
 
 CPU_FORECAST_COLUMNS = 2048
@@ -55,13 +56,16 @@ class RNNNet(nn.Module):
         seasonal_indices: Sequence[Sequence[float]] | None = None,
         logged_series: Sequence[bool] | None = None,
         seasonal_shifts: Sequence[Sequence[float]] | None = None,
+        step_inputs: Mapping[str, Any] | None = None,
         **shape_state: Any,
     ):
         """One scaler (minimum and scale) per series it is trained on, with their ids, so that it forecasts any of
         them from its history; `time_origins`, on a plain time index, where each series' season count starts;
         `seasonal_indices`, (series, season), where the config deseasonalises, and `seasonal_shifts` where a series is
-        additive; `logged_series`, which series log_if_positive logs; `shape_state`, what the config's shape keeps
-        of the data (forecaster.shapes: the hybrid's `log_shifts`, what each series gets added before its log)."""
+        additive; `logged_series`, which series log_if_positive logs; `step_inputs`, what each step reads beside the
+        value (StepInputs.to_plain: the calendar's periods, the covariates and their scaling; None: the place in the
+        season alone); `shape_state`, what the config's shape keeps of the data (forecaster.shapes: the hybrid's
+        `log_shifts`, what each series gets added before its log)."""
         super().__init__()
         config = config if isinstance(config, ForecasterConfig) else ForecasterConfig.from_dict(config)
         # Plain lists from here on: checkpoints store them, and Lightning's save_hyperparameters compares the values,
@@ -88,6 +92,7 @@ class RNNNet(nn.Module):
             "seasonal_indices": seasonal_indices,
             **({"logged_series": logged_series} if logged_series is not None else {}),
             **({"seasonal_shifts": seasonal_shifts} if seasonal_shifts is not None else {}),
+            **({"step_inputs": dict(step_inputs)} if step_inputs is not None else {}),
             **shape_state,
         }
         """The arguments that build this net again, as plain values: what a checkpoint stores."""
@@ -104,6 +109,7 @@ class RNNNet(nn.Module):
             None if seasonal_indices is None else np.array(seasonal_indices),
             None if logged_series is None else np.array(logged_series, dtype=bool),
             None if seasonal_shifts is None else np.array(seasonal_shifts),
+            StepInputs.from_plain(config.calendar, int(season), None if step_inputs is None else dict(step_inputs)),
         )
         shape.build(self, len(self.scaler.minimum), int(season), **shape_state)
         if config.ema_decay:

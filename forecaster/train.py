@@ -416,6 +416,7 @@ def fit(
         seasonal_indices=transform.seasonal,
         logged_series=transform.logged,
         seasonal_shifts=transform.shifts,
+        step_inputs=None if transform.inputs is None else transform.inputs.state(),
         **shape_state,
     )
     if initial is not None:

@@ -54,12 +54,10 @@ from forecaster.config import ORIGINAL_UNIT_LOSSES, ForecasterConfig
 from forecaster.metrics import mase_scales
 from forecaster.panel import Panel
 from forecaster.shapes import shape_of
+from forecaster.step_inputs import StepInputs, calendar_features, step_ns
 
 if TYPE_CHECKING:
     from forecaster.shapes.base import Shape
-
-CALENDAR_FEATURES = 2
-"""sin and cos of the position in the season."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -119,6 +117,9 @@ class TargetTransform:
     shifts: np.ndarray | None = None
     """(S, season): each series' additive seasonal shift at each place (0 where it is divided instead), or None where
     no series is additive."""
+    inputs: StepInputs | None = None
+    """What each step reads beside the value (forecaster/step_inputs.py), its covariates scaled per series; None: the
+    place in the season alone, where the config reads the calendar."""
 
     @classmethod
     def of(
@@ -129,13 +130,18 @@ class TargetTransform:
         seasonal: np.ndarray | None = None,
         logged: np.ndarray | None = None,
         shifts: np.ndarray | None = None,
+        inputs: StepInputs | None = None,
     ) -> TargetTransform:
-        """The transform of `config` with fitted scalers, seasonal indices and shifts, and the series it logs (a
-        checkpoint stores them and the season)."""
+        """The transform of `config` with fitted scalers, seasonal indices and shifts, the series it logs and the
+        inputs beside the value (a checkpoint stores them and the season)."""
         kind = config.target_transform
         lag = season if kind.endswith("seasonal_diff") else 1 if kind.endswith("diff") else 0
         every = kind.startswith("log") and kind != "log_if_positive"
-        return cls(every, lag, config.window_norm, scaler, season, seasonal, logged, shifts)
+        return cls(every, lag, config.window_norm, scaler, season, seasonal, logged, shifts, inputs)
+
+    def step_inputs(self, calendar: bool) -> StepInputs:
+        """What each step reads beside the value (with `calendar` where the transform holds no inputs)."""
+        return self.inputs if self.inputs is not None else StepInputs(calendar, self.season)
 
     @classmethod
     def fit(cls, config: ForecasterConfig, train: Panel, seen: Panel | None = None) -> TargetTransform:
@@ -147,8 +153,14 @@ class TargetTransform:
         if config.target_transform == "log_if_positive":
             read = seen if seen is not None else train
             logged = np.minimum.reduceat(read.values, read.offsets[:-1]) > 0 if len(read.values) else None
-        unscaled = cls.of(config, train.season, MinMaxScaler.identity(len(train)), seasonal, logged, shifts)
-        if config.window_norm == "divide" or not shape_of(config.shape).scaled:  # scaled by a level of their own
+        shape = shape_of(config.shape)
+        inputs = (
+            StepInputs.fit(config.calendar, train, shape.reads_hist)
+            if shape.reads_covariates
+            else StepInputs(config.calendar, train.season)
+        )
+        unscaled = cls.of(config, train.season, MinMaxScaler.identity(len(train)), seasonal, logged, shifts, inputs)
+        if config.window_norm == "divide" or not shape.scaled:  # scaled by a level of their own
             return unscaled
         differenced, offsets = unscaled.differenced(train)
         return dataclasses.replace(unscaled, scaler=MinMaxScaler.fit(differenced, offsets))
@@ -266,18 +278,13 @@ def _seasonal(values: np.ndarray, season: int) -> bool:
     return abs(acf[-1]) > 1.645 * math.sqrt((1 + 2 * np.sum(acf[:-1] ** 2)) / len(values))
 
 
-def calendar_features(positions: np.ndarray, season: int) -> np.ndarray:
-    """(..., 2): sin and cos of each position's place in the season."""
-    angle = 2 * math.pi * (np.asarray(positions) % season) / season
-    return np.stack([np.sin(angle), np.cos(angle)], axis=-1)
-
-
 @dataclasses.dataclass
 class ForecastInputs:
     """What the net needs to forecast from B origins at once (one column per series and origin)."""
 
     context: Tensor
-    """(input_chunk_length, B, 1 + C): the normalised values before each origin, with the next point's calendar."""
+    """(input_chunk_length, B, 1 + C): the normalised values before each origin, with what each step reads beside
+    them (forecaster/step_inputs.py: the next point's calendar and known-ahead covariates, ...)."""
     level: Tensor
     """(B,): each context's level (float64, as `history`)."""
     history: Tensor
@@ -287,7 +294,8 @@ class ForecastInputs:
     scale: Tensor
     """(B,): the scale of the scaler of each column's series."""
     future: Tensor | None
-    """(steps - 1, B, C): the calendar of the point after each forecast one, or None without calendar inputs."""
+    """(steps - 1, B, C): what each fed-back forecast point reads beside it (the calendar and the known-ahead
+    covariates of the point after it, ...), or None where a step reads nothing else."""
     seasonal: Tensor | None = None
     """(steps, B): the seasonal index of each forecast point (float64), or None without deseasonalise."""
     logged: Tensor | None = None
@@ -356,14 +364,15 @@ def forecast_inputs(
     z = transform.level_space(panel, rows)
     history = z[ends[None, :] + np.arange(1 - lag, 1)[:, None]] if lag else np.zeros((0, len(ends)))
     context, future = normalised[..., None], None
-    if calendar:
-        # Row j of a context holds the point at end - length + 1 + j, and the calendar of the point after it.
-        phase = panel.phases(ends)[None, :]
-        context = np.concatenate(
-            [context, calendar_features(phase + np.arange(2 - length, 2)[:, None], transform.season)], axis=-1
-        )
-        after = phase + np.arange(2, steps + 1)[:, None]
-        future = torch.as_tensor(calendar_features(after, transform.season), dtype=torch.float32)
+    step_inputs = transform.step_inputs(calendar)
+    if step_inputs.count:
+        # Row j of a context holds the point at end - length + 1 + j, and what is known of the point after it.
+        step_inputs.check_known_ahead(panel, steps)
+        origin = ends - panel.offsets[series]  # each forecast's last known point, within its series
+        read = origin[None, :] + np.arange(1 - length, 1)[:, None]
+        ahead = origin[None, :] + np.arange(1, steps)[:, None]
+        context = np.concatenate([context, _beside(step_inputs, panel, series, read, origin, scaler_rows, real)], -1)
+        future = torch.as_tensor(_beside(step_inputs, panel, series, ahead, origin, scaler_rows), dtype=torch.float32)
     if real is not None:  # padded
         context = np.concatenate([context, real[..., None]], axis=-1)
     seasonal = shifts = None
@@ -383,6 +392,26 @@ def forecast_inputs(
         logged=None if transform.logged is None else torch.as_tensor(transform.logged[scaler_rows]),
         shifts=shifts,
     )
+
+
+def _beside(
+    inputs: StepInputs,
+    panel: Panel,
+    series: np.ndarray,
+    positions: np.ndarray,
+    origin: np.ndarray,
+    rows: np.ndarray,
+    real: np.ndarray | None = None,
+) -> np.ndarray:
+    """(T, B, C): what the rows at `positions` (T, B) of each forecast's series read beside the value: the calendar
+    (of the point after, before a series' start too, as its count goes) and the covariates (0 on padding, `real`)."""
+    parts = []
+    if inputs.calendar_count:
+        parts.append(inputs.calendar_of_next(panel, series[None, :], positions))
+    if inputs.count > inputs.calendar_count:
+        covariates = inputs.covariates_of(panel, series[None, :], np.maximum(positions, 0), origin[None, :], rows)
+        parts.append(covariates if real is None else covariates * real[..., None])
+    return np.concatenate(parts, axis=-1)
 
 
 @dataclasses.dataclass
@@ -412,7 +441,8 @@ class TrainingWindows:
     phases: Tensor
     """(S,) int64: the season position of the point after row 0 of each series' window at k = 0."""
     calendar: Tensor | None
-    """(season, 2) float32: sin and cos of each season position; None without calendar inputs."""
+    """(season, 2) float32: sin and cos of each season position, where the calendar is the place in the season; else
+    None."""
     transform: TargetTransform
     span: int
     input_chunk_length: int
@@ -423,6 +453,15 @@ class TrainingWindows:
     first_scored: int = 0
     """The first row of a window that such a loss scores: the direct shape's block, or the recurrent shape's first
     next-step target (after its input chunk with loss_after_context, else row 1)."""
+    clock: Tensor | None = None
+    """(S,) int64: the time (ns) of the point after row 0 of each series' window at k = 0, where the calendar is
+    the time's place in its periods (forecaster/step_inputs.py); else None."""
+    periods: tuple[int, ...] = ()
+    step: int = 0
+    """The data's step in ns, with `clock`."""
+    covariates: Tensor | None = None
+    """(M,) x (F + G + K) float32 beside `values`: the scaled known-ahead covariates of the point after each, its
+    historic ones and its series' statics; None without covariates."""
 
     @classmethod
     def of(
@@ -434,9 +473,18 @@ class TrainingWindows:
         lengths = np.diff(offsets)
         span, earliest, last, first_scored = shape.window_layout(config, lengths)
         earliest = np.broadcast_to(earliest, lengths.shape)
-        calendar = None
-        if config.calendar:
+        inputs = transform.step_inputs(config.calendar)
+        calendar = clock = covariates = None
+        if inputs.calendar_count and not inputs.periods:
             calendar = torch.as_tensor(calendar_features(np.arange(transform.season), transform.season))
+        elif inputs.calendar_count:
+            first = train.first_times().astype("datetime64[ns]").astype(np.int64)
+            clock = torch.as_tensor(first + (transform.lag + 1) * step_ns(train.freq))  # type: ignore[operator]
+        if inputs.count > inputs.calendar_count:
+            later = np.flatnonzero(train.positions >= transform.lag)  # the points of s, in its order
+            series = np.searchsorted(train.offsets, later, side="right") - 1
+            positions = train.positions[later]
+            covariates = torch.as_tensor(inputs.covariates_of(train, series, positions, positions, series)).float()
         originals = None
         if config.loss in ORIGINAL_UNIT_LOSSES:
             originals = OriginalUnits.of(transform, train)
@@ -454,6 +502,10 @@ class TrainingWindows:
             padded=shape.padded,
             originals=originals,
             first_scored=first_scored,
+            clock=clock,
+            periods=inputs.periods,
+            step=step_ns(train.freq) or 0,
+            covariates=covariates,
         )
 
     @property
@@ -477,32 +529,43 @@ class TrainingWindows:
             phases=self.phases.to(device),
             calendar=None if self.calendar is None else self.calendar.to(device),
             originals=None if self.originals is None else self.originals.to(device),
+            clock=None if self.clock is None else self.clock.to(device),
+            covariates=None if self.covariates is None else self.covariates.to(device),
         )
 
-    def _points(self, series: Tensor, positions: Tensor) -> tuple[Tensor, Tensor | None, Tensor]:
-        """(values (span, E) float64, real (span, E) float64 or None where nothing is padded, positions k (E,))."""
+    def _points(self, series: Tensor, positions: Tensor) -> tuple[Tensor, Tensor | None, Tensor, Tensor]:
+        """(values (span, E) float64, real (span, E) float64 or None where nothing is padded, positions k (E,), and
+        the element of `values` each point is (span, E), clamped into its series)."""
         steps = torch.arange(self.span, device=self.values.device)[:, None]
         positions = self.first[series] + positions
         inside = positions[None, :] + steps  # (span, E): each point's place in its series' s
         if not self.padded:
-            return self.values[self.starts[series][None, :] + inside], None, positions
+            index = self.starts[series][None, :] + inside
+            return self.values[index], None, positions, index
         lengths = self.lengths[series][None, :]
         real = (inside >= 0) & (inside < lengths)
-        inside = torch.minimum(inside.clamp(min=0), lengths - 1)
+        index = self.starts[series][None, :] + torch.minimum(inside.clamp(min=0), lengths - 1)
         real = real.to(self.values.dtype)
-        return self.values[self.starts[series][None, :] + inside] * real, real, positions
+        return self.values[index] * real, real, positions, index
 
     def cut(self, series: Tensor, positions: Tensor) -> Tensor:
         """The windows at `positions` of `series` (both (E,), on the device): (span, E, 1 + C (+ 1)) float32,
-        time-major, the calendar of each row being that of the point after it (and the direct shape's mask last)."""
-        values, real, positions = self._points(series, positions)
+        time-major, each row with what it reads beside its value (forecaster/step_inputs.py: the calendar and
+        known-ahead covariates of the point after it, ...), and the direct shape's mask last."""
+        values, real, positions, index = self._points(series, positions)
         windows, _ = self.transform.normalise(values, self.input_chunk_length, real)
         windows = windows.float()[..., None]
         parts = [windows]
+        steps = torch.arange(self.span, device=self.values.device)[:, None]
         if self.calendar is not None:
-            steps = torch.arange(self.span, device=self.values.device)[:, None]
             phase = (self.phases[series] + positions)[None, :] + steps
             parts.append(self.calendar[phase % self.transform.season])
+        elif self.clock is not None:
+            times = self.clock[series][None, :] + (positions[None, :] + steps) * self.step
+            parts.append(_time_features(times, self.periods))
+        if self.covariates is not None:
+            beside = self.covariates[index]
+            parts.append(beside if real is None else beside * real.float()[..., None])
         if real is not None:
             parts.append(real.float()[..., None])
         return parts[0] if len(parts) == 1 else torch.cat(parts, -1)
@@ -511,7 +574,7 @@ class TrainingWindows:
         """What takes the scored rows of `windows` (cut at these positions of these series: from `first_scored` on)
         back to original units (the inputs of `TargetTransform.from_model`, as for a forecast from each window's
         input chunk), and the MASE scale of each window's series (E,)."""
-        values, real, positions = self._points(series, positions)
+        values, real, positions, _ = self._points(series, positions)
         _, level = self.transform.normalise(values, self.input_chunk_length, real)
         originals, icl = self.originals, self.input_chunk_length
         assert originals is not None, "windows cut for a loss in original units carry what takes them back"
@@ -535,6 +598,15 @@ class TrainingWindows:
             shifts=shifts,
         )
         return inputs, originals.error_scale[series]
+
+
+def _time_features(times: Tensor, periods: tuple[int, ...]) -> Tensor:
+    """forecaster.step_inputs.time_features on the device: (..., 2 * len(periods)) float32."""
+    parts = []
+    for period in periods:
+        angle = torch.remainder(times, period).double() * (2 * math.pi / period)
+        parts.extend([angle.sin(), angle.cos()])
+    return torch.stack(parts, -1).float()
 
 
 @dataclasses.dataclass

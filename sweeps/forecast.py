@@ -6,8 +6,12 @@ same data (the same series a month later, or series the model never saw: a globa
 history), checks it as a sweep checks its data, and writes the forecast after each series' end: unique_id, ds,
 answer, answer-lo-95, answer-lo-80, answer-hi-80, answer-hi-95.
 
+A model that reads known-ahead covariates (a sweep run with --futr-exog) forecasts with their future values, given in
+--futr-data for the points after each series' end; historic covariates come in --data beside y.
+
 Examples:
   python -m sweeps.forecast results/panel-20261128-101500 --data stores-december.csv
+  python -m sweeps.forecast results/sales --data sales-december.csv --futr-data promotions-january.csv
   python -m sweeps.forecast results/panel-20261128-101500 --data stores.csv --horizon 6 --levels 90 \
       --output next.parquet
 """
@@ -42,6 +46,14 @@ class ForecastOptions:
     value_column: str | None = option(
         None, "the value column, where this file names it otherwise than the sweep's data"
     )
+    futr_data: str | None = option(
+        None,
+        "the known-ahead covariates of the points to forecast (unique_id, ds and the --futr-exog columns the sweep "
+        "read), as neuralforecast's futr_df; needed where the model reads any",
+    )
+    static_data: str | None = option(
+        None, "one row per unique_id of the statics of series the model never trained on (as the sweep's)"
+    )
     horizon: int | None = option(None, "points to forecast after each series' end (default: the sweep's)", type=int)
     levels: tuple[float, ...] | None = levels_option(
         "prediction intervals at these levels (percent) instead of the sweep's own; --levels alone: none"
@@ -72,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --output {args.output}: name a .csv or a .parquet file", file=sys.stderr)
         return 2
     try:
-        panel = model.read(args.data, {"id": args.id_column, "date": args.date_column, "value": args.value_column})
+        columns = {"id": args.id_column, "date": args.date_column, "value": args.value_column}
+        panel = model.read(args.data, columns, args.futr_data, args.static_data)
         horizon = model.horizon if args.horizon is None else args.horizon
         future = model.forecast(panel, horizon, args.levels)
     except ValueError as error:  # SeriesError: the data, or what was asked of it; nothing is written

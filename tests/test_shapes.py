@@ -27,8 +27,8 @@ class OneStep(Shape):
         if config.window_norm != "none":
             raise ConfigError(f"window_norm={config.window_norm!r} with shape='one_step': it reads its windows as cut")
 
-    def head(self, config):
-        return nn.Linear(config.hidden_dim, 1)
+    def head(self, net):
+        return nn.Linear(net.config.hidden_dim, 1)
 
     def forward(self, net, inputs):
         return net.head(recurrence.hidden_states(net.rnn, inputs)[-1]).T  # (1, B)

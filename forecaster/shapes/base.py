@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 from torch import Tensor, nn
 
-from forecaster.transforms import CALENDAR_FEATURES, ForecastInputs, TargetTransform, TrainingWindows, forecast_inputs
+from forecaster.transforms import ForecastInputs, TargetTransform, TrainingWindows, forecast_inputs
 
 if TYPE_CHECKING:
     from forecaster.config import ForecasterConfig
@@ -51,6 +51,11 @@ class Shape:
     forecasts_new_series: ClassVar[bool] = False
     """`forecast_columns` forecasts series the net never trained on by itself, from every point of them (the
     hybrid); otherwise the caller fits transforms on each new series and passes them."""
+    reads_covariates: ClassVar[bool] = True
+    """Its steps read the data's known-ahead covariates and statics (forecaster/step_inputs.py)."""
+    reads_hist: ClassVar[bool] = False
+    """Its steps read the historic covariates too: a shape that reads its input chunk and no fed-back point of its
+    own (the direct shape, as neuralforecast's; Darts' RNNModel, the recurrent shape, takes none)."""
 
     # --- the configuration and the data -----------------------------------------------------------------------------
     def check(self, config: ForecasterConfig) -> None:
@@ -100,9 +105,10 @@ class Shape:
         return {name: np.asarray(value, dtype=np.float64).tolist() for name, value in state.items()}
 
     # --- the net ----------------------------------------------------------------------------------------------------
-    def inputs(self, config: ForecasterConfig) -> int:
-        """The features of each step the recurrent layers read: the value, the calendar, and the padding's mask."""
-        return 1 + (CALENDAR_FEATURES if config.calendar else 0) + (1 if self.padded else 0)
+    def inputs(self, net: RNNNet) -> int:
+        """The features of each step the recurrent layers read: the value, what it reads beside it (the calendar,
+        the covariates), and the padding's mask."""
+        return 1 + net.transform.step_inputs(net.config.calendar).count + (1 if self.padded else 0)
 
     def build(self, net: RNNNet, series: int, season: int, **state: Any) -> None:
         """Add the shape's layers to `net` (its recurrent layers `rnn` first: the order of creation is the order the
@@ -110,10 +116,10 @@ class Shape:
         config = net.config
         between_layers = config.dropout if config.n_rnn_layers > 1 else 0.0  # PyTorch warns on dropout with 1 layer
         cell = CELLS[config.model]
-        net.rnn = cell(self.inputs(config), config.hidden_dim, config.n_rnn_layers, dropout=between_layers)
-        net.head = self.head(config)
+        net.rnn = cell(self.inputs(net), config.hidden_dim, config.n_rnn_layers, dropout=between_layers)
+        net.head = self.head(net)
 
-    def head(self, config: ForecasterConfig) -> nn.Module:
+    def head(self, net: RNNNet) -> nn.Module:
         """The layer from the recurrent layers' states to the forecast."""
         raise NotImplementedError
 

@@ -2,9 +2,11 @@
 layers emit output_chunk_length points at once; longer forecasts roll forward block by block.
 
 Training: each window of input_chunk_length + output_chunk_length points gives the input chunk and the block after
-it; the loss scores the block's real points. A history shorter than the input chunk is padded with zeros, and a mask
-(1 on real points), the last input, tells the net which points are real: every series trains and forecasts whatever
-its length, one point to read and one to forecast at least.
+it; the loss scores the block's real points. With known-ahead covariates, the fully connected layers read their values
+over the block beside the last state, as neuralforecast's RNN decoder reads `futr_exog` over the horizon. A history
+shorter than the input chunk is padded with zeros, and a mask (1 on real points), the last input, tells the net which
+points are real: every series trains and forecasts whatever its length, one point to read and one to forecast at
+least.
 """
 
 from __future__ import annotations
@@ -30,20 +32,23 @@ ACTIVATIONS = {"ReLU": nn.ReLU, "Tanh": nn.Tanh, "Sigmoid": nn.Sigmoid}
 class Direct(Shape):
     name = "direct"
     padded = True
+    reads_hist = True
 
     def prepared(self, config: ForecasterConfig, horizon: int) -> ForecasterConfig:
         """output_chunk_length 0 is one block for the whole validation part."""
         return config if config.output_chunk_length else config.replace(output_chunk_length=horizon)
 
-    def head(self, config: ForecasterConfig) -> nn.Module:
+    def head(self, net: RNNNet) -> nn.Module:
         """Darts' BlockRNNModel's decoder: fully connected layers of hidden_fc_sizes, the activation between them (not
-        after the last), from the recurrent layers' last state to output_chunk_length points."""
+        after the last), from the recurrent layers' last state (and the block's known-ahead covariates) to
+        output_chunk_length points."""
+        config = net.config
         if config.output_chunk_length < 1:
             raise ValueError(
                 "a direct model needs output_chunk_length of at least 1 (forecaster.train.fit sets 0 to the horizon)"
             )
         layers: list[nn.Module] = []
-        width = config.hidden_dim
+        width = config.hidden_dim + config.output_chunk_length * len(self._known_ahead(net))
         for size in config.hidden_fc_sizes:
             layers.append(nn.Linear(width, size))
             if config.activation != "none":
@@ -54,8 +59,23 @@ class Direct(Shape):
 
     def forward(self, net: RNNNet, inputs: Tensor) -> Tensor:
         """The block after each input chunk: (input_chunk_length, B, features) -> (output_chunk_length, B), from
-        the top layer's last state, as Darts' BlockRNNModel reads it."""
-        return net.head(recurrence.hidden_states(net.rnn, inputs)[-1]).T
+        the top layer's last state, as Darts' BlockRNNModel reads it. With known-ahead covariates, `inputs` holds
+        the rows after the chunk too (a whole window, or the chunk and the rows of the points it forecasts), of which
+        the head reads those covariates only: row j's are those of point j + 1."""
+        chunk = net.config.input_chunk_length
+        state = recurrence.hidden_states(net.rnn, inputs[:chunk])[-1]
+        ahead = self._known_ahead(net)
+        if len(ahead):
+            block = inputs[chunk - 1 : chunk - 1 + net.config.output_chunk_length, :, ahead]
+            state = torch.cat([state, block.transpose(0, 1).reshape(len(state), -1)], -1)
+        return net.head(state).T
+
+    @staticmethod
+    def _known_ahead(net: RNNNet) -> range:
+        """Where a row's known-ahead covariates lie among its features (after the value and the calendar)."""
+        inputs = net.transform.step_inputs(net.config.calendar)
+        first = 1 + inputs.calendar_count
+        return range(first, first + len(inputs.futr_names))
 
     def window_layout(self, config: ForecasterConfig, lengths: np.ndarray) -> tuple[int, Any, np.ndarray, int]:
         span = config.input_chunk_length + config.output_chunk_length
@@ -71,7 +91,7 @@ class Direct(Shape):
         past a series' end): in the net's units, or smape or mase in original units."""
         chunk = module.config.input_chunk_length
         targets, real = batch[chunk:, :, 0], batch[chunk:, :, -1]  # (output_chunk_length, B)
-        predictions = module(batch[:chunk])
+        predictions = module(batch)  # the chunk, and the block's known-ahead covariates
         if originals is None:
             errors = module.unit_errors(predictions, targets)
         else:
@@ -83,7 +103,20 @@ class Direct(Shape):
         calendar), whose last input_chunk_length points the next block reads, normalised by their own level as every
         training window was. Everything stays in the units of `context`'s own level."""
         length, size = len(context), net.config.output_chunk_length
-        rows, blocks = context, [net(context)]
+
+        def with_block(rows: Tensor, start: int) -> Tensor:
+            """The chunk `rows` and the rows of the block from forecast point `start` on (their features: what is
+            known ahead of each), which the head reads with known-ahead covariates."""
+            if future is None or not len(self._known_ahead(net)):
+                return rows
+            ahead = future[start : start + size - 1]
+            missing = size - 1 - len(ahead)
+            if missing:
+                ahead = torch.cat([ahead, ahead.new_zeros(missing, *ahead.shape[1:])])
+            filler = ahead.new_zeros(*ahead.shape[:2], 1)
+            return torch.cat([rows, torch.cat([filler, ahead, filler], -1)[..., : rows.shape[-1]]])
+
+        rows, blocks = context, [net(with_block(context, 0))]
         for start in range(size, steps, size):
             appended = [blocks[-1][..., None]]
             if future is not None:  # the calendar of the point after each new one
@@ -93,14 +126,16 @@ class Direct(Shape):
             values, real = rows[:, :, 0], rows[:, :, -1]
             shift = (values * real).sum(0) / real.sum(0)  # the chunk's level, in the first chunk's units
             if net.transform.window_norm == "subtract":
-                block = net(torch.cat([((values - shift) * real)[..., None], rows[:, :, 1:]], -1)) + shift
+                block = net(with_block(torch.cat([((values - shift) * real)[..., None], rows[:, :, 1:]], -1), start))
+                block = block + shift
             elif net.transform.window_norm == "divide":
                 # x = s / L - 1, so s / chunk's level - 1 = (x + 1) / (m + 1) - 1
                 ratio = shift + 1.0
-                block = net(torch.cat([(((values + 1.0) / ratio - 1.0) * real)[..., None], rows[:, :, 1:]], -1)) + 1.0
+                normalised = (((values + 1.0) / ratio - 1.0) * real)[..., None]
+                block = net(with_block(torch.cat([normalised, rows[:, :, 1:]], -1), start)) + 1.0
                 block = block * ratio - 1.0
             else:
-                block = net(rows)
+                block = net(with_block(rows, start))
             blocks.append(block)
         return torch.cat(blocks)[:steps]
 

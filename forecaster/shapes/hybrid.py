@@ -50,6 +50,8 @@ class Hybrid(Direct):
     name = "hybrid"
     scaled = False
     forecasts_new_series = True
+    reads_covariates = False
+    reads_hist = False
 
     def check(self, config: ForecasterConfig) -> None:
         """Its own logs and its own level and season: the transforms that do either are refused, not ignored."""

@@ -62,8 +62,8 @@ class Recurrent(Shape):
             f"{config.training_length + 1} points; lower training_length or move split_after later"
         )
 
-    def head(self, config: ForecasterConfig) -> nn.Module:
-        return nn.Linear(config.hidden_dim, 1)
+    def head(self, net: RNNNet) -> nn.Module:
+        return nn.Linear(net.config.hidden_dim, 1)
 
     def forward(self, net: RNNNet, inputs: Tensor) -> Tensor:
         """Next-step predictions at every position: (T, B, features) -> (T, B, 1)."""

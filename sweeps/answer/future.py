@@ -107,6 +107,11 @@ def model_data(plan: SweepPlan) -> dict[str, Any]:
         "first": shown(panel.first_times().min()),
         "last": shown(panel.last_times().max()),
         "series": [str(series_id) for series_id in panel.ids],
+        "covariates": {
+            "futr_exog": list(options.futr_exog),
+            "hist_exog": list(options.hist_exog),
+            "static": [] if panel.covariates is None else list(panel.covariates.static_columns),
+        },
     }
 
 

@@ -208,7 +208,12 @@ def future_lines(plan: SweepPlan, future: Future) -> list[str]:
     lines += [
         f"The answer is saved as one model in {path}/{MODEL_FOLDER}; forecast newer data with it (no training, no "
         "Ray):",
-        f"  python -m sweeps.forecast {path} --data NEWER.csv",
+        f"  python -m sweeps.forecast {path} --data NEWER.csv"
+        + (
+            " --futr-data FUTURE.csv  (the known-ahead covariates of the points to forecast)"
+            if plan.options.futr_exog
+            else ""
+        ),
     ]
     return lines
 
