@@ -236,8 +236,9 @@ class StepInputs:
             return np.zeros((*np.shape(positions), 0))
         return np.concatenate(parts, axis=-1)
 
-    def check_known_ahead(self, panel: Panel, steps: int) -> None:
-        """Refuse a forecast of `steps` points past the end of series whose known-ahead values stop sooner."""
+    def check_known_ahead(self, panel: Panel, series: np.ndarray, origins: np.ndarray, steps: int) -> None:
+        """Refuse forecasts of `steps` points after `origins` (positions within `series` of `panel`) where the
+        known-ahead values stop sooner: each forecast reads those of every point it forecasts."""
         if not self.futr_names:
             return
         if panel.covariates is None or not set(self.futr_names) <= set(panel.covariates.futr_names):
@@ -247,12 +248,14 @@ class StepInputs:
                 f"the model reads the known-ahead covariates {', '.join(self.futr_names)}; the data lacks "
                 f"{', '.join(missing)}: name them with --futr-exog and give their future with --futr-data"
             )
-        short = panel.covariates.known_after(panel.lengths) < steps - 1
-        if short.any():
+        covariates = panel.covariates
+        known = covariates.stops[series] - covariates.starts[series] - np.asarray(origins) - 1
+        short = np.unique(np.asarray(series)[known < steps])
+        if len(short):
             raise ValueError(
-                f"a forecast of {steps} points reads the known-ahead covariates {', '.join(self.futr_names)} of the "
-                f"points after each series' end, and series {panel.id_list(panel.ids[short])} have fewer: give them "
-                f"for the {steps} points after the end with --futr-data"
+                f"a forecast of {steps} points reads the known-ahead covariates {', '.join(self.futr_names)} of every "
+                f"point it forecasts, and series {panel.id_list(panel.ids[short])} have fewer after the forecast's "
+                f"start: give them for the {steps} points after the end with --futr-data"
             )
 
 

@@ -28,9 +28,9 @@ seasonal shifts, so that such a series too leaves its season to the decompositio
 Other series keep indices of 1 and shifts of 0. A window shows the net one or two seasons; the indices come from the
 whole training part.
 
-With `calendar`, every input also carries where the *next* point falls in the season (month of year for
-monthly data; on a plain time index, points since the series' start) as a sine and a cosine, so the net knows
-which month it is predicting, also when it feeds its own forecasts back.
+With `calendar`, every input also carries where the *next* point falls in time (the month of the year for monthly
+data, the hour of the day and the day of the week for hourly; on a plain time index, points since the series'
+start), and with covariates their scaled values: forecaster/step_inputs.py says what each step reads beside the value.
 
 Every step inverts exactly (the tests check it, series by series): a forecast in the net's units goes back
 through the level, the series' scaler, the differences (from the last known values, then from the forecast's
@@ -367,8 +367,8 @@ def forecast_inputs(
     step_inputs = transform.step_inputs(calendar)
     if step_inputs.count:
         # Row j of a context holds the point at end - length + 1 + j, and what is known of the point after it.
-        step_inputs.check_known_ahead(panel, steps)
         origin = ends - panel.offsets[series]  # each forecast's last known point, within its series
+        step_inputs.check_known_ahead(panel, series, origin, steps)
         read = origin[None, :] + np.arange(1 - length, 1)[:, None]
         ahead = origin[None, :] + np.arange(1, steps)[:, None]
         context = np.concatenate([context, _beside(step_inputs, panel, series, read, origin, scaler_rows, real)], -1)

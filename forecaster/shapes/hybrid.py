@@ -69,11 +69,14 @@ class Hybrid(Direct):
 
     def data_lines(self, seen: Panel) -> list[str]:
         shifted = log_shifts(seen.values, seen.offsets) > 0
+        unread = ["             reads none of the covariates (the recurrent and direct shapes do)"]
+        unread = unread if seen.covariates is not None else []
         if not shifted.any():
-            return [f"  hybrid     the log of every series (all {len(seen)} are above 0)"]
+            return [f"  hybrid     the log of every series (all {len(seen)} are above 0)", *unread]
         return [
             f"  hybrid     the log of every series, {int(shifted.sum())} with a value at or below 0 after a shift of "
-            f"1 % of its mean absolute value above its lowest: {seen.id_list(seen.ids[shifted])}"
+            f"1 % of its mean absolute value above its lowest: {seen.id_list(seen.ids[shifted])}",
+            *unread,
         ]
 
     def state(self, config: ForecasterConfig, parts: FitParts) -> dict[str, Any]:
