@@ -36,6 +36,9 @@ BASELINES = (SEASONAL_NAIVE, *STATISTICAL)
 """The baselines of every panel; `panel_baselines` adds those of data with several seasons."""
 MSTL = "MSTL"
 MSTL_TREND = "ZZN"
+ARIMA_COVARIATES = "AutoARIMA with covariates"
+"""statsforecast's AutoARIMA given the known-ahead covariates as regressors (its X and X_future), on panels that have
+any: the statistical peer of a net told of them."""
 """AutoETS's form for MSTL's seasonally adjusted series: chosen automatically, without a season (MSTL took them)."""
 
 
@@ -79,6 +82,8 @@ def panel_baselines(history: Panel, shortest_length: int | None = None) -> Panel
     if one_cycle and one_cycle[-1] > history.season:
         names.append(seasonal_naive_name(one_cycle[-1]))
     names += STATISTICAL
+    if history.covariates is not None and history.covariates.futr_count:
+        names.append(ARIMA_COVARIATES)
     not_run = {}
     if len(two_cycles) >= 2:
         names.append(MSTL)
@@ -226,10 +231,12 @@ def fit_baseline(
         return BaselineForecast(values, bounds=bounds), FittedBaseline(method, history.ids, None, season)
     model = _statistical_model(method, history, seasons)
     fitted, fell_back = [], []
+    regressors = method == ARIMA_COVARIATES
     for index, series_id in enumerate(history.ids):
         try:
-            found = model.new().fit(y=history.series(index).to_numpy(np.float64))
-            _fill(_predicted(found, steps, levels), index, values, bounds, levels)
+            known, ahead = _known_ahead(history, index, steps) if regressors else (None, None)
+            found = model.new().fit(y=history.series(index).to_numpy(np.float64), X=known)
+            _fill(_predicted(found, steps, levels, ahead=ahead), index, values, bounds, levels)
         except Exception:  # statsforecast raises bare Exceptions on series it cannot fit: seasonal naive stands in
             found = None
             fell_back.append(str(series_id))
@@ -255,24 +262,37 @@ def forward_baseline(
     if list(map(str, fitted.ids)) != list(map(str, newer.ids)):
         raise ValueError(f"{fitted.method} was fit on other series than these: forward it over the same series")
     fell_back = []
+    regressors = fitted.method == ARIMA_COVARIATES
     for index, model in enumerate(fitted.models):
         try:
             if model is None:
                 raise ValueError("not fit")
-            found = _predicted(model, steps, levels, newer.series(index).to_numpy(np.float64))
+            known, ahead = _known_ahead(newer, index, steps) if regressors else (None, None)
+            found = _predicted(model, steps, levels, newer.series(index).to_numpy(np.float64), known, ahead)
             _fill(found, index, values, bounds, levels)
         except Exception:  # not fit before, or its states do not run on over these points: seasonal naive stands in
             fell_back.append(str(newer.ids[index]))
     return BaselineForecast(values, fell_back, bounds)
 
 
-def _predicted(model, steps: int, levels: Sequence[float], newer: np.ndarray | None = None) -> dict:
+def _predicted(
+    model,
+    steps: int,
+    levels: Sequence[float],
+    newer: np.ndarray | None = None,
+    known: np.ndarray | None = None,
+    ahead: np.ndarray | None = None,
+) -> dict:
     """A fitted statsforecast model's forecast of `steps` points (after `newer`, the series it was fit on grown by
-    newer points: its `forward`), with its intervals at `levels`: AutoCES's in closed form (`_ces_bounds`)."""
+    newer points: its `forward`, given the regressors `known` of those points), with its intervals at `levels`:
+    AutoCES's in closed form (`_ces_bounds`); `ahead`, the regressors of the points it forecasts."""
     ces = type(model).__name__ == "AutoCES"
     closed = bool(levels) and ces and model.model_.get("distribution", "normal") == "normal"
     named = None if closed else _named(levels)
-    found = model.predict(h=steps, level=named) if newer is None else model.forward(y=newer, h=steps, level=named)
+    if newer is None:
+        found = model.predict(h=steps, X=ahead, level=named)
+    else:
+        found = model.forward(y=newer, h=steps, X=known, X_future=ahead, level=named)
     if closed:
         from statsforecast.ces import forward_ces
 
@@ -312,15 +332,32 @@ def _ces_bounds(state: dict, mean: np.ndarray, steps: int, levels: Sequence[floa
     return found
 
 
+def _known_ahead(history: Panel, index: int, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """Series `index`'s known-ahead covariates over its history and over the `steps` points after it (raw: ARIMA's
+    regressors)."""
+    covariates = history.covariates
+    if covariates is None or not covariates.futr_count:
+        raise BaselineUnavailable(f"{ARIMA_COVARIATES} needs known-ahead covariates (--futr-exog)")
+    start, length = int(covariates.starts[index]), int(history.lengths[index])
+    if covariates.stops[index] - start - length < steps:
+        raise BaselineUnavailable(
+            f"{ARIMA_COVARIATES}: the known-ahead covariates stop before the {steps} points it forecasts"
+        )
+    futr = covariates.futr()
+    return futr[start : start + length], futr[start + length : start + length + steps]
+
+
 def _statistical_model(method: str, history: Panel, seasons: Sequence[int] | None = None):
     """An unfit statsforecast model: AutoETS, Theta or AutoCES at the panel's season, or MSTL at `seasons` (by
     default those of `panel_baselines`; BaselineUnavailable with fewer than two)."""
-    if method not in (*STATISTICAL, MSTL):
+    if method not in (*STATISTICAL, MSTL, ARIMA_COVARIATES):
         raise ValueError(f"unknown baseline {method!r}; the baselines are: {', '.join(BASELINES)}{_SEASONAL_ONES}")
     try:
         from statsforecast import models
     except ImportError:
         raise BaselineUnavailable(f"{method} needs statsforecast: pip install '.[baselines]'") from None
+    if method == ARIMA_COVARIATES:
+        return models.AutoARIMA(season_length=history.season)
     if method != MSTL:
         return getattr(models, method)(season_length=history.season)
     if seasons is None:
@@ -383,4 +420,6 @@ def forecast(
     if name == SEASONAL_NAIVE or season is not None:
         values = seasonal_naive(history, steps, season)
         return BaselineForecast(values, bounds=seasonal_naive_bounds(history, steps, levels, season))
+    if name == ARIMA_COVARIATES:  # series by series: each with its own regressors
+        return fit_baseline(name, history, steps, levels)[0]
     return statistical(name, history, steps, n_jobs, levels, seasons)

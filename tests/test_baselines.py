@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from forecaster.baselines import (
+    ARIMA_COVARIATES,
     BASELINES,
     STATISTICAL,
     BaselineUnavailable,
@@ -249,3 +250,30 @@ def test_a_sweeps_baselines_on_hourly_data_are_those_its_shortest_history_holds(
     assert set(found.bounds) == set(found.future) == set(found.forecasts["test"])
     assert all(np.isfinite(found.future[name].values).all() for name in ran)
     assert ("MSTL" in found.unavailable) == (not ran)
+
+
+@pytest.mark.slow  # statsforecast compiles AutoARIMA's code on its first fit in a process
+def test_autoarima_given_the_promotions_ahead_forecasts_them_and_runs_on_with_newer_ones():
+    """On a panel with a known-ahead covariate, AutoARIMA takes it as its regressor, over the history and over the
+    points it forecasts: it foresees the promotion days that AutoETS cannot, and runs on over newer points with
+    theirs, without fitting again."""
+    pytest.importorskip("statsforecast")
+    generator = np.random.default_rng(0)
+    frames = []
+    for store in range(3):
+        promo = (generator.random(100) < 0.2).astype(float)
+        y = (50 + 10 * store) * (1 + promo) + generator.standard_normal(100)
+        frames.append(pd.DataFrame({"unique_id": f"s{store}", "ds": np.arange(1, 101), "y": y, "promo": promo}))
+    frame = pd.concat(frames, ignore_index=True)
+    whole = load_panel(frame, season_length=1, futr_exog=["promo"])  # no season: a quick ARIMA
+    assert ARIMA_COVARIATES in panel_baselines(whole).names
+    assert ARIMA_COVARIATES not in panel_baselines(load_panel(frame.drop(columns="promo"), season_length=1)).names
+    history, test = whole.split_last(10)
+    told, _ = fit_baseline(ARIMA_COVARIATES, history, 10, levels=(80,))
+    untold = forecast("AutoETS", history, 10)
+    truth = test.values.reshape(3, 10).T
+    assert mape(truth, told.values) < 0.3 * mape(truth, untold.values)
+    shorter, _ = whole.split_last(20)
+    _, refit = fit_baseline(ARIMA_COVARIATES, shorter, 10)
+    again = forward_baseline(refit, history, 10)  # run on over 10 newer points and their promotions
+    assert not again.fell_back and mape(truth, again.values) < 0.3 * mape(truth, untold.values)

@@ -24,11 +24,19 @@ from sweeps.plan.sweep_plan import SweepPlan
 if TYPE_CHECKING:
     from forecaster.baselines import PanelBaselines
 
-PRIOR_SECONDS_PER_SERIES = {"AutoETS": 0.07, "AutoCES": 0.015, "Theta": 0.003, "seasonal naive": 0.0, "MSTL": 1.4}
+PRIOR_SECONDS_PER_SERIES = {
+    "AutoETS": 0.07,
+    "AutoCES": 0.015,
+    "Theta": 0.003,
+    "seasonal naive": 0.0,
+    "MSTL": 1.4,
+    "AutoARIMA with covariates": 1.0,
+}
 """A baseline's seconds per series on one CPU, fit and run on, intervals included, before any chunk of it has ended:
 what --time-limit expects of it until its own chunks say (M3 monthly, 2 CPUs, 2026-11-29 and, AutoCES's with its
 intervals in closed form, 2026-12-01; MSTL: 4 weeks of hourly points at seasons 24 and 168, fit 0.8 s and run on
-0.6 s, 2026-12-02). Seasonal naive at another season costs nothing either."""
+0.6 s, 2026-12-02; AutoARIMA with covariates: a guess, until its first chunk ends). Seasonal naive at another season
+costs nothing either."""
 SERIES_PER_CHUNK = 20
 """A chunk holds at least this many series: fewer would cost more in tasks than in fits."""
 CHUNKS_PER_SLOT = 4
@@ -285,10 +293,12 @@ def cancel_baselines(jobs: BaselineJobs, runner: Runner, names: tuple[str, ...],
 def finished_baselines(jobs: BaselineJobs, runner: Runner) -> BaselineJobs:
     """The jobs without the statistical baselines still running, their tasks cancelled (--time-limit's deadline);
     seasonal naive, which costs nothing, is always waited for."""
-    from forecaster.baselines import MSTL, STATISTICAL
+    from forecaster.baselines import ARIMA_COVARIATES, MSTL, STATISTICAL
 
     running = tuple(
-        name for name in (*STATISTICAL, MSTL) if name in jobs.handles and not all(map(runner.done, jobs.handles[name]))
+        name
+        for name in (*STATISTICAL, MSTL, ARIMA_COVARIATES)
+        if name in jobs.handles and not all(map(runner.done, jobs.handles[name]))
     )
     return cancel_baselines(jobs, runner, running, "cut by --time-limit: it had not finished by the deadline")
 
@@ -297,9 +307,10 @@ def cut_slowest(jobs: BaselineJobs, runner: Runner, why: str) -> str | None:
     """The statistical baseline with the most work left (`baselines_left`), its tasks cancelled and left out of
     `jobs`, in place: the stopper gives it way while the trials run, and the sweep reads the same jobs after them.
     None when every one has finished or been cut."""
-    from forecaster.baselines import MSTL, STATISTICAL
+    from forecaster.baselines import ARIMA_COVARIATES, MSTL, STATISTICAL
 
-    left = {name: seconds for name, seconds in baselines_left(jobs, runner).items() if name in (*STATISTICAL, MSTL)}
+    cuttable = (*STATISTICAL, MSTL, ARIMA_COVARIATES)
+    left = {name: seconds for name, seconds in baselines_left(jobs, runner).items() if name in cuttable}
     if not left:
         return None
     name = max(left, key=left.__getitem__)
