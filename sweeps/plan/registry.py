@@ -18,6 +18,7 @@ from sweeps.plan.space import (
     Choice,
     Fitting,
     Horizons,
+    IfKnownAhead,
     IfSeasonal,
     IntRange,
     InTurn,
@@ -251,9 +252,12 @@ SWEEPS: dict[str, Sweep] = {
                 "windows_per_epoch": 16384,
                 # The direct shape trains on windows whose forecast starts in each series' last 4 horizons (N-BEATS'
                 # L_H): the recent dynamics rather than the whole history's growth; chosen on inner windows
-                # (docs/design-notes.md, "The panel sweep").
+                # (docs/design-notes.md, "The panel sweep"). Where the data has known-ahead covariates, on every
+                # window: their effect is learnt from every point they occur at (docs/design-notes.md, "Covariates").
                 # The hybrid's from their last 5 (the probe's last 4 with whole blocks, and the partial blocks after).
-                "windows_from_last": ByValue("shape", {"recurrent": 0, "direct": Horizons(4), "hybrid": Horizons(5)}),
+                "windows_from_last": ByValue(
+                    "shape", {"recurrent": 0, "direct": IfKnownAhead(0, Horizons(4)), "hybrid": Horizons(5)}
+                ),
                 "hidden_fc_sizes": (),
                 "activation": "ReLU",
                 **{name: RECURRENT_SHAPE[name] for name in UNREAD},

@@ -125,6 +125,8 @@ class DataShape:
     """Points per season (1: none)."""
     shortest: int
     """The fewest points a series has to train on (its training part, before its validation and test windows)."""
+    known_ahead: bool = False
+    """The data has known-ahead covariates (--futr-exog)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,6 +159,21 @@ class IfSeasonal:
 
 
 @dataclasses.dataclass(frozen=True)
+class IfKnownAhead:
+    """`then` where the data has known-ahead covariates, else `otherwise`: what a net needs to learn their effect
+    (every window where they occur, not only the recent ones)."""
+
+    then: Any
+    otherwise: Any
+
+    def __repr__(self) -> str:
+        return f"{self.then!r} if the data has known-ahead covariates, else {self.otherwise!r}"
+
+    def resolve(self, data: DataShape) -> Any:
+        return self.then if data.known_ahead else self.otherwise
+
+
+@dataclasses.dataclass(frozen=True)
 class Fitting:
     """A length (possibly in horizons) cut down to what every series allows: at most `share` of the shortest
     training part, less `less` points, and never below `least` (the least a configuration takes). A window every
@@ -178,7 +195,7 @@ class Fitting:
         return max(self.least, min(length, math.floor(self.share * data.shortest) - self.less))
 
 
-RELATIVE = (Horizons, IfSeasonal, Fitting)
+RELATIVE = (Horizons, IfSeasonal, IfKnownAhead, Fitting)
 """Values stated relative to the data, which `resolve` turns into the values for one panel."""
 
 

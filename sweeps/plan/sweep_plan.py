@@ -428,7 +428,10 @@ def _data_shape(sweep: Sweep, panel: Panel, least: FitParts) -> DataShape:
     series), the season, and the shortest training part of the series the sweep can keep at all (`least`: those that
     fill their validation and test windows)."""
     horizon = sweep.horizon or max(1, int(least.val.lengths.max()))
-    return DataShape(horizon=horizon, season=panel.season, shortest=int(least.train.lengths.min()))
+    known_ahead = panel.covariates is not None and panel.covariates.futr_count > 0
+    return DataShape(
+        horizon=horizon, season=panel.season, shortest=int(least.train.lengths.min()), known_ahead=known_ahead
+    )
 
 
 def _check_space(sweep: Sweep, data_label: str, parts: FitParts, drop_short: bool) -> FitParts:
