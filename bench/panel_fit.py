@@ -9,7 +9,11 @@ the number of series, so the seconds per epoch should stay flat while the valida
 and the memory grow linearly.
 
     python bench/panel_fit.py [--sizes 1000 10000 100000] [--epochs 6] [--no-m3] [--devices cpu gpu]
-        [--shapes recurrent direct hybrid]
+        [--shapes recurrent direct hybrid] [--covariates]
+
+With --covariates, each generated panel also runs with 4 covariates (forecaster/step_inputs.py): a promotion flag and
+a price known ahead, a temperature known only up to each point, a store size per series; `covariate_ratios` gives the
+seconds per epoch with them over without, shape by shape.
 
 The recurrent shape (windows of 25 points, 18 read before forecasting, a forecast fed back step by step), the
 direct shape (an input chunk of 72 points, 4 horizons, and a block of 18 from one pass) and the hybrid (27 points
@@ -61,11 +65,14 @@ HYBRID = {
 }
 """The hybrid shape (Smyl's ES-RNN) at a lookback of 1.5 horizons, its windows from each series' last 5."""
 SHAPES = {"recurrent": RECURRENT, "direct": DIRECT, "hybrid": HYBRID}
+COVARIATES = "+4 covariates"
+"""The suffix of a generated workload with covariates."""
 
 
-def generated_panel(series: int, length: int = 120, seed: int = 0):
+def generated_panel(series: int, length: int = 120, seed: int = 0, covariates: bool = False):
     """Monthly series, each with its own level (1 to 10,000), trend, seasonal amplitude and phase, and noise, as a
-    long table (ids as a categorical column, as a Parquet file's dictionary-encoded ids load) read by load_panel."""
+    long table (ids as a categorical column, as a Parquet file's dictionary-encoded ids load) read by load_panel; with
+    `covariates`, 4 of them beside: a 0/1 promotion and a price known ahead, a temperature historic, a size static."""
     import numpy as np
     import pandas as pd
 
@@ -86,7 +93,14 @@ def generated_panel(series: int, length: int = 120, seed: int = 0):
         )
     ids = pd.Categorical.from_codes(np.repeat(np.arange(series), length), [f"g{i}" for i in range(series)])
     frame = pd.DataFrame({"unique_id": ids, "ds": np.tile(np.arange(1, length + 1), series), "y": values.reshape(-1)})
-    return load_panel(frame, season_length=12)
+    if not covariates:
+        return load_panel(frame, season_length=12)
+    points = len(frame)
+    frame["promo"] = (generator.random(points) < 0.1).astype(float)
+    frame["price"] = 10 + generator.standard_normal(points)
+    frame["temp"] = 15 + 5 * np.sin(np.arange(points) / 3) + generator.standard_normal(points)
+    statics = pd.DataFrame({"unique_id": [f"g{i}" for i in range(series)], "size": generator.uniform(1, 3, series)})
+    return load_panel(frame, season_length=12, futr_exog=["promo", "price"], hist_exog=["temp"], static_data=statics)
 
 
 def epoch_clock(device: str):
@@ -137,7 +151,10 @@ def one(workload: str, device: str, epochs: int, shape: str) -> dict:
 
     quiet_lightning()
     started = time.perf_counter()
-    panel = load_panel("m3_monthly") if workload == "m3_monthly" else generated_panel(int(workload))
+    if workload == "m3_monthly":
+        panel = load_panel("m3_monthly")
+    else:
+        panel = generated_panel(int(workload.removesuffix(COVARIATES)), covariates=workload.endswith(COVARIATES))
     loaded = time.perf_counter() - started
     config = ForecasterConfig(**SHAPES[shape], n_epochs=epochs)
     clock = epoch_clock(device)
@@ -179,6 +196,7 @@ def main() -> None:
         help="where to fit (default: the CPU, and the GPU where torch sees one)",
     )
     parser.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=list(SHAPES), help="the model shapes")
+    parser.add_argument("--covariates", action="store_true", help="each generated panel with 4 covariates too")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--device", default="cpu", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -192,6 +210,8 @@ def main() -> None:
     if "gpu" in devices and not torch.cuda.is_available():
         parser.error("--devices gpu: torch sees no CUDA GPU here")
     workloads = ([] if args.no_m3 else ["m3_monthly"]) + [str(size) for size in args.sizes]
+    if args.covariates:
+        workloads += [f"{size}{COVARIATES}" for size in args.sizes]
     rows = []
     for device in devices:
         for workload in workloads:
@@ -207,7 +227,7 @@ def main() -> None:
     for device in devices:
         for shape in args.shapes:
             generated = [row for row in rows if (row["device"], row["shape"]) == (device, shape)]
-            generated = [row for row in generated if row["data"] != "m3_monthly"]
+            generated = [row for row in generated if row["data"] != "m3_monthly" and COVARIATES not in row["data"]]
             if len(generated) < 2:
                 continue
             small, large = generated[0], generated[-1]
@@ -220,6 +240,18 @@ def main() -> None:
                 "validation_seconds_ratio": large["validation_seconds"] / small["validation_seconds"],
                 "peak_rss_ratio": large["peak_rss_mb"] / small["peak_rss_mb"],
             }
+    covariate_ratios = {}
+    for row in rows:
+        if COVARIATES in row["data"]:
+            plain = row["data"].removesuffix(COVARIATES)
+            (without,) = [
+                r for r in rows if (r["data"], r["shape"], r["device"]) == (plain, row["shape"], row["device"])
+            ]
+            covariate_ratios[f"{row['shape']} on {row['device']}, {plain} series"] = {
+                "seconds_per_epoch_ratio": row["seconds_per_epoch"] / without["seconds_per_epoch"],
+                "training_seconds_per_epoch_ratio": row["training_seconds_per_epoch"]
+                / without["training_seconds_per_epoch"],
+            }
     print(
         json.dumps(
             {
@@ -229,6 +261,7 @@ def main() -> None:
                 "horizon": HORIZON,
                 "workloads": rows,
                 "scaling": scaling,
+                "covariate_ratios": covariate_ratios,
             },
             indent=1,
         )
