@@ -135,6 +135,9 @@ class HybridInputs:
     """(B,) float64: what was added to each column's series before its log."""
     new_factors: Tensor | None = None
     """(B, m): initial log factors by place in the season for the columns whose row is -1; None where there are none."""
+    beside: Tensor | None = None
+    """(B, T + output_chunk_length, C) float32: what each row of a column reads beside its value (the covariates: the
+    hybrid's `beside`); None without covariates."""
 
     def to(self, device, dtype: torch.dtype = torch.float32) -> HybridInputs:
         return HybridInputs(
@@ -144,6 +147,7 @@ class HybridInputs:
             self.phases.to(device),
             self.shifts.to(device, dtype),
             None if self.new_factors is None else self.new_factors.to(device),
+            None if self.beside is None else self.beside.to(device),
         )
 
 
@@ -197,6 +201,8 @@ class HybridWindows:
     """(S,) int64: the first origin of each series' windows."""
     counts: Tensor
     """(S,) int64: how many windows (origins) each series has."""
+    beside: Tensor | None = None
+    """(S, T + output_chunk_length, C) float32: as HybridInputs'."""
     originals = None
     """No loss in original units: EpochBatches asks."""
 
@@ -223,7 +229,8 @@ class HybridWindows:
 
     def to(self, device) -> HybridWindows:
         return HybridWindows(
-            *(tensor.to(device) for tensor in (self.z, self.lengths, self.phases, self.first, self.counts))
+            *(tensor.to(device) for tensor in (self.z, self.lengths, self.phases, self.first, self.counts)),
+            None if self.beside is None else self.beside.to(device),
         )
 
     def cut(self, series: Tensor, positions: Tensor) -> Tensor:

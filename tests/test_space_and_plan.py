@@ -1,5 +1,7 @@
 """Search spaces and sweep plans: what a sweep will try, checked before Ray starts."""
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -18,6 +20,7 @@ from sweeps.plan.space import (
     IntRange,
     InTurn,
     LogUniform,
+    LongestSeason,
     Offset,
     OnlyWhen,
     SpaceError,
@@ -157,6 +160,7 @@ DATA_SHAPES = [
     DataShape(horizon=6, season=1, shortest=9),  # yearly data
     DataShape(horizon=1, season=7, shortest=3),
     DataShape(horizon=8, season=4, shortest=2),  # the least a sweep keeps: two points, the direct shape's one window
+    DataShape(horizon=48, season=24, shortest=2000, seasons=(24, 168)),  # hourly, the week a lookback
 ]
 
 
@@ -288,6 +292,20 @@ def test_lengths_in_horizons_and_seasonal_values_resolve_for_each_panel():
     window = Fitting(Horizons(1.6), less=1)  # at most the shortest training part less one: one window each
     assert [window.resolve(DataShape(h, 12, shortest)) for h, shortest in ((18, 30), (24, 67), (8, 8))] == [29, 38, 7]
     assert Fitting(Horizons(1), share=0.6).resolve(DataShape(8, 4, 8)) == 4
+
+
+def test_the_panel_sweeps_direct_shape_looks_back_a_week_of_hourly_data_and_as_before_on_monthly_data():
+    """The longest season where the series hold two of it and it is longer than the lookbacks in horizons; the
+    competition panels (a year shorter than 1.5 horizons) keep the lookbacks they had, and the same draws."""
+    space = SWEEPS["panel"].space
+    lookbacks = lambda data: resolve(space, data)["input_chunk_length"].values["direct"]  # noqa: E731
+    assert lookbacks(DataShape(horizon=48, season=24, shortest=2000, seasons=(24, 168))) == Choice(48, 72, 168)
+    assert lookbacks(DataShape(horizon=48, season=24, shortest=300, seasons=(24,))) == Choice(48, 72)
+    monthly = DataShape(horizon=6, season=12, shortest=30, seasons=(12,))  # its one season: the calendar's
+    assert lookbacks(monthly) == Choice(6, 9) == lookbacks(dataclasses.replace(monthly, seasons=()))
+    daily = DataShape(horizon=14, season=7, shortest=800, seasons=(7, 365))  # the year: 26 horizons, the calendar's
+    assert lookbacks(daily) == Choice(14, 21)
+    assert LongestSeason(Horizons(1.5), most=Horizons(30)).resolve(daily) == 365
 
 
 def test_unknown_sweep_lists_the_known_ones():

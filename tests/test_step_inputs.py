@@ -93,19 +93,25 @@ def test_flags_keep_their_values_and_other_covariates_are_standardised_per_serie
     assert np.array_equal(again.center, inputs.center) and again.periods == inputs.periods == (WEEK_NS, YEAR_NS)
 
 
-@pytest.mark.parametrize("shape", ["recurrent", "direct"])
+HYBRID = {"loss": "mse", "target_transform": "none", "window_norm": "none", "deseasonalise": False, "calendar": False}
+
+
+@pytest.mark.parametrize("shape", ["recurrent", "direct", "hybrid"])
 def test_a_forecast_reads_the_promotions_ahead_and_no_historic_value_after_its_origin(shape):
-    """The direct shape reads the temperature up to the forecast's origin and the promotions over the points it
-    forecasts; the recurrent shape the promotions at every step it feeds back. Changing the temperature after the
-    origin changes nothing; changing a promotion ahead changes the forecast from that point (the recurrent shape) or
-    of the block (the direct shape)."""
+    """The direct shape and the hybrid read the temperature up to the forecast's origin and the promotions over the
+    points they forecast; the recurrent shape the promotions at every step it feeds back. Changing the temperature
+    after the origin changes nothing; changing a promotion ahead changes the forecast from that point (the recurrent
+    shape) or of the block (the direct shape, the hybrid)."""
     data, _ = sales()
     panel = load_panel(data, futr_exog=["promo"], hist_exog=["temp"])
+    settings = HYBRID if shape == "hybrid" else {"calendar": True}
     config = ForecasterConfig(
-        shape=shape, model="GRU", hidden_dim=8, input_chunk_length=7, training_length=10, n_epochs=2, calendar=True
+        shape=shape, model="GRU", hidden_dim=8, input_chunk_length=7, training_length=10, n_epochs=2, **settings
     )
     model = fit(config, panel, val_size=7).model
-    assert model.rnn.input_size == 1 + 4 + 1 + (1 if shape == "direct" else 0) + (1 if shape == "direct" else 0)
+    calendar = 0 if shape == "hybrid" else 4  # the hybrid has its own seasons: no calendar
+    padded = shape != "recurrent"  # the mask; and the temperature, which the recurrent shape does not read
+    assert model.rnn.input_size == 1 + calendar + 1 + (1 if padded else 0) + (1 if padded else 0)
     history, _ = panel.split_last(7)  # its covariate table still holds the 7 points after
     forecast = model.forecast_columns(history, 7)
     covariates = history.covariates

@@ -8,6 +8,10 @@ plus level_penalty times the wiggliness of each series' smoothed level. Its per-
 learning rate (series_lr). It reads every point of a series (its smoothing starts at the first), and forecasts a
 series it never trained on with the median coefficients of those it did and initial factors from the new series' own
 seasonal indices.
+
+With covariates it reads them as the direct shape does (forecaster/step_inputs.py): beside each point of its window
+the known-ahead values of the point after, the historic values of the point, the statics; and its head reads the
+known-ahead values of the block it forecasts.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from forecaster.smoothing import (
     new_series_factors,
     smooth,
 )
+from forecaster.step_inputs import StepInputs
 
 if TYPE_CHECKING:
     from forecaster.config import ForecasterConfig
@@ -50,8 +55,7 @@ class Hybrid(Direct):
     name = "hybrid"
     scaled = False
     forecasts_new_series = True
-    reads_covariates = False
-    reads_hist = False
+    reads_hist = True
 
     def check(self, config: ForecasterConfig) -> None:
         """Its own logs and its own level and season: the transforms that do either are refused, not ignored."""
@@ -69,14 +73,11 @@ class Hybrid(Direct):
 
     def data_lines(self, seen: Panel) -> list[str]:
         shifted = log_shifts(seen.values, seen.offsets) > 0
-        unread = ["             reads none of the covariates (the recurrent and direct shapes do)"]
-        unread = unread if seen.covariates is not None else []
         if not shifted.any():
-            return [f"  hybrid     the log of every series (all {len(seen)} are above 0)", *unread]
+            return [f"  hybrid     the log of every series (all {len(seen)} are above 0)"]
         return [
             f"  hybrid     the log of every series, {int(shifted.sum())} with a value at or below 0 after a shift of "
-            f"1 % of its mean absolute value above its lowest: {seen.id_list(seen.ids[shifted])}",
-            *unread,
+            f"1 % of its mean absolute value above its lowest: {seen.id_list(seen.ids[shifted])}"
         ]
 
     def state(self, config: ForecasterConfig, parts: FitParts) -> dict[str, Any]:
@@ -106,11 +107,15 @@ class Hybrid(Direct):
         rows: Tensor,
         phases: Tensor,
         new_factors: Tensor | None = None,
+        beside: Tensor | None = None,
     ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """The hybrid's view of windows ending at `ends` of the series z (B, T) with `lengths` points (smoothed
         through all of them; `rows`, `phases` and `new_factors` as in `SeasonalSmoothing.coefficients`): the net's
         inputs (input_chunk_length, B, 2), each window's last level (B,), the seasonal factors of the output block's
-        points (B, output_chunk_length), and the levels (B, T)."""
+        points (B, output_chunk_length), and the levels (B, T). With covariates (`beside`, (B, W, C): what each
+        row reads beside its value), the inputs are (input_chunk_length + output_chunk_length - 1, B, 2 + C): the
+        value, the covariates and the mask of each row of the window, then the rows of the block's points, whose
+        known-ahead covariates the head reads (Direct.forward)."""
         alpha, gamma, initial = net.smoothing.coefficients(rows, phases, new_factors)
         levels, factors = smooth(z, lengths, alpha, gamma, initial)
         last_level = levels.gather(1, ends[:, None])[:, 0]
@@ -118,7 +123,22 @@ class Hybrid(Direct):
         real = places >= 0
         safe = places.clamp(min=0)
         values = z.gather(1, safe) - factors.gather(1, safe) - last_level[:, None]
-        window = torch.stack([torch.where(real, values, 0.0), real.to(values.dtype)], -1).transpose(0, 1)
+        mask = real.to(values.dtype)
+        window = torch.stack([torch.where(real, values, 0.0), mask], -1)
+        if beside is not None:
+            size, width = net.config.output_chunk_length, beside.shape[-1]
+            read = beside.gather(1, safe[..., None].expand(-1, -1, width)) * mask[..., None]
+            block = (ends[:, None] + torch.arange(1, size, device=z.device)[None, :]).clamp(max=beside.shape[1] - 1)
+            known = beside.gather(1, block[..., None].expand(-1, -1, width))
+            empty = known.new_zeros(*known.shape[:2], 1)
+            window = torch.cat(
+                [
+                    torch.cat([window[..., :1], read, window[..., 1:]], -1),
+                    torch.cat([empty, known, empty], -1),
+                ],
+                1,
+            )
+        window = window.transpose(0, 1)
         ahead = factors_ahead(factors, ends + 1, net.config.output_chunk_length, net.smoothing.season)
         return window, last_level, ahead, levels
 
@@ -128,8 +148,15 @@ class Hybrid(Direct):
     ) -> tuple[HybridWindows, HybridInputs]:
         shifts = state["log_shifts"]
         windows = HybridWindows.of(parts.train, shifts, config.windows_from_last)
+        inputs = transform.step_inputs(False)
+        train_ends = parts.train.offsets[1:] - 1
+        size = config.output_chunk_length
+        every = np.arange(len(parts.train))
+        windows.beside = step_rows(inputs, parts.train, train_ends, windows.z.shape[1] + size, every)
         steps = int(parts.val.lengths.max())
-        return windows, hybrid_inputs(parts.seen, ends, steps, shifts, np.arange(len(parts.seen)), None)
+        validation = hybrid_inputs(parts.seen, ends, steps, shifts, np.arange(len(parts.seen)), None)
+        validation.beside = step_rows(inputs, parts.seen, ends, validation.z.shape[1] + size, every, steps)
+        return windows, validation
 
     def loss(
         self, module: RNNForecaster, batch: Tensor, originals: tuple[ForecastInputs, Tensor] | None, epoch: EpochBatch
@@ -141,7 +168,10 @@ class Hybrid(Direct):
         assert isinstance(data, HybridWindows), "the hybrid's epochs carry the series its windows are cut from"
         series, origins = batch
         z, lengths = data.z[series], data.lengths[series]
-        window, last_level, ahead, levels = self.window(module, z, lengths, origins - 1, series, data.phases[series])
+        beside = None if data.beside is None else data.beside[series]
+        window, last_level, ahead, levels = self.window(
+            module, z, lengths, origins - 1, series, data.phases[series], beside=beside
+        )
         places = origins[:, None] + torch.arange(ahead.shape[1], device=z.device)[None, :]
         real = (places < lengths[:, None]).to(z.dtype)
         targets = z.gather(1, places.clamp(max=z.shape[1] - 1)) - last_level[:, None] - ahead
@@ -167,7 +197,7 @@ class Hybrid(Direct):
         size = net.config.output_chunk_length
         for done in range(0, steps, size):
             window, last_level, ahead, _ = self.window(
-                net, z, lengths, lengths - 1, inputs.rows, inputs.phases, inputs.new_factors
+                net, z, lengths, lengths - 1, inputs.rows, inputs.phases, inputs.new_factors, inputs.beside
             )
             block = net(window).T + last_level[:, None] + ahead  # (B, size), logs
             blocks.append(block)
@@ -196,12 +226,20 @@ class Hybrid(Direct):
         new = rows < 0
         shifts = net.log_shifts[np.maximum(rows, 0)]
         factors = None
+        read = net.transform.step_inputs(False)
         if new.any():
             fresh = panel.take(new)
             shifts[new] = log_shifts(fresh.values, fresh.offsets)
             factors = np.zeros((len(panel), net.smoothing.season))
             factors[new] = new_series_factors(fresh)
-        inputs = hybrid_inputs(panel, panel.offsets[1:] - 1, steps, shifts, rows, factors)
+            if read.count:  # scaled as each series it trained on was: on its own history
+                read = read.merged(rows, StepInputs.fit(False, fresh, self.reads_hist), new)
+        elif read.count:
+            read = read.rows(rows)
+        ends = panel.offsets[1:] - 1
+        inputs = hybrid_inputs(panel, ends, steps, shifts, rows, factors)
+        width = inputs.z.shape[1] + net.config.output_chunk_length
+        inputs.beside = step_rows(read, panel, ends, width, np.arange(len(panel)), steps)
         was_training = net.training
         net.eval()
         try:
@@ -209,6 +247,26 @@ class Hybrid(Direct):
             return net.predict(inputs.to(device, torch.float64), steps).cpu().numpy()
         finally:
             net.train(was_training)
+
+
+def step_rows(
+    inputs: StepInputs, panel: Panel, ends: np.ndarray, width: int, rows: np.ndarray, steps: int = 0
+) -> Tensor | None:
+    """(B, width, C) float32: what row p of each column (a series of `panel` up to its row `ends`, as hybrid_inputs
+    lays it out) reads beside its value: the known-ahead covariates of point p + 1, the historic ones of point p
+    (carried forward past the column's end), its series' statics (`rows`: each series' row of `inputs`). None where
+    the net reads none. `steps`: the forecast's length, whose known-ahead values must be there."""
+    if not inputs.count:
+        return None
+    ends = np.asarray(ends, dtype=np.int64)
+    series = np.searchsorted(panel.offsets, ends, side="right") - 1
+    origins = ends - panel.offsets[series]
+    if steps:
+        inputs.check_known_ahead(panel, series, origins, steps)
+    positions = np.arange(width)[None, :]
+    rows = np.asarray(rows)[series][:, None]
+    values = inputs.covariates_of(panel, series[:, None], positions, origins[:, None], rows)
+    return torch.as_tensor(values, dtype=torch.float32)
 
 
 SHAPE = Hybrid()

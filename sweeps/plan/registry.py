@@ -23,6 +23,7 @@ from sweeps.plan.space import (
     IntRange,
     InTurn,
     LogUniform,
+    LongestSeason,
     Offset,
     OnlyWhen,
     Uniform,
@@ -214,13 +215,14 @@ SWEEPS: dict[str, Sweep] = {
                 "lr": LogUniform(1.5e-3, 4e-3),
                 # The recurrent shape reads a horizon and trains on windows of 1.6 horizons, each at most what the
                 # shortest series holds (at least 2, three points with its target: the plan names a series with
-                # fewer, which --drop-short-series leaves out); the direct shape reads 1 or 1.5 horizons, padding; the
-                # hybrid 1.5, as Smyl's.
+                # fewer, which --drop-short-series leaves out); the direct shape reads 1 or 1.5 horizons, padding,
+                # or the data's longest season up to 8 horizons, where the series hold two of it and it is longer (the
+                # week of hourly data); the hybrid 1.5, as Smyl's.
                 "input_chunk_length": ByValue(
                     "shape",
                     {
                         "recurrent": Fitting(Horizons(1), share=0.6),
-                        "direct": Choice(Horizons(1), Horizons(1.5)),
+                        "direct": Choice(Horizons(1), Horizons(1.5), LongestSeason(Horizons(1.5), most=Horizons(8))),
                         "hybrid": Horizons(1.5),
                     },
                 ),
@@ -254,9 +256,11 @@ SWEEPS: dict[str, Sweep] = {
                 # L_H): the recent dynamics rather than the whole history's growth; chosen on inner windows
                 # (docs/design-notes.md, "The panel sweep"). Where the data has known-ahead covariates, on every
                 # window: their effect is learnt from every point they occur at (docs/design-notes.md, "Covariates").
-                # The hybrid's from their last 5 (the probe's last 4 with whole blocks, and the partial blocks after).
+                # The hybrid's from their last 5 (the probe's last 4 with whole blocks, and the partial blocks after),
+                # or every window with known-ahead covariates, as the direct shape's.
                 "windows_from_last": ByValue(
-                    "shape", {"recurrent": 0, "direct": IfKnownAhead(0, Horizons(4)), "hybrid": Horizons(5)}
+                    "shape",
+                    {"recurrent": 0, "direct": IfKnownAhead(0, Horizons(4)), "hybrid": IfKnownAhead(0, Horizons(5))},
                 ),
                 "hidden_fc_sizes": (),
                 "activation": "ReLU",

@@ -127,6 +127,9 @@ class DataShape:
     """The fewest points a series has to train on (its training part, before its validation and test windows)."""
     known_ahead: bool = False
     """The data has known-ahead covariates (--futr-exog)."""
+    seasons: tuple[int, ...] = ()
+    """Every season of the data's frequency (forecaster.seasons.usable_seasons) of which the shortest training part
+    holds two cycles: 24 and 168 for a few weeks of hourly data."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,6 +177,27 @@ class IfKnownAhead:
 
 
 @dataclasses.dataclass(frozen=True)
+class LongestSeason:
+    """The data's longest season beyond its first (DataShape.seasons) of at most `most` points, where it is longer
+    than `otherwise` (both lengths, possibly in horizons), else `otherwise`: a lookback that sees the week of hourly
+    data, which a horizon of a day or two does not. Monthly and quarterly panels (one season, which the calendar and
+    the seasonal indices carry) get `otherwise`; so does a year of daily data longer than `most`, whose place the
+    calendar's day of the year tells."""
+
+    otherwise: Any
+    most: Any
+
+    def __repr__(self) -> str:
+        return f"the longest season up to {self.most!r} if longer than {self.otherwise!r}, else {self.otherwise!r}"
+
+    def resolve(self, data: DataShape) -> int:
+        length, most = (
+            value.resolve(data) if isinstance(value, RELATIVE) else value for value in (self.otherwise, self.most)
+        )
+        return max([length, *(season for season in data.seasons[1:] if season <= most)])
+
+
+@dataclasses.dataclass(frozen=True)
 class Fitting:
     """A length (possibly in horizons) cut down to what every series allows: at most `share` of the shortest
     training part, less `less` points, and never below `least` (the least a configuration takes). A window every
@@ -195,7 +219,7 @@ class Fitting:
         return max(self.least, min(length, math.floor(self.share * data.shortest) - self.less))
 
 
-RELATIVE = (Horizons, IfSeasonal, IfKnownAhead, Fitting)
+RELATIVE = (Horizons, IfSeasonal, IfKnownAhead, LongestSeason, Fitting)
 """Values stated relative to the data, which `resolve` turns into the values for one panel."""
 
 

@@ -27,6 +27,7 @@ from forecaster.intervals import check_levels
 from forecaster.metrics import METRICS
 from forecaster.panel import Panel
 from forecaster.parts import FIT_PARTS_FIELDS, Cut, FitParts, check_parts, cut_parts, default_metric, no_cut_message
+from forecaster.seasons import usable_seasons
 from sweeps.plan.options import SMOKE_TEST, PlanError, SweepOptions, parse_duration
 from sweeps.plan.registry import ANSWER_SCOPES, SWEEPS, Sweep
 from sweeps.plan.resources import ResourceError, TrialResources
@@ -429,9 +430,9 @@ def _data_shape(sweep: Sweep, panel: Panel, least: FitParts) -> DataShape:
     fill their validation and test windows)."""
     horizon = sweep.horizon or max(1, int(least.val.lengths.max()))
     known_ahead = panel.covariates is not None and panel.covariates.futr_count > 0
-    return DataShape(
-        horizon=horizon, season=panel.season, shortest=int(least.train.lengths.min()), known_ahead=known_ahead
-    )
+    shortest = int(least.train.lengths.min())
+    seasons = usable_seasons(panel.freq, shortest, panel.season)
+    return DataShape(horizon=horizon, season=panel.season, shortest=shortest, known_ahead=known_ahead, seasons=seasons)
 
 
 def _check_space(sweep: Sweep, data_label: str, parts: FitParts, drop_short: bool) -> FitParts:
