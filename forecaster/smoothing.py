@@ -229,8 +229,12 @@ class HybridWindows:
 
     def to(self, device) -> HybridWindows:
         return HybridWindows(
-            *(tensor.to(device) for tensor in (self.z, self.lengths, self.phases, self.first, self.counts)),
-            None if self.beside is None else self.beside.to(device),
+            z=self.z.to(device),
+            lengths=self.lengths.to(device),
+            phases=self.phases.to(device),
+            first=self.first.to(device),
+            counts=self.counts.to(device),
+            beside=None if self.beside is None else self.beside.to(device),
         )
 
     def cut(self, series: Tensor, positions: Tensor) -> Tensor:
