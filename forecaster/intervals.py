@@ -45,6 +45,49 @@ def level_name(level: float) -> str:
     return f"{level:g}"
 
 
+def check_quantiles(quantiles: Iterable[float]) -> tuple[float, ...]:
+    """Quantiles strictly between 0 and 1, sorted and once each; ValueError naming a bad one."""
+    checked = []
+    for quantile in quantiles:
+        if isinstance(quantile, bool) or not isinstance(quantile, (int, float)) or not 0 < quantile < 1:
+            raise ValueError(f"quantile {quantile!r} must be strictly between 0 and 1, e.g. 0.1 or 0.9")
+        checked.append(round(float(quantile), 9))
+    return tuple(sorted(set(checked)))
+
+
+def quantile_column(method: str, quantile: float) -> str:
+    """neuralforecast's name of a forecast at a quantile: answer_ql0.1, AutoETS_ql0.9."""
+    return f"{method}_ql{quantile:g}"
+
+
+def quantile_levels(quantiles: Iterable[float]) -> tuple[float, ...]:
+    """The levels of the central intervals whose bounds are these quantiles (0.5, the point forecast, needs none)."""
+    return tuple(sorted({quantile_level(q) for q in quantiles} - {0.0}))
+
+
+def quantile_level(quantile: float) -> float:
+    """The central interval whose bound quantile q is: 0.1 and 0.9 bound the 80 % one; 0.5 (the point) none, 0."""
+    return round(abs(200 * quantile - 100), 9)
+
+
+def quantiles_of(
+    point: np.ndarray, bounds: dict[float, tuple[np.ndarray, np.ndarray]], quantiles: Sequence[float]
+) -> dict[float, np.ndarray] | None:
+    """{q: forecast at quantile q}, shaped as `point`: below 0.5 the lower bound of the central interval at
+    quantile_level(q), above it the upper bound, 0.5 the point forecast (statsforecast's and the conformal intervals
+    are symmetric in probability around it, as AutoGluon reads statsforecast's quantiles). Sorted across q at every
+    point, so that no two cross; None where `bounds` lacks a level they need."""
+    needed = {quantile_level(q) for q in quantiles} - {0.0}
+    if not needed <= set(bounds):
+        return None
+    if not len(quantiles):
+        return {}
+    found = [point if q == 0.5 else bounds[quantile_level(q)][0 if q < 0.5 else 1] for q in quantiles]
+    ordered = np.sort(np.stack(found), axis=0)  # in q's order where they were given sorted
+    order = np.argsort(quantiles)
+    return {float(quantiles[k]): ordered[rank] for rank, k in enumerate(order)}
+
+
 def interval_scales(history: Panel, horizon: int, fitted: np.ndarray) -> np.ndarray:
     """(S,) what each series' half-widths are multiples of: the geometric mean of its mean absolute seasonal
     difference over the whole of `history` (its MASE scale: forecaster.transforms.error_scales), the same over its last

@@ -5,6 +5,9 @@ and as their mean over the series of a panel (the M-competitions' way: every ser
 - sMAPE: 200 * mean(|y - y_hat| / (|y| + |y_hat|)), in 0-200 (0 where both are 0); utilsforecast's `smape` times 200.
 - MASE: mean(|y - y_hat|) / the series' in-sample seasonal naive error (the mean of |y_t - y_{t-season}| over its
   training part), as utilsforecast's `mase` and the M4 competition compute it.
+- WQL, of a forecast distribution given by its quantiles: for each quantile q of 0.1, 0.2, ..., 0.9, twice the pinball
+  loss summed over every point of every series, divided by the sum of |y|; the mean of those nine ratios. As
+  AutoGluon-TimeSeries' `WQL`, Chronos' and fev's compute it (the 2 makes the 0.5 quantile's term the absolute error).
 
 torch is imported where a function scores tensors: a command's help and its checks, which read the names here, load
 no deep-learning library.
@@ -127,3 +130,42 @@ def panel_scores(
     if not mape_defined:
         means["mape"] = torch.full_like(means["mape"], float("nan"))
     return means
+
+
+WQL_QUANTILES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+"""The quantiles WQL is the mean over, as AutoGluon-TimeSeries and fev score it."""
+
+
+def quantile_losses(actual: np.ndarray, quantiles: dict[float, np.ndarray]) -> dict[float, np.ndarray]:
+    """{q: twice the pinball loss of each point}: 2 * (y - y_q) * (q - [y < y_q]), of forecasts at quantile q shaped
+    as `actual`."""
+    actual = np.asarray(actual, dtype=np.float64)
+    return {q: 2.0 * (actual - forecast) * (q - (actual < forecast)) for q, forecast in quantiles.items()}
+
+
+def weighted_quantile_loss(actual: np.ndarray, quantiles: dict[float, np.ndarray]) -> float:
+    """WQL over every point of `actual` (any shape, NaN where there is none) of the forecasts at each quantile of
+    `quantiles` (WQL_QUANTILES, as the field scores it): the mean over q of the summed loss over the summed |y|; NaN
+    where |y| sums to 0."""
+    present = np.isfinite(actual)
+    truth = np.where(present, actual, 0.0)
+    total = np.abs(truth).sum()
+    if total == 0:
+        return float("nan")
+    return float(
+        np.mean([np.where(present, loss, 0.0).sum() / total for loss in quantile_losses(truth, quantiles).values()])
+    )
+
+
+def series_weighted_quantile_loss(
+    actual: np.ndarray, quantiles: dict[float, np.ndarray], offsets: np.ndarray
+) -> np.ndarray:
+    """(S,) WQL of each series of a flat part (`actual` and each quantile's forecast in the part's row order,
+    `offsets` its series' bounds); NaN for a series whose |y| sums to 0."""
+    starts = offsets[:-1]
+    total = np.add.reduceat(np.abs(actual), starts)
+    ratios = [
+        np.add.reduceat(loss, starts) / np.where(total > 0, total, np.nan)
+        for loss in quantile_losses(actual, quantiles).values()
+    ]
+    return np.mean(ratios, axis=0)

@@ -1,4 +1,5 @@
-"""Prediction intervals: levels checked, conformal quantiles and bounds as a hand computation gives them, coverage,
+"""Prediction intervals and forecast distributions: levels and quantiles checked, quantiles read from intervals and
+WQL by hand and as utilsforecast computes it, conformal quantiles and bounds as a hand computation gives them, coverage,
 width and MSIS as written out here and as utilsforecast computes them, the baselines' own intervals, and the nets'
 error on the last horizon they trained on."""
 
@@ -15,11 +16,15 @@ from forecaster.data import load_panel
 from forecaster.intervals import (
     bands,
     check_levels,
+    check_quantiles,
     conformal_quantiles,
     fitted_error,
     interval_scales,
     interval_scores,
+    quantile_levels,
+    quantiles_of,
 )
+from forecaster.metrics import WQL_QUANTILES, series_weighted_quantile_loss, weighted_quantile_loss
 from forecaster.net import RNNNet
 from forecaster.panel import Panel
 from forecaster.transforms import TargetTransform
@@ -34,6 +39,54 @@ def test_a_level_outside_0_to_100_is_refused(level):
 
 def test_levels_are_sorted_once_each():
     assert check_levels([95, 80, 95.0, 50]) == (50.0, 80.0, 95.0)
+
+
+@pytest.mark.parametrize("quantile", [0, 1, -0.1, 1.5, "0.5", True])
+def test_a_quantile_outside_0_to_1_is_refused(quantile):
+    with pytest.raises(ValueError, match="must be strictly between 0 and 1"):
+        check_quantiles([0.1, quantile])
+
+
+def test_quantiles_are_sorted_once_each_and_bounded_by_central_intervals():
+    assert check_quantiles([0.9, 0.1, 0.5, 0.9]) == (0.1, 0.5, 0.9)
+    assert quantile_levels(WQL_QUANTILES) == (20.0, 40.0, 60.0, 80.0)
+    assert quantile_levels([0.025, 0.5, 0.975]) == (95.0,)
+
+
+def test_quantiles_are_read_from_the_intervals_and_never_cross():
+    point = np.array([10.0, 20.0])
+    bounds = {
+        80.0: (np.array([6.0, 12.0]), np.array([14.0, 28.0])),
+        20.0: (np.array([9.0, 19.0]), np.array([11.0, 19.5])),  # its upper bound below the point at the 2nd
+    }
+    found = quantiles_of(point, bounds, (0.1, 0.4, 0.5, 0.6, 0.9))
+    assert found is not None and list(found) == [0.1, 0.4, 0.5, 0.6, 0.9]
+    assert found[0.1].tolist() == [6.0, 12.0] and found[0.9].tolist() == [14.0, 28.0]
+    assert found[0.4].tolist() == [9.0, 19.0] and found[0.5].tolist() == [10.0, 19.5]  # sorted at the 2nd point
+    assert found[0.6].tolist() == [11.0, 20.0]
+    assert quantiles_of(point, bounds, (0.05, 0.5)) is None  # no 90 % interval to read 0.05 from
+
+
+def test_weighted_quantile_loss_by_hand_and_as_utilsforecast_computes_it():
+    from utilsforecast.losses import scaled_crps
+
+    actual = np.array([10.0, 20.0, 4.0, np.nan])  # a NaN where a shorter series has no point
+    forecasts = {0.1: np.array([8.0, 22.0, 4.0, 1.0]), 0.9: np.array([12.0, 25.0, 3.0, 1.0])}
+    # 2 * pinball: q = 0.1: 2*0.1*2, 2*0.9*2, 0 = 0.4 + 3.6 = 4.0; q = 0.9: 2*0.1*2, 2*0.1*5, 2*0.9*1 = 0.4+1+1.8 = 3.2
+    assert weighted_quantile_loss(actual, forecasts) == pytest.approx((4.0 / 34 + 3.2 / 34) / 2)
+    assert math.isnan(weighted_quantile_loss(np.zeros(3), {0.5: np.ones(3)}))
+    offsets = np.array([0, 2, 3])
+    per_series = series_weighted_quantile_loss(actual[:3], {q: f[:3] for q, f in forecasts.items()}, offsets)
+    frame = pd.DataFrame(
+        {
+            "unique_id": ["a", "a", "b"],
+            "y": actual[:3],
+            **{f"m_ql{q:g}": forecast[:3] for q, forecast in forecasts.items()},
+        }
+    )
+    theirs = scaled_crps(frame, {"m": ["m_ql0.1", "m_ql0.9"]}, np.array([0.1, 0.9])).set_index("unique_id")["m"]
+    assert per_series.tolist() == pytest.approx(theirs.tolist())
+    assert per_series.tolist() == pytest.approx([(4.0 / 30 + 1.4 / 30) / 2, (0 + 1.8 / 4) / 2])
 
 
 def test_conformal_quantiles_per_step_and_pooled_where_few_series_calibrate():
@@ -143,3 +196,34 @@ def test_the_nets_error_on_their_last_horizon_is_their_forecast_of_it_from_befor
     short = clean.split_at(np.array([48, 60, 17]))[0]  # s2 keeps 11 points before its last 6: the net reads 12
     partly = fitted_error(net, short, 6)
     assert np.isnan(partly[2]) and np.allclose(partly[:2], by_hand[:2])
+
+
+def test_conformal_intervals_cover_a_generated_panel_at_their_levels_and_lower_its_wql():
+    """300 series of noise around levels from 10 to 1,000, forecast by their true level: calibrated on a validation
+    horizon, the bands hold 80 % and 95 % of the next horizon's points within 3 points, and the distribution read
+    from them scores a lower WQL than the point forecast alone (a distribution of one value)."""
+    rng = np.random.default_rng(0)
+    series, history_length, horizon = 300, 48, 6
+    levels = np.exp(rng.uniform(np.log(10), np.log(1000), series))
+    noise = levels * (1 + 0.1 * rng.standard_normal((history_length + 2 * horizon, series)))
+    history = Panel(
+        ids=np.array([f"s{k}" for k in range(series)], dtype=object),
+        offsets=np.arange(series + 1) * history_length,
+        times=np.tile(np.arange(history_length), series),
+        values=noise[:history_length].T.reshape(-1),
+        freq=None,
+        season=12,
+        origins=np.zeros(series, dtype=np.int64),
+    )
+    validation, test = noise[history_length : history_length + horizon], noise[history_length + horizon :]
+    forecast = np.broadcast_to(levels, (horizon, series))
+    scale = interval_scales(history, horizon, np.full(series, np.nan))
+    quantiles = conformal_quantiles(np.abs(validation - forecast) / scale, [20, 40, 60, 80, 95])
+    found = bands(forecast, scale, quantiles, floor=np.full(series, -np.inf))
+    for level in (80, 95):
+        lower, upper = found[level]
+        assert np.mean((test >= lower) & (test <= upper)) == pytest.approx(level / 100, abs=0.03)
+    distribution = quantiles_of(forecast, found, WQL_QUANTILES)
+    assert distribution is not None
+    point_only = {q: forecast for q in WQL_QUANTILES}
+    assert weighted_quantile_loss(test, distribution) < 0.8 * weighted_quantile_loss(test, point_only)
