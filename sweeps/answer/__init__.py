@@ -146,6 +146,9 @@ class Answer:
     bounds: dict[str, dict[float, tuple[np.ndarray, np.ndarray]]] = dataclasses.field(default_factory=dict)
     """The prediction intervals on the test windows (--levels): per method (the answer, each baseline that gives
     them), {level: (lower, upper)}, flat in the test part's row order."""
+    quantiles: dict[str, dict[float, np.ndarray]] = dataclasses.field(default_factory=dict)
+    """The forecast distributions on the test windows: per method that gives one, {q: forecast at quantile q} at the
+    plan's distribution_quantiles (WQL's and --quantiles), flat in the test part's row order, none crossing."""
     calibration: dict[str, Any] = dataclasses.field(default_factory=dict)
     """How the answer's intervals were calibrated (sweeps.answer.intervals), or why they could not be."""
     calibration_points: pd.DataFrame | None = None
@@ -160,8 +163,9 @@ class Answer:
     def long_table(self, plan: SweepPlan) -> pd.DataFrame:
         """Every validation and test point with its truth and every forecast: unique_id, ds, y, part, answer and one
         column per baseline (NaN where it did not forecast that part); on the test windows the intervals, by Nixtla's
-        names (answer-lo-80, answer-hi-80, AutoETS-lo-80, ...)."""
-        from forecaster.intervals import level_name
+        names (answer-lo-80, answer-hi-80, AutoETS-lo-80, ...), and the distributions WQL scores (with --quantiles)
+        by neuralforecast's (answer_ql0.1, ..., answer_ql0.9)."""
+        from forecaster.intervals import level_name, quantile_column
 
         frames = []
         for part_name, part in (("validation", plan.parts.val), ("test", plan.parts.test)):
@@ -176,6 +180,9 @@ class Answer:
                     for level, (lower, upper) in by_level.items():
                         frame[f"{method}-lo-{level_name(level)}"] = lower
                         frame[f"{method}-hi-{level_name(level)}"] = upper
+                for method, by_quantile in self.quantiles.items():
+                    for quantile, forecast in by_quantile.items():
+                        frame[quantile_column(method, quantile)] = forecast
             frames.append(frame)
         return pd.concat(frames, ignore_index=True)
 
@@ -197,7 +204,7 @@ def build_answer(plan: SweepPlan, results: SweepResults, tail: Tail) -> Answer:
             tested = np.mean(present([member.test for member in refits]), axis=0)
             forecasts["test"] = {"answer": tested, AS_TRAINED: as_trained}
             refit = refit_record(tail)
-        if plan.options.levels:
+        if plan.distribution_levels:
             intervals = test_intervals(
                 plan,
                 validation,
@@ -208,11 +215,15 @@ def build_answer(plan: SweepPlan, results: SweepResults, tail: Tail) -> Answer:
             )
             if "unavailable" not in intervals.calibration:
                 bounds["answer"] = intervals.bounds
-            calibration, calibration_points = intervals.calibration, intervals.points
+            calibration = intervals.calibration
+            if plan.options.levels or plan.options.quantiles:
+                calibration_points = intervals.points
     baselines = tail.baselines
     for part_name, by_name in baselines.forecasts.items():
         forecasts[part_name].update(by_name)
     bounds.update(baselines.bounds)
+    quantiles = distributions(plan, forecasts.get("test", {}), bounds)
+    bounds = asked_bounds(plan, bounds)
     fell_back = dict(baselines.fell_back)
     if refit:
         fell_back[AS_TRAINED] = []
@@ -228,6 +239,7 @@ def build_answer(plan: SweepPlan, results: SweepResults, tail: Tail) -> Answer:
         fell_back=fell_back,
         selection={**selection(results), "far_behind": ranking(plan, results)[1]},
         bounds=bounds,
+        quantiles=quantiles,
         calibration=calibration,
         calibration_points=calibration_points,
         refit=refit,
@@ -256,3 +268,30 @@ def present(values: list[np.ndarray | None]) -> list[np.ndarray]:
     """`values`, every one there: the members' forecasts of a part each of them forecast."""
     assert all(value is not None for value in values), "every member forecast the part"
     return [value for value in values if value is not None]
+
+
+def distributions(
+    plan: SweepPlan, tested: dict[str, np.ndarray], bounds: dict[str, dict[float, tuple[np.ndarray, np.ndarray]]]
+) -> dict[str, dict[float, np.ndarray]]:
+    """Every method's forecast distribution on the test windows, at the plan's distribution_quantiles, read from its
+    intervals at the plan's distribution_levels (forecaster.intervals.quantiles_of)."""
+    from forecaster.intervals import quantiles_of
+
+    found = {}
+    for method, by_level in bounds.items():
+        if method in tested:
+            quantiles = quantiles_of(tested[method], by_level, plan.distribution_quantiles)
+            if quantiles is not None:
+                found[method] = quantiles
+    return found
+
+
+def asked_bounds(
+    plan: SweepPlan, bounds: dict[str, dict[float, tuple[np.ndarray, np.ndarray]]]
+) -> dict[str, dict[float, tuple[np.ndarray, np.ndarray]]]:
+    """The intervals at the levels asked for (--levels), of the methods that gave them."""
+    kept = {
+        method: {level: found for level, found in by_level.items() if level in plan.options.levels}
+        for method, by_level in bounds.items()
+    }
+    return {method: by_level for method, by_level in kept.items() if by_level}

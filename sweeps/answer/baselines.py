@@ -12,7 +12,9 @@ once per series.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -22,6 +24,8 @@ from sweeps.answer.tasks import Handle, Runner
 from sweeps.plan.sweep_plan import SweepPlan
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from forecaster.baselines import PanelBaselines
 
 PRIOR_SECONDS_PER_SERIES = {
@@ -105,7 +109,8 @@ def submit_baselines(plan: SweepPlan, runner: Runner, future_steps: int | None) 
                 name,
                 chunk,
                 future_steps or 0,
-                plan.options.levels,
+                plan.distribution_levels,
+                plan.future_levels,
                 fitting.mstl_seasons,
                 trains=False,
             )
@@ -131,11 +136,17 @@ def _mask(rows: np.ndarray, series: int) -> np.ndarray:
 
 
 def baseline_chunk(
-    method: str, chunk: tuple, future_steps: int, levels: tuple[float, ...], mstl_seasons: tuple[int, ...] = ()
+    method: str,
+    chunk: tuple,
+    future_steps: int,
+    levels: tuple[float, ...],
+    future_levels: tuple[float, ...] = (),
+    mstl_seasons: tuple[int, ...] = (),
 ) -> dict[str, Any]:
     """One baseline on one chunk ((part name, history, steps) of each part, and the chunk's every point or None): its
     forecast of each part (the test window with its intervals at `levels`), then of `future_steps` points after
-    every point, from the models fit for the last part (MSTL at `mstl_seasons`, the plan's, not the chunk's own).
+    every point with its intervals at `future_levels`, from the models fit for the last part (MSTL at
+    `mstl_seasons`, the plan's, not the chunk's own).
     {"unavailable": why} where it cannot run."""
     from forecaster.baselines import BaselineUnavailable, fit_baseline, forward_baseline
 
@@ -147,7 +158,7 @@ def baseline_chunk(
             bounded = levels if name == "test" else ()
             found["parts"][name], fitted = fit_baseline(method, history, steps, bounded, mstl_seasons or None)
         if newer is not None:
-            found["future"] = forward_baseline(fitted, newer, future_steps, levels)
+            found["future"] = forward_baseline(fitted, newer, future_steps, future_levels)
     except BaselineUnavailable as error:
         return {"unavailable": str(error)}
     return found
@@ -213,7 +224,6 @@ def saved_baselines(plan: SweepPlan, future: bool) -> BaselineForecasts | None:
     import pandas as pd
 
     from forecaster.baselines import BaselineForecast
-    from forecaster.intervals import level_name
     from sweeps.plan.storage import BEST_CONFIG_FILE, FORECASTS_PARQUET, FUTURE_PARQUET, SweepFolder
 
     folder = SweepFolder(plan.experiment_path)
@@ -225,7 +235,7 @@ def saved_baselines(plan: SweepPlan, future: bool) -> BaselineForecasts | None:
         return None
     recorded = answer.get("baselines", {})
     names = [part for part, _, _ in scored_parts(plan)]
-    levels = plan.options.levels
+    levels, future_levels = plan.distribution_levels, plan.future_levels
     forecasts: dict[str, dict[str, np.ndarray]] = {part: {} for part in names}
     bounds, unavailable, fell_back, found_future = {}, {}, {}, {}
     horizon = None if table is None else len(table) // len(plan.panel)
@@ -240,12 +250,10 @@ def saved_baselines(plan: SweepPlan, future: bool) -> BaselineForecasts | None:
                 return None
             forecasts[part][name] = rows[name].to_numpy()
             if part == "test" and levels:
-                columns = [(f"{name}-lo-{level_name(level)}", f"{name}-hi-{level_name(level)}") for level in levels]
-                if not all(lo in rows and hi in rows for lo, hi in columns):
+                found = stored_bounds(name, levels, rows, functools.partial(_column, rows))
+                if found is None:
                     return None
-                bounds[name] = {
-                    level: (rows[lo].to_numpy(), rows[hi].to_numpy()) for level, (lo, hi) in zip(levels, columns)
-                }
+                bounds[name] = found
         if table is not None:
             if name not in table:
                 return None
@@ -253,14 +261,35 @@ def saved_baselines(plan: SweepPlan, future: bool) -> BaselineForecasts | None:
             def grid(column: str) -> np.ndarray:
                 return table[column].to_numpy().reshape(len(plan.panel), cast(int, horizon)).T
 
-            sides = {level: tuple(f"{name}-{side}-{level_name(level)}" for side in ("lo", "hi")) for level in levels}
-            if not all(lo in table and hi in table for lo, hi in sides.values()):
+            future_bounds = stored_bounds(name, future_levels, table, grid)
+            if future_bounds is None:
                 return None
-            found_future[name] = BaselineForecast(
-                grid(name), bounds={level: (grid(lo), grid(hi)) for level, (lo, hi) in sides.items()}
-            )
+            found_future[name] = BaselineForecast(grid(name), bounds=future_bounds)
         fell_back[name] = list(recorded.get(name, {}).get("fell_back", []))
     return BaselineForecasts(forecasts, bounds, unavailable, fell_back, found_future)
+
+
+def _column(frame: pd.DataFrame, column: str) -> np.ndarray:
+    return frame[column].to_numpy()
+
+
+def stored_bounds(
+    name: str, levels: tuple[float, ...], frame: pd.DataFrame, read: Callable[[str], np.ndarray]
+) -> dict[float, tuple[np.ndarray, np.ndarray]] | None:
+    """A method's intervals at `levels` as a table of the sweep's stores them: by Nixtla's columns (AutoETS-lo-80),
+    or, for the levels only the distribution needed, by the quantile columns that bound them (AutoETS_ql0.1 and
+    AutoETS_ql0.9 for 80 %); None where a column is missing."""
+    from forecaster.intervals import level_name, quantile_column
+
+    found = {}
+    for level in levels:
+        sides = [f"{name}-{side}-{level_name(level)}" for side in ("lo", "hi")]
+        if not all(column in frame for column in sides):
+            sides = [quantile_column(name, round(0.5 + sign * level / 200, 9)) for sign in (-1, 1)]
+        if not all(column in frame for column in sides):
+            return None
+        found[level] = (read(sides[0]), read(sides[1]))
+    return found
 
 
 def baselines_left(jobs: BaselineJobs, runner: Runner) -> dict[str, float]:

@@ -86,9 +86,9 @@ def test_intervals(
     fitted_before_test: np.ndarray,
     members: int,
 ) -> AnswerIntervals:
-    """The intervals at the plan's levels around the answer's test forecast, calibrated on `validation_forecast`'s
-    errors (the mean of `members` trials' nets); `fitted_before_*`, the nets' errors on the last horizon they trained
-    on before each part (forecaster.intervals.fitted_error)."""
+    """The intervals at the plan's distribution_levels around the answer's test forecast, calibrated on
+    `validation_forecast`'s errors (the mean of `members` trials' nets); `fitted_before_*`, the nets' errors on the
+    last horizon they trained on before each part (forecaster.intervals.fitted_error)."""
     from forecaster.intervals import POOLED_BELOW, bands, conformal_quantiles, interval_scales
 
     train, val, seen, test = plan.parts.train, plan.parts.val, plan.parts.seen, plan.parts.test
@@ -96,7 +96,7 @@ def test_intervals(
     horizon = int(test.lengths.max())
     errors, before = scaled_errors(train, val, validation_forecast, fitted_before_validation, horizon)
     errors = reach(errors, horizon)
-    quantiles = conformal_quantiles(errors, plan.options.levels)
+    quantiles = conformal_quantiles(errors, plan.distribution_levels)
     unbounded = [level for level, half in quantiles.items() if not np.isfinite(half).all()]
     calibration = {
         "method": METHOD,

@@ -1,6 +1,7 @@
 """How good the answer and every baseline are: MAPE, sMAPE and MASE per series and as the mean over series
-(forecaster.metrics), on the validation parts and the test windows; beside each baseline, the share of series on which
-the answer (and the combination) beats it; and the intervals' coverage, width and MSIS.
+(forecaster.metrics), on the validation parts and the test windows; WQL on the test windows, of every method that
+gives a distribution (the answer's conformal intervals, the baselines' own); beside each baseline, the share of series
+on which the answer (and the combination) beats it; and the intervals' coverage, width and MSIS.
 """
 
 from __future__ import annotations
@@ -10,7 +11,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from forecaster.metrics import METRICS, mase_scales, series_scores
+from forecaster.metrics import (
+    METRICS,
+    WQL_QUANTILES,
+    mase_scales,
+    series_scores,
+    series_weighted_quantile_loss,
+    weighted_quantile_loss,
+)
 from forecaster.panel import Panel
 from sweeps.answer import Answer
 from sweeps.answer.combination import COMBINATION, COMBINED
@@ -20,7 +28,8 @@ PARTS = ("validation", "test")
 
 
 def per_series(answer: Answer, plan: SweepPlan) -> pd.DataFrame:
-    """One row per series, part and method: unique_id, part, method, mape, smape, mase (NaN where undefined)."""
+    """One row per series, part and method: unique_id, part, method, mape, smape, mase, and on the test windows wql
+    (NaN where undefined, or where a method gives no distribution)."""
     parts = plan.parts
     rows = []
     for part_name, part, history in (("validation", parts.val, parts.train), ("test", parts.test, parts.seen)):
@@ -29,8 +38,31 @@ def per_series(answer: Answer, plan: SweepPlan) -> pd.DataFrame:
         scales = mase_scales(history)
         for method, forecast in answer.forecasts[part_name].items():
             scores = part_scores(part, forecast, scales)
+            if part_name == "test":
+                quantiles = test_quantiles(answer, method)
+                scores["wql"] = (
+                    np.full(len(part), np.nan)
+                    if quantiles is None
+                    else series_weighted_quantile_loss(part.values, quantiles, part.offsets)
+                )
             rows.append(pd.DataFrame({"unique_id": part.ids, "part": part_name, "method": method, **scores}))
     return pd.concat(rows, ignore_index=True)
+
+
+def test_quantiles(answer: Answer, method: str) -> dict[float, np.ndarray] | None:
+    """A method's forecasts of the test windows at WQL's quantiles (flat); None where it gives no distribution."""
+    found = answer.quantiles.get(method)
+    return None if found is None else {q: found[q] for q in WQL_QUANTILES}
+
+
+def wql(answer: Answer, plan: SweepPlan, method: str) -> float | None:
+    """A method's WQL over every point of the test windows, pooled as the field pools it; None without a test window
+    or a distribution."""
+    test = plan.parts.test
+    if test is None or method not in answer.forecasts.get("test", {}):
+        return None
+    quantiles = test_quantiles(answer, method)
+    return None if quantiles is None else weighted_quantile_loss(test.values, quantiles)
 
 
 def scores(answer: Answer, plan: SweepPlan) -> dict[str, Any]:
@@ -44,7 +76,8 @@ def scores(answer: Answer, plan: SweepPlan) -> dict[str, Any]:
     }
 
     def flat(method: str) -> dict[str, Any]:
-        return {f"{part}_{metric}": means.get((part, method), {}).get(metric) for part in PARTS for metric in METRICS}
+        found = {f"{part}_{metric}": means.get((part, method), {}).get(metric) for part in PARTS for metric in METRICS}
+        return found | {"test_wql": wql(answer, plan, method)}
 
     judged = "test" if test is not None else "validation"
 

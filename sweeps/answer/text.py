@@ -7,6 +7,7 @@ their coverage, width and MSIS, and how the answer's were calibrated. They read 
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Any
 
 from forecaster.metrics import METRIC_LABELS, METRIC_NAMES, format_score
@@ -21,7 +22,30 @@ def describe(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
     every metric's mean over series, and the share of series on which the answer beats each baseline; with
     intervals, their coverage, width and MSIS."""
     lines = _describe_one(scores, plan) if scores["series"] == 1 else _describe_panel(scores, plan)
-    return lines + _describe_intervals(scores.get("intervals"))
+    return lines + _describe_distributions(scores) + _describe_intervals(scores.get("intervals"))
+
+
+def _describe_distributions(scores: dict[str, Any]) -> list[str]:
+    """Every method's WQL on the test windows, where it gives a forecast distribution."""
+    found = {"answer": scores.get("test_wql")} | {
+        name: baseline.get("test_wql")
+        for name, baseline in scores["baselines"].items()
+        if "unavailable" not in baseline
+    }
+    scored = {name: value for name, value in found.items() if value is not None and math.isfinite(value)}
+    if not scored:
+        return []
+    cells = ", ".join(f"{name} {value:.4f}" for name, value in scored.items())
+    lines = textwrap.wrap(
+        "Forecast distributions on the test window, WQL (quantiles 0.1-0.9, pooled over every point; lower is "
+        f"better): {cells}",
+        118,
+        subsequent_indent="  ",
+    )
+    missing = [name for name in found if name not in scored]
+    if missing:
+        lines.append(f"  none from {', '.join(missing)}: no intervals to read quantiles from")
+    return lines
 
 
 def _describe_intervals(intervals: dict[str, Any] | None) -> list[str]:
