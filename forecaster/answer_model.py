@@ -34,7 +34,17 @@ import pandas as pd
 import torch
 
 from forecaster.data import SeriesError, load_panel
-from forecaster.intervals import bands, check_levels, conformal_quantiles, interval_scales, level_name
+from forecaster.intervals import (
+    bands,
+    check_levels,
+    check_quantiles,
+    conformal_quantiles,
+    interval_scales,
+    level_name,
+    quantile_column,
+    quantile_levels,
+    quantiles_of,
+)
 from forecaster.net import RNNNet
 from forecaster.panel import Panel
 from forecaster.transforms import MinMaxScaler, TargetTransform
@@ -192,6 +202,7 @@ class AnswerModel:
         levels: Sequence[float] | None = None,
         futr_data: pd.DataFrame | str | os.PathLike[str] | None = None,
         static_data: pd.DataFrame | str | os.PathLike[str] | None = None,
+        quantiles: Sequence[float] = (),
     ) -> pd.DataFrame:
         """`h` points after the end of every series of `data`, with their bounds, as statsforecast names its columns.
 
@@ -201,10 +212,11 @@ class AnswerModel:
             levels: Prediction intervals at these levels, in percent (default: the sweep's; empty: none).
             futr_data: The known-ahead covariates of the `h` points after each series' end, where it reads any.
             static_data: The statics of series it never trained on, where it reads any.
+            quantiles: Forecasts at these quantiles (in (0, 1)), read from the calibrated intervals they bound.
 
         Returns:
             A long table: unique_id, ds, answer, and answer-lo-95, answer-lo-80, answer-hi-80, answer-hi-95 for levels
-            80 and 95.
+            80 and 95; answer_ql0.1, answer_ql0.9 (neuralforecast's names) for quantiles 0.1 and 0.9.
 
         Raises:
             SeriesError: What in the data, or in the request, it cannot forecast (a series too short to read, levels
@@ -214,14 +226,25 @@ class AnswerModel:
         if h < 1:
             raise ValueError(f"h={h}: forecast at least 1 point")
         levels = self._levels(levels, h)
+        try:
+            quantiles = check_quantiles(quantiles)
+        except ValueError as error:
+            raise SeriesError(str(error)) from None
+        needed = quantile_levels(quantiles)
+        if needed:
+            self._levels(needed, h)
         forecast = self.forecast_columns(panel, h)
         table = pd.DataFrame({"unique_id": np.repeat(panel.ids, h), "ds": panel.future_times(h).reshape(-1)})
         table[ANSWER] = forecast.T.reshape(-1)
-        for level, (lower, upper) in self.bounds(panel, forecast, levels).items():
-            table[f"{ANSWER}-lo-{level_name(level)}"] = lower.T.reshape(-1)
-            table[f"{ANSWER}-hi-{level_name(level)}"] = upper.T.reshape(-1)
+        found = self.bounds(panel, forecast, sorted(set(levels) | set(needed)))
+        for level in levels:
+            table[f"{ANSWER}-lo-{level_name(level)}"] = found[level][0].T.reshape(-1)
+            table[f"{ANSWER}-hi-{level_name(level)}"] = found[level][1].T.reshape(-1)
         ordered = [f"{ANSWER}-lo-{level_name(level)}" for level in sorted(levels, reverse=True)]
         ordered += [f"{ANSWER}-hi-{level_name(level)}" for level in sorted(levels)]
+        for quantile, values in (quantiles_of(forecast, found, quantiles) or {}).items():
+            table[quantile_column(ANSWER, quantile)] = values.T.reshape(-1)
+            ordered.append(quantile_column(ANSWER, quantile))
         return table[["unique_id", "ds", ANSWER, *ordered]]
 
     def forecast_columns(self, panel: Panel, steps: int) -> np.ndarray:

@@ -44,13 +44,23 @@ def option(
 def levels_option(help: str, absent: tuple[float, ...] | None = None, **settings: Any) -> Any:
     """--levels, as every command takes it: levels in percent, in order and once each; the flag alone asks for
     none; without it, `absent` (None: the levels of what the command reads)."""
+    return _numbers_option(help, absent, "LEVEL", **settings)
+
+
+def quantiles_option(help: str, absent: tuple[float, ...] | None = None, **settings: Any) -> Any:
+    """--quantiles, as every command takes it: quantiles in (0, 1), in order and once each; the flag alone asks for
+    none; without it, `absent`."""
+    return _numbers_option(help, absent, "Q", **settings)
+
+
+def _numbers_option(help: str, absent: tuple[float, ...] | None, metavar: str, **settings: Any) -> Any:
     return option(
         absent,
         help,
-        parse=lambda levels: absent if levels is None else tuple(sorted(set(levels))),
+        parse=lambda values: absent if values is None else tuple(sorted(set(values))),
         type=float,
         nargs="*",
-        metavar="LEVEL",
+        metavar=metavar,
         **settings,
     )
 

@@ -4,7 +4,7 @@ and without Ray.
 The sweep saved its answer as one model in RESULTS_DIR/model (forecaster.answer_model). This reads a newer file of the
 same data (the same series a month later, or series the model never saw: a global model forecasts them from their own
 history), checks it as a sweep checks its data, and writes the forecast after each series' end: unique_id, ds,
-answer, answer-lo-95, answer-lo-80, answer-hi-80, answer-hi-95.
+answer, answer-lo-95, answer-lo-80, answer-hi-80, answer-hi-95 (and, with --quantiles, answer_ql0.1 ...).
 
 A model that reads known-ahead covariates (a sweep run with --futr-exog) forecasts with their future values, given in
 --futr-data for the points after each series' end; historic covariates come in --data beside y.
@@ -14,6 +14,7 @@ Examples:
   python -m sweeps.forecast results/sales --data sales-december.csv --futr-data promotions-january.csv
   python -m sweeps.forecast results/panel-20261128-101500 --data stores.csv --horizon 6 --levels 90 \
       --output next.parquet
+  python -m sweeps.forecast results/sales --data sales-december.csv --quantiles 0.1 0.5 0.9
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import dataclasses
 import sys
 import textwrap
 
-from forecaster.cli import add_options, levels_option, option, read_options
+from forecaster.cli import add_options, levels_option, option, quantiles_option, read_options
 
 DEFAULT_OUTPUT = "forecast.csv"
 ROWS_SHOWN = 6
@@ -58,6 +59,10 @@ class ForecastOptions:
     levels: tuple[float, ...] | None = levels_option(
         "prediction intervals at these levels (percent) instead of the sweep's own; --levels alone: none"
     )
+    quantiles: tuple[float, ...] = quantiles_option(
+        "forecasts at these quantiles (e.g. 0.1 0.5 0.9) as well, as neuralforecast names them (answer_ql0.1)",
+        absent=(),
+    )
     output: str = option(DEFAULT_OUTPUT, "where to write the forecast, .csv or .parquet (in the current folder)")
 
 
@@ -87,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         columns = {"id": args.id_column, "date": args.date_column, "value": args.value_column}
         panel = model.read(args.data, columns, args.futr_data, args.static_data)
         horizon = model.horizon if args.horizon is None else args.horizon
-        future = model.forecast(panel, horizon, args.levels)
+        future = model.forecast(panel, horizon, args.levels, quantiles=args.quantiles)
     except ValueError as error:  # SeriesError: the data, or what was asked of it; nothing is written
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -121,6 +126,8 @@ def described(model, panel, future, horizon: int, args: ForecastOptions) -> list
         )
     elif args.levels is None and calibration is None:
         lines.append("No bounds: the sweep calibrated no intervals (run it with --levels 80 95 for them).")
+    elif args.levels is None and not calibration.levels and not args.quantiles:
+        lines.append("No bounds: the sweep asked for none; give --levels 80 95 or --quantiles 0.1 0.5 0.9 for them.")
     lines.append(textwrap.indent(future.head(ROWS_SHOWN).to_string(index=False, float_format="{:.4g}".format), "  "))
     return lines
 

@@ -328,6 +328,7 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
     trained it beside it."""
     path = panel_csv(tmp_path, zero_at=("store1", 20))  # a month of no sales, in its training part
     arguments = ["panel", "--data", path, "--horizon", str(HORIZON), "--smoke-test", "--levels", "80", "95"]
+    arguments += ["--quantiles", "0.1", "0.5", "0.9"]
     done = sweeps_run(*arguments, "--storage-path", str(tmp_path), "--name", "mine", timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
@@ -396,6 +397,28 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
         inside = ((test.y >= low80) & (test.y <= high80)).mean()
         assert intervals[method]["coverage_80"] == pytest.approx(inside), method
         assert intervals[method]["msis_95"] > 0
+    # The forecast distributions WQL scores, at 0.1-0.9 by neuralforecast's names: ordered (a baseline's 20 %
+    # interval may miss its own point forecast: Theta's does on store1), the 0.1 and 0.9 quantiles the 80 %
+    # interval's bounds, the answer's median its point forecast; WQL in best_config.json and metrics_by_series.csv as
+    # computed from them here.
+    wql_quantiles = [round(0.1 * k, 1) for k in range(1, 10)]
+    by_series = pd.read_csv(folder / "metrics_by_series.csv").query("part == 'test'")
+    for method in methods:
+        columns = test[[f"{method}_ql{q:g}" for q in wql_quantiles]].to_numpy()
+        assert (np.diff(columns, axis=1) >= 0).all(), method
+        assert np.allclose(test[f"{method}_ql0.1"], test[f"{method}-lo-80"]), method
+        assert np.allclose(test[f"{method}_ql0.9"], test[f"{method}-hi-80"]), method
+        losses = [
+            2 * (test.y - test[f"{method}_ql{q:g}"]) * (q - (test.y < test[f"{method}_ql{q:g}"])) for q in wql_quantiles
+        ]
+        assert answer["baselines"].get(method, answer)["test_wql"] == pytest.approx(
+            np.mean([loss.sum() / test.y.abs().sum() for loss in losses])
+        ), method
+        by_method = by_series[by_series.method == method].set_index("unique_id")["wql"].sort_index()
+        per_series = test.assign(loss=np.mean(losses, axis=0)).groupby("unique_id")
+        assert np.allclose(by_method, per_series.loss.sum() / per_series.y.apply(lambda y: y.abs().sum())), method
+    assert np.allclose(test["answer_ql0.5"], test["answer"])
+    assert "Forecast distributions on the test window, WQL" in out
     width = (test["answer-hi-80"] - test["answer-lo-80"]) / test.y  # in each series' units: relative to its level
     assert width.groupby(test.unique_id).median().between(0.001, 2).all()
     assert intervals["calibration"]["calibration_series"] == 5 and not intervals["calibration"]["unbounded_levels"]
@@ -455,6 +478,28 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
     bounded = ["answer", *(f"answer-{name}" for name in ("lo-95", "lo-80", "hi-80", "hi-95"))]
     assert forecast.columns.tolist() == ["unique_id", "ds", *bounded]
     pd.testing.assert_frame_equal(forecast, future[["unique_id", "ds", *bounded]], check_dtype=False, rtol=1e-9)
+    # --quantiles: the future's distribution at 0.1, 0.5 and 0.9, in future.parquet and from the saved model alike.
+    quantile_columns = ["answer_ql0.1", "answer_ql0.5", "answer_ql0.9"]
+    done = sweeps_run(
+        str(folder),
+        "--data",
+        path,
+        "--quantiles",
+        "0.9",
+        "0.1",
+        "0.5",
+        "--output",
+        str(again),
+        module="sweeps.forecast",
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    forecast = pd.read_csv(again, parse_dates=["ds"])
+    assert forecast.columns.tolist() == ["unique_id", "ds", *bounded, *quantile_columns]
+    pd.testing.assert_frame_equal(forecast[quantile_columns], future[quantile_columns], check_dtype=False, rtol=1e-9)
+    assert np.allclose(future["answer_ql0.1"], future["answer-lo-80"]) and np.allclose(
+        future["answer_ql0.5"], future.answer
+    )
+    assert (future["AutoETS_ql0.1"] <= future["AutoETS_ql0.9"]).all() and "AutoETS_ql0.5" in future
 
     # sweeps.report on the finished folder trains and fits nothing (it forecasts with the saved nets and reads the
     # baselines' forecasts), gives the same answer, and leaves every file but those it writes as they were.

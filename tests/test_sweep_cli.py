@@ -158,6 +158,14 @@ BAD_OPTIONS = {  # name: (options, what the error says)
         ["--levels", "80"],
         "--levels: the intervals are scored on a test window, and this sweep has none: give --test-after DATE",
     ),
+    "quantile-1": (
+        ["--test-after", "1959-12-01", "--quantiles", "0.1", "1"],
+        "--quantiles: quantile 1.0 must be strictly between 0 and 1, e.g. 0.1 or 0.9",
+    ),
+    "quantiles-without-a-test-window": (
+        ["--quantiles", "0.1", "0.9"],
+        "--quantiles: the forecast distribution is scored on a test window, and this sweep has none",
+    ),
     "mlflow-folder": (["--mlflow-uri", "mlruns"], "refuses it unless MLFLOW_ALLOW_FILE_STORE=true is set"),
     "time-limit-not-a-duration": (["--time-limit", "soon"], "--time-limit 'soon': give a duration such as 90s, 10m"),
     "time-limit-below-an-epoch": (

@@ -36,24 +36,21 @@ class Future:
 
 def future_model(plan: SweepPlan, answer: Answer, tail: Tail):
     """The members' nets continued on every point of the plan's panel, as one model with the calibration of its
-    intervals (where the sweep asked for levels); and how it was made."""
+    intervals (at any level or quantile asked of it later; by default at the sweep's levels); and how it was made."""
     from forecaster.answer_model import AnswerModel, Calibration, SavedMember, library_versions
+    from forecaster.intervals import conformal_quantiles
 
-    calibration = None
     tested = plan.parts.test is not None
-    if plan.options.levels:
-        from forecaster.intervals import conformal_quantiles
-
-        forecast = answer.forecasts["test" if tested else "validation"]["answer"]
-        fitted = [member.fitted_before_test if tested else member.fitted_before_validation for member in tail.refits]
-        errors = future_errors(plan, forecast, members_mean(fitted))
-        quantiles = conformal_quantiles(errors, plan.options.levels)
-        calibration = Calibration(
-            errors=errors,
-            fitted_error=members_mean([member.fitted for member in tail.future]),
-            levels=tuple(level for level, half in quantiles.items() if np.isfinite(half).all()),
-            method=FUTURE_METHOD if tested else METHOD,
-        )
+    forecast = answer.forecasts["test" if tested else "validation"]["answer"]
+    fitted = [member.fitted_before_test if tested else member.fitted_before_validation for member in tail.refits]
+    errors = future_errors(plan, forecast, members_mean(fitted))
+    quantiles = conformal_quantiles(errors, plan.options.levels)
+    calibration = Calibration(
+        errors=errors,
+        fitted_error=members_mean([member.fitted for member in tail.future]),
+        levels=tuple(level for level, half in quantiles.items() if np.isfinite(half).all()),
+        method=FUTURE_METHOD if tested else METHOD,
+    )
     members = []
     for refit, future, best in zip(tail.refits, tail.future, tail.plan.members):
         steps = [("the validation part", refit.epochs)] if refit.epochs else []
@@ -123,27 +120,37 @@ def training_versions() -> dict[str, str]:
 
 
 def future_table(plan: SweepPlan, model, baselines: dict[str, Any]) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The model's forecast of the horizon after every series of the plan's panel, at the plan's levels (those the
-    calibration bounds), beside every baseline's (`baselines`: name -> forecaster.baselines.BaselineForecast of
-    (H, S))."""
-    from forecaster.intervals import conformal_quantiles, level_name
+    """The model's forecast of the horizon after every series of the plan's panel, at the plan's levels and
+    quantiles (those the calibration bounds), beside every baseline's (`baselines`: name ->
+    forecaster.baselines.BaselineForecast of (H, S), with its intervals at the plan's future_levels)."""
+    from forecaster.intervals import conformal_quantiles, level_name, quantile_column, quantile_levels, quantiles_of
 
     panel, horizon = plan.panel, future_horizon(plan)
     calibration = model.calibration
     bounded: tuple[float, ...] = ()
-    if calibration is not None and horizon <= calibration.horizon and plan.options.levels:
-        quantiles = conformal_quantiles(calibration.errors, plan.options.levels)
-        bounded = tuple(level for level, half in quantiles.items() if np.isfinite(half).all())
-    table = model.forecast(panel, horizon, bounded)
+    distributed: tuple[float, ...] = ()
+    if calibration is not None and horizon <= calibration.horizon:
+        finite = {
+            level
+            for level, half in conformal_quantiles(calibration.errors, plan.future_levels).items()
+            if np.isfinite(half).all()
+        }
+        bounded = tuple(level for level in plan.options.levels if level in finite)
+        distributed = tuple(q for q in plan.options.quantiles if set(quantile_levels([q])) <= finite)
+    table = model.forecast(panel, horizon, bounded, quantiles=distributed)
     for name, found in baselines.items():
         table[name] = found.values.T.reshape(-1)
-        for level in sorted(found.bounds, reverse=True):
+        levels = [level for level in plan.options.levels if level in found.bounds]
+        for level in sorted(levels, reverse=True):
             table[f"{name}-lo-{level_name(level)}"] = found.bounds[level][0].T.reshape(-1)
-        for level in sorted(found.bounds):
+        for level in sorted(levels):
             table[f"{name}-hi-{level_name(level)}"] = found.bounds[level][1].T.reshape(-1)
+        for quantile, values in (quantiles_of(found.values, found.bounds, plan.options.quantiles) or {}).items():
+            table[quantile_column(name, quantile)] = values.T.reshape(-1)
     if len(panel) > 1 and all(name in table for name in COMBINED):
         table[COMBINATION] = table[["answer", *COMBINED]].mean(axis=1)
-    return table, {"horizon": horizon, "levels": list(bounded), "series": len(panel), "rows": len(table)}
+    record = {"horizon": horizon, "levels": list(bounded), "quantiles": list(distributed)}
+    return table, record | {"series": len(panel), "rows": len(table)}
 
 
 def build_future(plan: SweepPlan, answer: Answer, tail: Tail, saved=None) -> Future:

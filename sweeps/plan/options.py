@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from forecaster.cli import add_options, default_of, flag_of, levels_option, option, read_options
+from forecaster.cli import add_options, default_of, flag_of, levels_option, option, quantiles_option, read_options
 from forecaster.metrics import METRICS
 from sweeps.plan.registry import ANSWER_SCOPES
 from sweeps.plan.schedulers import SCHEDULERS
@@ -413,6 +413,13 @@ class SweepOptions:
     levels: tuple[float, ...] = levels_option(
         "prediction intervals at these levels (percent, e.g. 80 95) for the answer and every baseline, scored on the "
         "test window: coverage, width and MSIS",
+        absent=(),
+        group="answer",
+        more={"goes": "answer", "resumable": False, "sweep_field": False},
+    )
+    quantiles: tuple[float, ...] = quantiles_option(
+        "forecasts at these quantiles (e.g. 0.1 0.5 0.9) for the answer and every baseline, as neuralforecast names "
+        "them (answer_ql0.1), on the test window and the future (WQL is scored at 0.1-0.9 without it)",
         absent=(),
         group="answer",
         more={"goes": "answer", "resumable": False, "sweep_field": False},

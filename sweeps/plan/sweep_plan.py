@@ -14,7 +14,7 @@ import datetime
 import os
 import platform
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ import pandas as pd
 
 from forecaster.config import ConfigError, ForecasterConfig, check_known_keys
 from forecaster.data import SeriesError, load_panel, naming
-from forecaster.intervals import check_levels
+from forecaster.intervals import check_levels, check_quantiles
 from forecaster.metrics import METRICS
 from forecaster.panel import Panel
 from forecaster.parts import FIT_PARTS_FIELDS, Cut, FitParts, check_parts, cut_parts, default_metric, no_cut_message
@@ -70,6 +70,29 @@ class SweepPlan:
     @property
     def experiment_path(self) -> str:
         return experiment_path(self.storage_path, self.name)
+
+    @property
+    def distribution_quantiles(self) -> tuple[float, ...]:
+        """The quantiles every method forecasts on the test window: those WQL scores (0.1-0.9) and those asked for
+        (--quantiles); none without a test window."""
+        from forecaster.metrics import WQL_QUANTILES
+
+        return tuple(sorted(set(WQL_QUANTILES) | set(self.options.quantiles))) if self.parts.test is not None else ()
+
+    @property
+    def distribution_levels(self) -> tuple[float, ...]:
+        """The levels of every method's intervals on the test window: those asked for (--levels) and the central
+        intervals whose bounds are the distribution_quantiles (20, 40, 60 and 80 % for 0.1-0.9)."""
+        from forecaster.intervals import quantile_levels
+
+        return tuple(sorted(set(self.options.levels) | set(quantile_levels(self.distribution_quantiles))))
+
+    @property
+    def future_levels(self) -> tuple[float, ...]:
+        """The levels of the intervals around the future forecast: those asked for and those --quantiles needs."""
+        from forecaster.intervals import quantile_levels
+
+        return tuple(sorted(set(self.options.levels) | set(quantile_levels(self.options.quantiles))))
 
     @property
     def most_at_once(self) -> int:
@@ -229,7 +252,12 @@ def make_plan(sweep: str | SweepOptions, **options: Any) -> SweepPlan:
     kept = np.isin(panel.ids, parts.train.ids)
     panel = dataclasses.replace(panel.take(kept), dropped=parts.dropped)
     _check_known_ahead(given, resolved, panel, parts)
-    given = dataclasses.replace(given, pins=pins, levels=check_interval_levels(given.levels, resolved))
+    given = dataclasses.replace(
+        given,
+        pins=pins,
+        levels=check_interval_levels(given.levels, resolved),
+        quantiles=check_distribution_quantiles(given.quantiles, resolved),
+    )
 
     storage = given.storage()
     name = given.name
@@ -492,14 +520,29 @@ def taken_message(storage: str, name: str, sweep_name: str) -> str:
 
 def check_interval_levels(levels: Sequence[float], sweep: Sweep) -> tuple[float, ...]:
     """Interval levels in (0, 100), where there is a test window to judge the intervals on."""
+    return _scored_on_the_test_window("--levels", "the intervals are", check_levels, levels, sweep)
+
+
+def check_distribution_quantiles(quantiles: Sequence[float], sweep: Sweep) -> tuple[float, ...]:
+    """Quantiles in (0, 1), where there is a test window to score them on."""
+    return _scored_on_the_test_window("--quantiles", "the forecast distribution is", check_quantiles, quantiles, sweep)
+
+
+def _scored_on_the_test_window(
+    flag: str,
+    what: str,
+    check: Callable[[Sequence[float]], tuple[float, ...]],
+    values: Sequence[float],
+    sweep: Sweep,
+) -> tuple[float, ...]:
     try:
-        checked = check_levels(levels)
+        checked = check(values)
     except ValueError as error:
-        raise PlanError(f"--levels: {error}") from None
+        raise PlanError(f"{flag}: {error}") from None
     if checked and not (sweep.horizon or sweep.test_after):
         raise PlanError(
-            "--levels: the intervals are scored on a test window, and this sweep has none: give --test-after DATE "
-            "(one series, or a dated panel) or --horizon H"
+            f"{flag}: {what} scored on a test window, and this sweep has none: give --test-after DATE (one series, "
+            "or a dated panel) or --horizon H"
         )
     return checked
 
