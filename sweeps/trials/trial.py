@@ -48,7 +48,51 @@ def train_trial(config: dict[str, Any], *, parts: FitParts, settings: TrialSetti
     report = _with_node(tune.report, warm)
     trial = tune.get_context().get_trial_id()
     reporter = EpochReporter(report, tune.Checkpoint, settings.checkpoints, trial, parts.metric)
-    _fit(config, parts, settings, reporter, tune.get_checkpoint(), **arguments)
+    _fit(config, parts, settings, reporter, newest_checkpoint(tune.get_checkpoint()), **arguments)
+
+
+def newest_checkpoint(given):
+    """The checkpoint a restarted trial resumes from: the newest complete one in its own folder, where Tune gave it an
+    older one of its own or none. Tune registers a checkpoint a moment after the trial reported and wrote it (Tune's
+    save step), and its experiment state may be saved in between, by a Ctrl+C or before a kill -9: the trial would
+    otherwise run again the epochs it had run, even its last (and write them twice in its progress.csv). A checkpoint
+    of another trial's (a PBT donor's) is left as it is."""
+    import re
+
+    import pyarrow.fs
+    from ray import tune
+
+    storage = tune.get_context().get_storage()
+    folder, filesystem = storage.trial_fs_path, storage.storage_filesystem
+    if given is not None and os.path.normpath(os.path.dirname(given.path)) != os.path.normpath(folder):
+        return given
+    given_index = -1 if given is None else int(given.path.rsplit("_", 1)[-1])
+    found = filesystem.get_file_info(pyarrow.fs.FileSelector(folder, allow_not_found=True))
+    newer = sorted(
+        (int(match.group(1)), info.path)
+        for info in found
+        if info.type == pyarrow.fs.FileType.Directory
+        and (match := re.fullmatch(r"checkpoint_(\d+)", info.base_name))
+        and int(match.group(1)) > given_index
+    )
+    for _, path in reversed(newer):
+        candidate = tune.Checkpoint(path, filesystem=filesystem)
+        if _complete(candidate):
+            return candidate
+    return given
+
+
+def _complete(checkpoint) -> bool:
+    """Whether a checkpoint holds a training state that loads (one being written when its process was killed does
+    not)."""
+    import torch
+
+    try:
+        with checkpoint.as_directory() as folder:
+            torch.load(os.path.join(folder, CHECKPOINT_FILE), map_location="cpu", weights_only=False)
+    except Exception:  # missing, or cut short: any failure to read it means it is not one to resume from
+        return False
+    return True
 
 
 def _with_node(report, warm: bool):
