@@ -293,6 +293,21 @@ class EpochHistory(L.Callback):
         self.devices = list(state_dict.get("devices", ["unknown"] * len(self.rows)))  # older checkpoints: not kept
 
 
+class StopAt(L.Callback):
+    """Ends a fit at the end of the epoch during which the clock passes `at` (time.time()): a continuation that must
+    end by a deadline (a sweep's --time-limit) trains what fits before it, and at least one epoch."""
+
+    def __init__(self, at: float) -> None:
+        self.at = at
+        self.epochs = 0
+        """The epochs that ran."""
+
+    def on_train_epoch_end(self, trainer: L.Trainer, module: L.LightningModule) -> None:
+        self.epochs += 1
+        if time.time() >= self.at:
+            trainer.should_stop = True
+
+
 class AcceleratorError(RuntimeError):
     """The hardware asked for is not there."""
 

@@ -364,7 +364,9 @@ def run_trials(
     from sweeps.trials.warm_pool import warm_up
 
     if warm_workers_enabled():
-        warm_up(plan.resources, plan.most_at_once)  # the trials' workers import torch while the Tuner is built
+        # The trials' workers import torch while the Tuner is built; under --time-limit the answer's tasks' too, for
+        # they come at a moment the stopper picks, and a worker that starts then is seconds on the limit's clock.
+        warm_up(plan.resources, plan.most_at_once, tail_too=plan.options.time_limit is not None)
     if not plan.options.resume:
         plan = claim_folder(plan, command)
     started_with = start_with(plan) if start_with is not None else None
@@ -445,7 +447,9 @@ def run_sweep(
             if progress and len(plan.panel) > 1 and not stopped:
                 print(announcement(plan, wanted), flush=True)
             tail = run_tail(plan, wanted, runner, baselines, deadline=budget.deadline())
-            cut = dataclasses.replace(cut, baselines=cut.baselines + tail.late_baselines, late=tail.late)
+            cut = dataclasses.replace(
+                cut, baselines=cut.baselines + tail.late_baselines, late=tail.late, shortened=tail.shortened
+            )
             clock.tasks = tail.timings
             clock.mark("tail")
             found = build_answer(plan, results, tail)

@@ -5,7 +5,15 @@ import pytest
 
 from sweeps.answer import TailPlan
 from sweeps.answer.members import Member
-from sweeps.plan.budget import LEAST_SECONDS, TAIL_SECONDS, Cut, check_time_limit, epochs_cost, give_way
+from sweeps.plan.budget import (
+    LEAST_SECONDS,
+    TAIL_SECONDS,
+    Cut,
+    check_time_limit,
+    epochs_cost,
+    give_way,
+    start_seconds,
+)
 from sweeps.plan.options import PlanError, parse_duration, shown_duration
 
 
@@ -67,6 +75,38 @@ def test_what_gives_way_does_so_in_its_order_until_the_answer_fits(left, cut, me
     assert found == cut
     assert [member.trial_id for member in cut_tail.members] == [f"t{n}" for n in range(members)]
     assert (cut_tail.refit_epochs, cut_tail.future_epochs) == (refit, future)
+
+
+def test_a_trials_start_is_its_first_epochs_seconds_beyond_the_others_and_the_tail_counts_it():
+    assert start_seconds([9.0, 1.0, 1.5, 0.5]) == 8.0  # imports and setup: 9 s, less the median epoch's 1 s
+    assert start_seconds([0.5, 1.0, 1.0]) == 0.0 and start_seconds([7.0]) == 0.0  # none seen before a second epoch
+    cold = [Member(f"t{n}", b"", 16, epoch_seconds=2.0, start_seconds=10.0) for n in range(3)]
+    plan = TailPlan(cold, refit_epochs=[4] * 3, future_epochs=[4] * 3)
+    # 15 + 30 fit in 50 s, but not with a start of 10 s before the members' first epochs: one member gives way.
+    assert give_way(tail(), 50, slots=2, baselines={})[1] == Cut()
+    cut_tail, found = give_way(plan, 50, slots=2, baselines={})
+    assert found == Cut(members=1) and len(cut_tail.members) == 2  # 15 + 10 + 20
+
+
+def test_a_continuation_stops_at_its_deadline_after_at_least_one_epoch():
+    """--time-limit's deadline inside the answer's tasks: a member's continuation past it trains one epoch, and says
+    so, instead of the epochs it was planned."""
+    import time
+
+    from forecaster.config import ForecasterConfig
+    from forecaster.data import load_panel
+    from forecaster.train import fit_through
+    from sweeps.answer.refits import continued
+    from tests.test_panel import monthly_panel_frame
+
+    panel = load_panel(monthly_panel_frame())
+    config = ForecasterConfig(hidden_dim=8, input_chunk_length=6, training_length=10, batch_size=32)
+    net, _ = fit_through(config, 1, panel, threads=1)
+    _, _, ran = continued(net, 50, panel, stop_at=time.time(), fit_options={"threads": 1})
+    assert ran == 1
+    _, _, ran = continued(net, 3, panel, stop_at=time.time() + 3600, fit_options={"threads": 1})
+    assert ran == 3
+    assert Cut(shortened=("t2",)).lines() == ["the continuations of t2: stopped at the deadline, short of their epochs"]
 
 
 def test_what_was_cut_is_said_in_the_order_it_gave_way():

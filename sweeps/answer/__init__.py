@@ -77,6 +77,8 @@ class Tail:
     """The trials whose members were left out, their tasks not ended by the deadline (--time-limit)."""
     late_baselines: tuple[str, ...] = ()
     """The baselines left out, not finished by the deadline."""
+    shortened: tuple[str, ...] = ()
+    """The trials whose members' continuations stopped at the deadline, short of their planned epochs."""
 
 
 def run_tail(
@@ -101,12 +103,15 @@ def run_tail(
     for index, (member, epochs) in enumerate(zip(tail.members, tail.refit_epochs)):
         kept = None if saved_refits is None else saved_refits[index]
         arguments = (member.trial_id, member.best_model, parts, epochs, kept)
-        refit_handles.append(runner.submit("refit", member.trial_id, refit_member, *arguments, **options))
+        stop_at = refit_deadline(member, tail, deadline)
+        refit_handles.append(runner.submit("refit", member.trial_id, refit_member, *arguments, stop_at, **options))
     future_handles = []
     if tail.future_epochs is not None:
         panel, horizon = runner.put(plan.panel), future_horizon(plan)
         future_handles = [
-            runner.submit("future", member.trial_id, future_member, handle.value, panel, epochs, horizon, **options)
+            runner.submit(
+                "future", member.trial_id, future_member, handle.value, panel, epochs, horizon, deadline, **options
+            )
             for member, handle, epochs in zip(tail.members, refit_handles, tail.future_epochs)
         ]
     late: tuple[str, ...] = ()
@@ -127,7 +132,21 @@ def run_tail(
     future = [runner.get(handle) for handle in future_handles]
     if isinstance(baselines, BaselineJobs):
         baselines = gather_baselines(plan, runner, baselines)
-    return Tail(tail, refits, future, baselines, runner.timings(), late, late_baselines)
+    future_epochs = tail.future_epochs or [0] * len(refits)
+    shortened = tuple(
+        refit.trial_id
+        for index, refit in enumerate(refits)
+        if refit.epochs < tail.refit_epochs[index] or (future and future[index].epochs < future_epochs[index])
+    )
+    return Tail(tail, refits, future, baselines, runner.timings(), late, late_baselines, shortened)
+
+
+def refit_deadline(member: Member, tail: TailPlan, deadline: float | None) -> float | None:
+    """When a member's continuation through the validation part stops (time.time()): at `deadline`, less what its
+    future needs at least (an epoch and its forecasts) where it has one."""
+    if deadline is None:
+        return None
+    return deadline - (2 * member.epoch_seconds if tail.future_epochs is not None else 0.0)
 
 
 @dataclasses.dataclass(frozen=True)

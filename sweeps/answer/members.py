@@ -14,6 +14,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
+from sweeps.plan.budget import start_seconds
 from sweeps.plan.storage import BEST_MODEL_FILE, located
 from sweeps.plan.sweep_plan import SweepPlan
 from sweeps.trials.results import CHOOSABLE, SweepResults
@@ -37,6 +38,9 @@ class Member:
     """Its trial's configuration, as Tune recorded it."""
     epoch_seconds: float = 0.0
     """Its trial's median seconds per epoch: what a continued epoch is expected to cost (--time-limit)."""
+    start_seconds: float = 0.0
+    """What its trial took before its epochs (sweeps.plan.budget.start_seconds): what its task after the trials is
+    expected to take before its first epoch (--time-limit)."""
 
 
 def ranking(plan: SweepPlan, results: SweepResults) -> tuple[pd.DataFrame, list[str]]:
@@ -91,6 +95,7 @@ def members(plan: SweepPlan, results: SweepResults) -> list[Member]:
                 int(cast(Any, trials.at[trial_id, "best_epoch"])),
                 {key: trials.at[trial_id, key] for key in plan.sweep.space if key in trials},
                 float(np.median(seconds)) if len(seconds) else 0.0,
+                start_seconds([float(value) for value in seconds]),
             )
         )
     return found

@@ -26,7 +26,7 @@ import numpy as np
 
 from forecaster.panel import Panel
 from forecaster.parts import FitParts
-from sweeps.plan.budget import STOP_SECONDS, TAIL_SECONDS, epochs_cost
+from sweeps.plan.budget import STOP_SECONDS, TAIL_SECONDS, epochs_cost, start_seconds
 
 if TYPE_CHECKING:
     from forecaster.net import RNNNet
@@ -73,10 +73,17 @@ class RefitMember:
 
 
 def refit_member(
-    trial_id: str, best_model: bytes, parts: FitParts, epochs: int, saved: Any = None, **fit_options: Any
+    trial_id: str,
+    best_model: bytes,
+    parts: FitParts,
+    epochs: int,
+    saved: Any = None,
+    stop_at: float | None = None,
+    **fit_options: Any,
 ) -> RefitMember:
     """Member `trial_id`'s trial net (its best model's bytes) and its forecasts; where `parts` has a test window, the
-    net continued `epochs` through the validation part, or `saved`, a net saved so (sweeps.report: no training)."""
+    net continued `epochs` through the validation part (fewer where the clock passes `stop_at`, time.time(): at least
+    one), or `saved`, a net saved so (sweeps.report: no training)."""
     from forecaster.intervals import fitted_error
     from forecaster.net import RNNNet
 
@@ -90,9 +97,7 @@ def refit_member(
     if saved is not None or epochs == 0:
         net, trained_on = (trial_net.eval() if saved is None else saved), ""
     else:
-        from forecaster.train import fit_through  # Lightning: only where a net trains
-
-        net, trained_on = fit_through(trial_net.config, epochs, parts.seen, start=trial_net, **fit_options)
+        net, trained_on, epochs = continued(trial_net, epochs, parts.seen, stop_at, fit_options)
     test = net.forecast_part(parts.seen, parts.test) if net is not trial_net else as_trained
     before_test = fitted_error(net, parts.seen, int(parts.test.lengths.max()))
     return RefitMember(
@@ -123,17 +128,31 @@ class FutureMember:
     part of each series' scale."""
 
 
-def future_member(refit: RefitMember, panel: Panel, epochs: int, horizon: int, **fit_options: Any) -> FutureMember:
-    """`refit`'s net continued `epochs` on every point of `panel` (the test window's too); `horizon`, the future's."""
+def future_member(
+    refit: RefitMember, panel: Panel, epochs: int, horizon: int, stop_at: float | None = None, **fit_options: Any
+) -> FutureMember:
+    """`refit`'s net continued `epochs` on every point of `panel` (the test window's too; fewer where the clock
+    passes `stop_at`, at least one); `horizon`, the future's."""
     from forecaster.intervals import fitted_error
 
     as_a_trial(fit_options)
     net, trained_on = refit.net.eval(), ""
     if epochs:
-        from forecaster.train import fit_through  # Lightning: only where a net trains
-
-        net, trained_on = fit_through(refit.net.config, epochs, panel, start=refit.net, **fit_options)
+        net, trained_on, epochs = continued(refit.net, epochs, panel, stop_at, fit_options)
     return FutureMember(refit.trial_id, net, epochs, trained_on, fitted_error(net, panel, horizon))
+
+
+def continued(
+    start: RNNNet, epochs: int, seen: Panel, stop_at: float | None, fit_options: dict[str, Any]
+) -> tuple[RNNNet, str, int]:
+    """`start` continued `epochs` through `seen` (forecaster.train.fit_through), ending after the epoch that passes
+    `stop_at` if it comes first: the net, where it trained and the epochs it ran."""
+    from forecaster.train import StopAt, fit_through  # Lightning: only where a net trains
+
+    stopper = None if stop_at is None else StopAt(stop_at)
+    callbacks = [] if stopper is None else [stopper]
+    net, trained_on = fit_through(start.config, epochs, seen, start=start, callbacks=callbacks, **fit_options)
+    return net, trained_on, epochs if stopper is None else stopper.epochs
 
 
 def as_a_trial(fit_options: dict[str, Any]) -> None:
@@ -163,6 +182,7 @@ def tail_estimate(
             future = each if plan.options.future else 0
             epochs += [refit, future]
             seconds += [statistics.median(trial["seconds"])] * 2
-        return STOP_SECONDS + TAIL_SECONDS + epochs_cost(epochs, seconds, slots) + baselines_left()
+        start = max((start_seconds(trial["seconds"]) for trial in top), default=0.0)
+        return STOP_SECONDS + TAIL_SECONDS + start + epochs_cost(epochs, seconds, slots) + baselines_left()
 
     return estimate

@@ -20,10 +20,12 @@ When the trials end, `give_way` fits the answer's tasks into the time left, cutt
 4. the continuation through the test window, down to one epoch (one, not none: its transforms fit again on the newer
    points, which a net cannot always read as it stands: a series logged before may hold a 0 there).
 
-That fit is an estimate. The tasks then run to a deadline `WRITE_SECONDS` before the limit (less its margin), and what
-has not ended by it is left out, its tasks cancelled: the members whose refit or future still runs (the first member
-to end is always waited for), then the statistical baselines still running (sweeps.answer.run_tail). A node busier
-than the trials found it would otherwise carry the command past its limit.
+That fit is an estimate. The tasks then run to a deadline `WRITE_SECONDS` before the limit (less its margin): each
+continuation stops after the epoch that passes it (a refit earlier, by what its future needs at least), and what has
+not ended by it is left out, its tasks cancelled: the members whose refit or future still runs (the first member to end
+is always waited for, and it ends an epoch or two after the deadline at most), then the statistical baselines still
+running (sweeps.answer.run_tail). A node busier than the trials found it would otherwise carry the command past its
+limit.
 
 The command always ends with an answer, the future and the saved model; a limit too short for even one trial's
 first epoch exits 2 before Ray starts, saying the least that would do (`check_time_limit`). `--resume` counts the time
@@ -36,6 +38,7 @@ import contextlib
 import dataclasses
 import json
 import math
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -108,6 +111,14 @@ class TimeBudget:
         return None if self.limit is None else time.time() + self.left() - WRITE_SECONDS
 
 
+def start_seconds(seconds: list[float]) -> float:
+    """What a trial took before its epochs, from its seconds per reported epoch: its first, less the median of the
+    rest. That is its process's imports (torch and Lightning, where no warm worker had them) and its fit's setup,
+    which each of the answer's tasks pays again, measured on this cluster as busy as it is (0 before a second
+    epoch)."""
+    return max(0.0, seconds[0] - statistics.median(seconds[1:])) if len(seconds) > 1 else 0.0
+
+
 def epochs_cost(epochs: list[int], epoch_seconds: list[float], slots: int) -> float:
     """Seconds to run tasks of `epochs` at `epoch_seconds` each, `slots` at once: the work over the slots, at least
     the longest task. Each task costs an epoch more than it trains: its forecasts of the parts and its net's
@@ -149,6 +160,8 @@ class Cut:
     future: bool = False
     late: tuple[str, ...] = ()
     """The trials whose members were left out at the deadline, their tasks not ended (sweeps.answer.run_tail)."""
+    shortened: tuple[str, ...] = ()
+    """The trials whose members' continuations stopped at the deadline, short of their epochs."""
 
     def lines(self) -> list[str]:
         found = []
@@ -162,6 +175,10 @@ class Cut:
             found.append("the continuation through the test window, to one epoch")
         if self.late:
             found.append(f"the members of {', '.join(self.late)}: their tasks had not ended by the deadline")
+        if self.shortened:
+            found.append(
+                f"the continuations of {', '.join(self.shortened)}: stopped at the deadline, short of their epochs"
+            )
         return found
 
 
@@ -175,7 +192,9 @@ def give_way(tail, left: float, slots: int, baselines: dict[str, float]) -> tupl
     def cost(plan) -> float:
         epochs = list(plan.refit_epochs) + list(plan.future_epochs or [])
         each = seconds[: len(plan.members)] * (2 if plan.future_epochs is not None else 1)
-        return TAIL_SECONDS + epochs_cost(epochs, each, slots) + sum(pending.values()) / max(1, slots)
+        # One start per member (its future takes its refit's worker), the members' at once.
+        start = max((member.start_seconds for member in plan.members), default=0.0)
+        return TAIL_SECONDS + start + epochs_cost(epochs, each, slots) + sum(pending.values()) / max(1, slots)
 
     for name in sorted(baselines, key=baselines.__getitem__, reverse=True):
         if cost(tail) <= left:

@@ -68,10 +68,12 @@ def trial_runtime_env() -> str:
     return json.dumps(merged, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def warm_up(resources: TrialResources, most_at_once: int) -> None:
+def warm_up(resources: TrialResources, most_at_once: int, tail_too: bool = False) -> None:
     """Ask every node for its warm workers now, before the Tuner is even built: the imports in the workers then
-    overlap with the driver's own setup."""
-    WarmPool(resources, most_at_once, actors_reused=True).setup()
+    overlap with the driver's own setup. `tail_too` (--time-limit, whose stopper may end the trials at any moment):
+    as many again for the answer's tasks, in the same request (a node's raylet starts only what it lacks of the
+    count asked for, so a second request for as many would start none)."""
+    WarmPool(resources, most_at_once, actors_reused=True, per_slot=2 if tail_too else 1).setup()
 
 
 def warm_for_the_tail(resources: TrialResources, most_at_once: int) -> None:
@@ -85,8 +87,10 @@ def warm_for_the_tail(resources: TrialResources, most_at_once: int) -> None:
 class WarmPool(tune.Callback):
     """Keeps warm workers ready on every node (see the module's docstring)."""
 
-    def __init__(self, resources: TrialResources, most_at_once: int, actors_reused: bool):
+    def __init__(self, resources: TrialResources, most_at_once: int, actors_reused: bool, per_slot: int = 1):
         self.resources, self.most_at_once, self.actors_reused = resources, most_at_once, actors_reused
+        self.per_slot = per_slot
+        """Warm workers asked for a new node per trial slot."""
         self.looked = 0.0
         self.runtime_env: str | None = None
 
@@ -128,7 +132,8 @@ class WarmPool(tune.Callback):
         for node in ray.nodes():
             if node.get("Alive") and node["NodeID"] not in warmed_nodes:
                 warmed_nodes.add(node["NodeID"])
-                self._prestart(node, min(trials_at_once(self.resources, [node]), self.most_at_once))
+                slots = min(trials_at_once(self.resources, [node]), self.most_at_once)
+                self._prestart(node, self.per_slot * slots)
 
     def _warm_for_the_tail(self) -> None:
         """`warm_for_the_tail`, once the last round of trials has started (or a time limit is near: sweeps.trials.tuner
