@@ -255,3 +255,38 @@ class LeavesAMark:
 
     def __reduce__(self):
         return (open, (str(self.path), "w"))
+
+
+def reports_then_leaves_a_newer_checkpoint_and_fails(config):
+    """A Tune trainable: on its first run it reports checkpoints 0 and 1, writes checkpoint 5 (complete, never
+    reported: as a trial does when Tune's state was saved before it registered the trial's last checkpoint) and 6 (cut
+    short), and fails; on its retry it reports which checkpoint it resumes from."""
+    import os
+    import tempfile
+
+    import torch
+    from ray import tune
+
+    from sweeps.plan.storage import CHECKPOINT_FILE
+    from sweeps.trials.trial import newest_checkpoint
+
+    given = tune.get_checkpoint()
+    if given is not None:
+        tune.report(
+            {"resumed_from": os.path.basename(newest_checkpoint(given).path), "given": os.path.basename(given.path)}
+        )
+        return
+    for epoch in range(2):
+        with tempfile.TemporaryDirectory() as folder:
+            torch.save({"epoch": epoch}, os.path.join(folder, CHECKPOINT_FILE))
+            tune.report({"epoch": epoch}, checkpoint=tune.Checkpoint.from_directory(folder))
+    trial_folder = tune.get_context().get_storage().trial_fs_path
+    for index, content in ((5, None), (6, b"cut sh")):
+        os.makedirs(os.path.join(trial_folder, f"checkpoint_{index:06d}"))
+        path = os.path.join(trial_folder, f"checkpoint_{index:06d}", CHECKPOINT_FILE)
+        if content is None:
+            torch.save({"epoch": 5}, path)
+        else:
+            with open(path, "wb") as stream:
+                stream.write(content)
+    raise RuntimeError("the trial's process dies")

@@ -20,7 +20,7 @@ from sweeps.output.summary import summary
 from sweeps.plan.schedulers import SCHEDULERS
 from sweeps.plan.space import Choice
 from sweeps.plan.sweep_plan import make_plan
-from tests.helpers import SLOW_TRIAL, trial_histories, trial_progress
+from tests.helpers import SLOW_TRIAL, reports_then_leaves_a_newer_checkpoint_and_fails, trial_histories, trial_progress
 
 RAY_INIT = {"num_cpus": 2}
 
@@ -244,3 +244,22 @@ def test_progress_stays_readable_when_a_resumed_trial_first_reports_a_checkpoint
     progress = pd.read_csv(f"{trial.local_path}/progress.csv")
     assert list(progress.columns) == ["epoch", "val_mape", "checkpoint_dir_name"]
     assert list(progress.epoch) == [1, 2, 3] and progress.checkpoint_dir_name.iloc[-1] == "checkpoint_000001"
+
+
+@pytest.mark.slow
+def test_a_restarted_trial_resumes_from_its_newest_complete_checkpoint_not_the_one_tune_registered(local_ray, tmp_path):
+    """Tune registers a trial's checkpoint a step after the trial wrote it; a trial restarted in between (a Ctrl+C, a
+    kill -9, a crash) is given the one before. It resumes from the newest of its own that loads instead, so that it
+    never runs again the epochs it ran (sweeps.trials.trial.newest_checkpoint)."""
+    from ray import tune
+
+    tuner = tune.Tuner(
+        reports_then_leaves_a_newer_checkpoint_and_fails,
+        run_config=tune.RunConfig(
+            storage_path=str(tmp_path), name="restarted", failure_config=tune.FailureConfig(max_failures=1)
+        ),
+    )
+    result = tuner.fit()[0]
+    assert result.error is None
+    assert result.metrics["given"] == "checkpoint_000001"  # what Tune registered last
+    assert result.metrics["resumed_from"] == "checkpoint_000005"  # not 6: cut short, it does not load
