@@ -149,25 +149,26 @@ class Panel:
         last: np.ndarray = self.times[self.offsets[1:] - 1]
         return last
 
-    def phases(self, row_index: np.ndarray | None = None) -> np.ndarray:
+    def phases(self, row_index: np.ndarray | None = None, period: int | None = None) -> np.ndarray:
         """The place in the season of the given rows (default: each series' first point), counted from the place of
         its series' first point: the month of the year for monthly dates (the first point's, plus the points
         since), and on a plain time index the points since the series' start as loaded, modulo the season. Every
         window, forecast and checkpoint counts the same way, also where a calendar's own count drifts (a 53-week
-        year)."""
+        year). `period`: a whole number of seasons to count in instead (the week of hourly data: 168)."""
         if row_index is None:
             rows, series = self.offsets[:-1], np.arange(len(self))
         else:
             rows = np.asarray(row_index)
             series = np.searchsorted(self.offsets, rows, side="right") - 1
-        if self.season == 1:
+        period = self.season if period is None else period
+        if period == 1:
             return np.zeros(len(rows), dtype=np.int64)
         first = self.offsets[:-1]
         if self.dated:
-            start = season_phases(pd.DatetimeIndex(self.times[first]), str(self.freq))
+            start = season_phases(pd.DatetimeIndex(self.times[first]), str(self.freq), period)
         else:
-            start = (self.times[first] - self.origins) % self.season
-        phases: np.ndarray = (start[series] + rows - first[series]) % self.season
+            start = (self.times[first] - self.origins) % period
+        phases: np.ndarray = (start[series] + rows - first[series]) % period
         return phases
 
     def future_times(self, steps: int) -> np.ndarray:

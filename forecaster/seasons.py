@@ -33,13 +33,18 @@ def season_phase(date: pd.Timestamp, freq: str) -> int:
     return int(season_phases(pd.DatetimeIndex([date]), freq)[0])
 
 
-def season_phases(dates: pd.DatetimeIndex, freq: str) -> np.ndarray:
-    """season_phase of many dates at once (int64)."""
+def season_phases(dates: pd.DatetimeIndex, freq: str, period: int | None = None) -> np.ndarray:
+    """season_phase of many dates at once (int64); with `period`, a whole number of seasons (nested_seasons: the
+    week of half-hourly data, 336 points), the place in that longer period (the day of the week's steps before
+    the day's)."""
     season = season_length(freq)
     if season == 1:
         return np.zeros(len(dates), dtype=np.int64)
     offset = pd.tseries.frequencies.to_offset(freq)
     name = _base_name(offset)
+    if period is not None and period != season:
+        days = np.asarray(dates.dayofweek, dtype=np.int64)
+        return (days * season + season_phases(dates, freq)) % period
     if name in ("M", "MS", "ME"):
         position = dates.month.to_numpy() - 1
     elif name in ("Q", "QS", "QE"):
@@ -93,3 +98,14 @@ def usable_seasons(freq: str | None, shortest_length: int, season: int = 1, cycl
     # MSTL (statsmodels' STL) and seasonal naive take whole periods: a year of days is 365, of weeks 52.
     whole = sorted({round(length) for length in seasons})
     return tuple(length for length in whole if cycles * length <= shortest_length)
+
+
+def nested_seasons(freq: str | None, season: int) -> tuple[int, ...]:
+    """The models' season and every longer season of `freq` that is a whole number of it, shortest first: (48, 336)
+    for half-hourly data, the day and the week; (season,) where there is no such longer one (a year of days is not
+    a whole number of weeks) or on a plain time index. The seasonal adjustment takes them one after the other
+    (forecaster.transforms.seasonal_components)."""
+    if freq is None or season < 2:
+        return (season,)
+    longer = [length for length in season_lengths(freq) if float(length).is_integer() and length > season]
+    return (season, *(int(length) for length in longer if length % season == 0))

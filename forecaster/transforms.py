@@ -25,8 +25,10 @@ trend at or below 0, a place in the season with an index of 0: profits, flows, a
 additive decomposition instead: each point's difference from the trend averaged by place, centred, subtracted as its
 seasonal shifts, so that such a series too leaves its season to the decomposition rather than to the net
 (docs/design-notes.md, "The `panel` sweep", measures what the shifts gain).
-Other series keep indices of 1 and shifts of 0. A window shows the net one or two seasons; the indices come from the
-whole training part.
+Other series keep indices of 1 and shifts of 0. Where the data's frequency has a longer season that is a whole
+number of the first (the week of hourly or half-hourly data), it is taken next, from what the day's indices left,
+where the part holds 3 weeks: one table of a week's places then holds both. A window shows the net one or two
+seasons; the indices come from the whole training part.
 
 With `calendar`, every input also carries where the *next* point falls in time (the month of the year for monthly
 data, the hour of the day and the day of the week for hourly; on a plain time index, points since the series'
@@ -53,6 +55,7 @@ from torch import Tensor
 from forecaster.config import ORIGINAL_UNIT_LOSSES, ForecasterConfig
 from forecaster.metrics import mase_scales
 from forecaster.panel import Panel
+from forecaster.seasons import nested_seasons
 from forecaster.shapes import shape_of
 from forecaster.step_inputs import StepInputs, calendar_features, step_ns
 
@@ -111,7 +114,8 @@ class TargetTransform:
     season: int
     """Points per season (12 for monthly data, 1 where there is none): lag, calendar, baselines."""
     seasonal: np.ndarray | None = None
-    """(S, season): each series' seasonal index at each place in the season (deseasonalise), else None."""
+    """(S, P): each series' seasonal index at each place in the longest nested season (seasonal_components;
+    deseasonalise), else None."""
     logged: np.ndarray | None = None
     """(S,) bool, log_if_positive: the series whose log is taken; None where `log` says it for every series."""
     shifts: np.ndarray | None = None
@@ -138,6 +142,11 @@ class TargetTransform:
         lag = season if kind.endswith("seasonal_diff") else 1 if kind.endswith("diff") else 0
         every = kind.startswith("log") and kind != "log_if_positive"
         return cls(every, lag, config.window_norm, scaler, season, seasonal, logged, shifts, inputs)
+
+    @property
+    def seasonal_period(self) -> int:
+        """The points the seasonal tables span: the longest nested season (168 hourly), or the season."""
+        return self.season if self.seasonal is None else self.seasonal.shape[1]
 
     def step_inputs(self, calendar: bool) -> StepInputs:
         """What each step reads beside the value (with `calendar` where the transform holds no inputs)."""
@@ -171,7 +180,7 @@ class TargetTransform:
         values = np.asarray(panel.values, dtype=np.float64)
         rows = np.arange(len(panel)) if rows is None else np.asarray(rows)
         if self.seasonal is not None:
-            where = np.repeat(rows, panel.lengths), panel.phases(np.arange(len(values)))
+            where = np.repeat(rows, panel.lengths), panel.phases(np.arange(len(values)), self.seasonal_period)
             if self.shifts is not None:
                 values = values - self.shifts[where]
             values = values / self.seasonal[where]
@@ -240,32 +249,86 @@ class TargetTransform:
 
 
 def seasonal_components(train: Panel) -> tuple[np.ndarray, np.ndarray | None]:
-    """(S, season) each series' multiplicative seasonal indices from its training part (the module's docstring), and
-    (S, season) its additive shifts, or None where no series has any. Indices of 1 and shifts of 0 where the test
-    finds no season or the part is too short; a seasonal series whose indices are undefined (a value below 0, a trend
-    not above 0 everywhere, a place in the season that would get an index of 0: a month that is always 0) gets shifts
-    instead: its mean difference from the trend at each place, centred."""
-    season, indices = train.season, np.ones((len(train), train.season))
-    shifts = np.zeros_like(indices)
-    phases = train.phases(np.arange(len(train.values)))
-    half = season // 2
-    trend_weights = np.r_[0.5, np.ones(season - 1), 0.5] / season if season % 2 == 0 else np.ones(season) / season
+    """(S, P) each series' multiplicative seasonal indices from its training part (the module's docstring), and
+    (S, P) its additive shifts, or None where no series has any; P is the longest of the data's nested seasons
+    (forecaster.seasons.nested_seasons: the week of hourly data, else the season). Each season is taken in turn,
+    shortest first, from what the shorter ones left, where the part holds 3 of its cycles and Theta's test finds it,
+    and the tables multiply (add, for shifts) into one. Indices of 1 and shifts of 0 where no season is found or the
+    part is too short; a seasonal series whose indices are undefined (a value below 0, a trend not above 0
+    everywhere, a place in the season that would get an index of 0: a month that is always 0) gets shifts instead:
+    its mean difference from the trend at each place, centred."""
+    seasons = nested_seasons(train.freq, train.season)
+    period = seasons[-1]
+    indices, shifts = np.ones((len(train), period)), np.zeros((len(train), period))
+    phases = train.phases(np.arange(len(train.values)), period)
     for series in range(len(train)):
         rows = slice(train.offsets[series], train.offsets[series + 1])
-        values = train.values[rows]
-        if len(values) < 3 * season or not _seasonal(values, season):
-            continue
-        trend = np.convolve(values, trend_weights, mode="valid")  # centred: trend[k] belongs to point k + half
-        places = phases[rows][half : half + len(trend)]
-        counts = np.bincount(places, minlength=season)
-        if values.min() >= 0 and trend.min() > 0:
-            mean_ratio = np.bincount(places, values[half : half + len(trend)] / trend, season) / counts
-            if mean_ratio.min() > 0:
-                indices[series] = mean_ratio / mean_ratio.mean()
+        values, places = train.values[rows], phases[rows]
+        divide = None  # decided by the first season found: divided throughout, or shifted throughout
+        for season in seasons:
+            if len(values) < 3 * season:
                 continue
-        mean_difference = np.bincount(places, values[half : half + len(trend)] - trend, season) / counts
-        shifts[series] = mean_difference - mean_difference.mean()
+            if not (_seasonal(values, season) if season == seasons[0] else _stable_season(values, places, season)):
+                continue
+            table, divided = _seasonal_table(values, places % season, season, divide)
+            if table is None:
+                continue
+            divide = divided
+            whole = table[np.arange(period) % season]
+            if divided:
+                indices[series] *= whole
+                values = values / whole[places]
+            else:
+                shifts[series] += whole
+                values = values - whole[places]
     return indices, (shifts if shifts.any() else None)
+
+
+def _trend_weights(season: int) -> np.ndarray:
+    """The centred moving average of a season's length (2 x m for an even m)."""
+    return np.r_[0.5, np.ones(season - 1), 0.5] / season if season % 2 == 0 else np.ones(season) / season
+
+
+def _stable_season(values: np.ndarray, places: np.ndarray, season: int) -> bool:
+    """X-11's test for stable seasonality, for a season longer than the first (what the first left: the week of
+    hourly data): the values less their centred moving average differ by place in the season beyond noise, by an
+    analysis of variance at the 0.1 % level (the F point by Paulson's approximation). Theta's test does not serve
+    there: over hundreds of lags, the sum of the squared autocorrelations raises its bar above any season's."""
+    trend = np.convolve(values, _trend_weights(season), mode="valid")
+    detrended = values[season // 2 : season // 2 + len(trend)] - trend
+    places = places[season // 2 : season // 2 + len(trend)] % season
+    counts = np.bincount(places, minlength=season)
+    means = np.bincount(places, detrended, season) / counts
+    between = counts @ (means - detrended.mean()) ** 2 / (season - 1)
+    within_sum = ((detrended - means[places]) ** 2).sum()
+    if within_sum == 0:
+        return bool(between > 0)
+    ratio, first, second = between / (within_sum / (len(detrended) - season)), season - 1, len(detrended) - season
+    cube = ratio ** (1 / 3)
+    z = ((1 - 2 / (9 * second)) * cube - (1 - 2 / (9 * first))) / math.sqrt(
+        2 / (9 * first) + cube**2 * 2 / (9 * second)
+    )
+    return z > 3.090
+
+
+def _seasonal_table(
+    values: np.ndarray, places: np.ndarray, season: int, divide: bool | None
+) -> tuple[np.ndarray | None, bool]:
+    """One season's classical decomposition: (season,) indices (True) where `divide` allows and they are defined,
+    else shifts (False) where `divide` allows; (None, divide) where neither may be taken."""
+    half = season // 2
+    trend = np.convolve(values, _trend_weights(season), mode="valid")  # centred: trend[k] belongs to point k + half
+    places = places[half : half + len(trend)]
+    counts = np.bincount(places, minlength=season)
+    centre = values[half : half + len(trend)]
+    if divide is not False and values.min() >= 0 and trend.min() > 0:
+        mean_ratio = np.bincount(places, centre / trend, season) / counts
+        if mean_ratio.min() > 0:
+            return mean_ratio / mean_ratio.mean(), True
+    if divide is True:
+        return None, True
+    mean_difference = np.bincount(places, centre - trend, season) / counts
+    return mean_difference - mean_difference.mean(), False
 
 
 def _seasonal(values: np.ndarray, season: int) -> bool:
@@ -377,7 +440,8 @@ def forecast_inputs(
         context = np.concatenate([context, real[..., None]], axis=-1)
     seasonal = shifts = None
     if transform.seasonal is not None:
-        places = (panel.phases(ends)[None, :] + np.arange(1, steps + 1)[:, None]) % transform.season
+        period = transform.seasonal_period
+        places = (panel.phases(ends, period)[None, :] + np.arange(1, steps + 1)[:, None]) % period
         seasonal = torch.as_tensor(transform.seasonal[scaler_rows[None, :], places], dtype=torch.float64)
         if transform.shifts is not None:
             shifts = torch.as_tensor(transform.shifts[scaler_rows[None, :], places], dtype=torch.float64)
@@ -439,7 +503,8 @@ class TrainingWindows:
     counts: Tensor
     """(S,) int64: how many windows each series has."""
     phases: Tensor
-    """(S,) int64: the season position of the point after row 0 of each series' window at k = 0."""
+    """(S,) int64: the position in the seasonal tables' period (a whole number of seasons) of the point after row 0
+    of each series' window at k = 0."""
     calendar: Tensor | None
     """(season, 2) float32: sin and cos of each season position, where the calendar is the place in the season; else
     None."""
@@ -494,7 +559,7 @@ class TrainingWindows:
             lengths=torch.as_tensor(lengths),
             first=torch.as_tensor(earliest - config.input_chunk_length),
             counts=torch.as_tensor(np.maximum(last - earliest + 1, 0)),
-            phases=torch.as_tensor(train.phases() + transform.lag + 1),
+            phases=torch.as_tensor(train.phases(period=transform.seasonal_period) + transform.lag + 1),
             calendar=None if calendar is None else calendar.float(),
             transform=transform,
             span=span,
@@ -582,7 +647,7 @@ class TrainingWindows:
         if originals.seasonal is not None:  # scored point j is y's point k + first_scored + j + lag of its series
             rows = torch.arange(self.first_scored, self.span, device=level.device)[:, None]
             place = (self.phases[series] - 1 + positions)[None, :] + rows
-            where = series[None, :], place % self.transform.season
+            where = series[None, :], place % self.transform.seasonal_period
             seasonal = originals.seasonal[where]
             if originals.shifts is not None:
                 shifts = originals.shifts[where]

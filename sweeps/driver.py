@@ -196,11 +196,20 @@ def _season_lines(plan: SweepPlan) -> list[str]:
     divided = (indices != 1).any(axis=1)
     subtracted = np.zeros(len(train), dtype=bool) if shifts is None else (shifts != 0).any(axis=1)
     named = f" ({train.id_list(train.ids[subtracted])})" if subtracted.any() else ""
-    return [
+    lines = [
         f"  seasons    {int(divided.sum())} of {len(train)} series divided by their seasonal indices, "
         f"{int(subtracted.sum())} less their seasonal shifts (a value below 0, or a place always 0){named}, "
         f"{int((~divided & ~subtracted).sum())} as they are (no season by Theta's test, or under 3 seasons to train)"
     ]
+    period = indices.shape[1]
+    if period > train.season:  # a longer season nested in the first: the week of hourly data
+        table = indices if shifts is None else np.where(subtracted[:, None], shifts, indices)
+        cycles = table.reshape(len(train), period // train.season, train.season)
+        longer = int((np.ptp(cycles, axis=1) > 0).any(axis=1).sum())
+        lines.append(
+            f"             {longer} of them with a season of {period} points too (X-11's test, 3 of its cycles)"
+        )
+    return lines
 
 
 def describe_data(plan: SweepPlan) -> list[str]:

@@ -216,6 +216,20 @@ def test_the_panel_sweep_resolves_on_each_panel_and_says_what_it_needs(tmp_path)
         "  hybrid     the log of every series, 1 with a value at or below 0 after a shift of 1 % of its mean absolute "
         "value above its lowest: 's1'",
     ]
+    from tests.test_transforms import hourly_frame  # a day's and a week's seasons
+
+    frame, _ = hourly_frame({"weekly": ("2024-01-03 05:00", 40), "daily": ("2024-01-01", 40)})
+    daily = frame["unique_id"] == "daily"
+    day = frame.loc[daily, "y"].to_numpy().reshape(40, 24).mean(0)  # the same every day, but for noise
+    frame.loc[daily, "y"] = np.tile(day, 40) * (1 + 0.05 * np.random.default_rng(0).standard_normal(40 * 24))
+    hourly = tmp_path / "hourly.csv"
+    frame.to_csv(hourly, index=False)
+    weeks = make_plan("panel", data=str(hourly), horizon=24, storage_path=str(tmp_path))
+    assert transform_lines(weeks)[1:3] == [
+        "  seasons    2 of 2 series divided by their seasonal indices, 0 less their seasonal shifts (a value below 0, "
+        "or a place always 0), 0 as they are (no season by Theta's test, or under 3 seasons to train)",
+        "             1 of them with a season of 168 points too (X-11's test, 3 of its cycles)",
+    ]
     yearly = tmp_path / "yearly.csv"
     frame = pd.DataFrame({"ds": pd.date_range("1990", periods=14, freq="YS"), "y": np.arange(14.0) + 5})
     frame.to_csv(yearly, index=False)

@@ -137,18 +137,88 @@ def test_training_windows_carry_the_next_points_month():
     torch.testing.assert_close(windows[11, 0, 1:], torch.tensor([0.0, 1.0]), atol=1e-6, rtol=0)  # Dec -> January
 
 
+def hourly_frame(days: dict[str, tuple[str, int]]) -> tuple[pd.DataFrame, np.ndarray]:
+    """Hourly series (name: (first hour, days)) of a level times a day's pattern times a week's (weekends lower), and
+    that (168,) week of indices, Monday 00:00 first."""
+    day = 1 + 0.4 * np.sin(np.arange(24) * 2 * np.pi / 24)
+    week = np.repeat([1.0, 1.05, 1.1, 1.05, 1.0, 0.7, 0.6], 24)
+    week = week / week.mean()
+    pattern = np.tile(day, 7) * week
+    rows = []
+    for name, (start, length) in days.items():
+        times = pd.date_range(start, periods=24 * length, freq="h")
+        places = times.dayofweek * 24 + times.hour
+        rows += [(name, time, 100 * pattern[place]) for time, place in zip(times, places)]
+    return pd.DataFrame(rows, columns=["unique_id", "ds", "y"]), pattern
+
+
+def test_hourly_series_are_adjusted_for_the_day_and_the_week_where_they_hold_3_weeks():
+    """The week's indices (a day's pattern times the weekdays' levels) come back as one table of the week's 168 hours,
+    whichever hour a series starts at; a series of 4 days keeps the day's pattern alone, the same every day, and so
+    does one whose days differ by noise only (X-11's test finds no week in it)."""
+    frame, pattern = hourly_frame(
+        {"long": ("2024-01-03 05:00", 35), "short": ("2024-01-01", 4), "daily": ("2024-01-01", 35)}
+    )
+    day = pattern.reshape(7, 24).mean(0)
+    daily = frame["unique_id"] == "daily"
+    noise = 1 + 0.05 * np.random.default_rng(0).standard_normal(daily.sum())
+    frame.loc[daily, "y"] = 100 * np.tile(day, 35) * noise
+    panel = load_panel(frame)
+    assert panel.season == 24
+    table, shifts = seasonal_components(panel)
+    indices = dict(zip(panel.ids, table))
+    assert table.shape == (3, 168) and shifts is None
+    np.testing.assert_allclose(indices["long"], pattern / pattern.mean(), rtol=1e-3)
+    np.testing.assert_allclose(indices["short"], np.tile(day / day.mean(), 7), rtol=0.05)
+    np.testing.assert_array_equal(indices["daily"].reshape(7, 24), np.tile(indices["daily"][:24], (7, 1)))
+    np.testing.assert_allclose(indices["daily"][:24], day / day.mean(), rtol=0.04)
+
+
+@pytest.mark.parametrize("transform, norm", [("log_if_positive", "subtract"), ("none", "subtract"), ("log", "divide")])
+def test_an_hourly_forecast_inverts_through_the_weeks_indices(transform, norm):
+    """A forecast of the next 48 hours, from a Saturday afternoon, decodes to the series' own values: each hour with
+    its own place in the week's table."""
+    frame, _ = hourly_frame({"a": ("2024-01-03 05:00", 30), "b": ("2024-01-01 17:00", 28)})
+    frame["y"] *= 1 + 0.001 * frame.groupby("unique_id").cumcount()  # a trend, so that the level moves
+    panel = load_panel(frame)
+    train, _ = panel.split_at(panel.lengths - 48)
+    config = ForecasterConfig(
+        target_transform=transform, window_norm=norm, input_chunk_length=48, training_length=60, deseasonalise=True
+    )
+    target = TargetTransform.fit(config, train)
+    assert target.seasonal.shape == (2, 168) and target.seasonal_period == 168
+    ends = panel.offsets[:-1] + train.lengths - 1
+    inputs = forecast_inputs(target, panel, ends, 48, 48, calendar=True)
+    scaled, offsets = target.to_model(panel)
+    rows = np.stack([offsets[series] + train.lengths[series] - target.lag + np.arange(48) for series in range(2)], 1)
+    net_units = scaled[rows]
+    net_units = net_units - inputs.level.numpy() if norm == "subtract" else net_units / inputs.level.numpy() - 1
+    decoded = target.from_model(torch.as_tensor(net_units), inputs).numpy()
+    expected = np.stack([panel.values[ends[series] + 1 : ends[series] + 49] for series in range(2)], 1)
+    np.testing.assert_allclose(decoded, expected, rtol=1e-10)
+
+
 @pytest.mark.parametrize(
-    "shape, after_context",
-    [("direct", True), ("recurrent", True), ("recurrent", False)],
-    ids=["direct", "recurrent", "recurrent-every-position"],
+    "shape, after_context, hourly",
+    [("direct", True, False), ("recurrent", True, False), ("recurrent", False, False), ("direct", True, True)],
+    ids=["direct", "recurrent", "recurrent-every-position", "direct-hourly"],
 )
-def test_a_loss_in_original_units_reads_each_window_back_as_its_own_points(shape, after_context):
+def test_a_loss_in_original_units_reads_each_window_back_as_its_own_points(shape, after_context, hourly):
     """The points a loss in original units scores (the direct shape's block, the recurrent shape's next-step
     targets), taken back through what `in_original_units` gives each window, are the series' own values there: each
-    with its own place's seasonal index or shift, its series' scaler and log, the window's level."""
-    frame = monthly_panel_frame(lengths=(60, 72, 66), start=("2001-01", "2000-03", "2000-07"))
+    with its own place's seasonal index or shift (in the week's table of hourly data), its series' scaler and log,
+    the window's level."""
+    if hourly:
+        frame, _ = hourly_frame(
+            {"s0": ("2024-01-03 05:00", 24), "s1": ("2024-01-01 17:00", 28), "s2": ("2024-01-02", 22)}
+        )
+        frame["y"] *= 1 + 0.001 * frame.groupby("unique_id").cumcount()
+    else:
+        frame = monthly_panel_frame(lengths=(60, 72, 66), start=("2001-01", "2000-03", "2000-07"))
     crossing = frame["unique_id"] == "s2"  # a seasonal series below 0 at times: not logged, less its shifts
     frame.loc[crossing, "y"] = 50 * np.sin(np.arange(crossing.sum()) * np.pi / 6) + np.arange(crossing.sum()) - 20
+    if hourly:  # and a week of its own: lower at the weekend
+        frame.loc[crossing, "y"] -= 30 * (pd.DatetimeIndex(frame.loc[crossing, "ds"]).dayofweek >= 5)
     train = load_panel(frame)
     config = ForecasterConfig(
         shape=shape,
@@ -164,6 +234,9 @@ def test_a_loss_in_original_units_reads_each_window_back_as_its_own_points(shape
     target = TargetTransform.fit(config, train)
     assert target.logged.tolist() == [True, True, False] and (target.shifts[2] != 0).all()
     assert (np.abs(target.seasonal[1] - 1) > 0.05).any()  # s1's indices: a misplaced one would show
+    if hourly:  # the weeks' tables, not the day's repeated
+        assert target.seasonal.shape == (3, 168) and np.ptp(target.seasonal[1].reshape(7, 24).mean(1)) > 0.2
+        assert np.ptp(target.shifts[2].reshape(7, 24).mean(1)) > 20
     windows = TrainingWindows.of(target, train, config)
     series = torch.repeat_interleave(torch.arange(len(windows.counts)), windows.counts)
     positions = torch.cat([torch.arange(int(n)) for n in windows.counts])
