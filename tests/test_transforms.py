@@ -340,6 +340,42 @@ def test_a_fit_with_every_option_forecasts_in_original_units_and_its_checkpoint_
         restored.forecast(TRAIN.to_numpy(), 3)
 
 
+def test_a_fit_on_hourly_data_forecasts_the_weekends_dip_and_its_checkpoint_too(tmp_path):
+    """The week's indices are the model's: a short fit forecasts Saturday below Friday at the same hours, as the data
+    are, and a checkpoint (which stores the week's table) forecasts the same."""
+    frame, pattern = hourly_frame({"a": ("2024-01-01", 28), "b": ("2024-01-03 05:00", 26)})
+    panel = load_panel(frame)
+    config = ForecasterConfig(
+        model="GRU",
+        hidden_dim=8,
+        n_epochs=2,
+        input_chunk_length=24,
+        training_length=36,
+        calendar=True,
+        deseasonalise=True,
+        target_transform="log_if_positive",
+        windows_per_epoch=256,
+    )
+    result = fit(config, panel, val_size=48)
+    history, _ = panel.split_at(panel.lengths - 48)
+    assert result.model.transform.seasonal.shape == (2, 168)
+    ahead = result.model.forecast(history, 168)  # a week after each series' training part
+    ahead["place"] = pd.DatetimeIndex(ahead["ds"]).dayofweek * 24 + pd.DatetimeIndex(ahead["ds"]).hour
+    by_place = ahead.groupby("place")["forecast"].mean()
+    friday, saturday = by_place.loc[4 * 24 : 5 * 24 - 1].mean(), by_place.loc[5 * 24 : 6 * 24 - 1].mean()
+    assert saturday / friday == pytest.approx(
+        pattern[5 * 24 : 6 * 24].mean() / pattern[4 * 24 : 5 * 24].mean(), rel=0.1
+    )
+    model = result.model
+    path = tmp_path / "model.ckpt"
+    torch.save(
+        {"state_dict": model.state_dict(), "hyper_parameters": dict(model.hparams), "pytorch-lightning_version": "2.6"},
+        path,
+    )
+    restored = RNNForecaster.load_from_checkpoint(path)
+    pd.testing.assert_frame_equal(restored.forecast(history, 168), ahead.drop(columns="place"), rtol=1e-6)
+
+
 def test_the_moving_average_is_what_forecasts():
     config = ForecasterConfig(hidden_dim=8, n_epochs=20, ema_decay=0.9)
     model = fit(config).model
