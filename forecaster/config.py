@@ -24,6 +24,7 @@ LOSSES = ("mse", "l1", "pinball", "smape", "mase")
 ORIGINAL_UNIT_LOSSES = ("smape", "mase")
 """Losses computed on the predictions in original units (the metrics the field scores with)."""
 ACTIVATIONS = ("ReLU", "Tanh", "Sigmoid", "none")
+COVARIATE_SCALINGS = ("series", "shared")
 ACCELERATORS = ("cpu", "gpu", "tpu", "auto")
 """Where a fit trains, as Lightning's Trainer names it."""
 MAX_RANDOM_STATE = 2**32 - 1
@@ -152,6 +153,12 @@ class ForecasterConfig:
         "exponential moving average of the weights, updated every epoch; the average forecasts, is scored and "
         "is saved (0: off, e.g. 0.9)",
     )
+    covariate_scaling: str = _field(
+        "series",
+        "how a numeric known-ahead or historic covariate is standardised on the training part: series (each "
+        "series' own mean and deviation: a price against its usual price) or shared (one over every series: a "
+        "temperature); 0/1 columns as they are",
+    )
     val_origins: int = _field(
         1,
         "forecast origins in the validation part, evenly spaced from its start: the validation MAPE pools every "
@@ -169,6 +176,7 @@ class ForecasterConfig:
             ("window_norm", WINDOW_NORMS),
             ("loss", LOSSES),
             ("activation", ACTIVATIONS),
+            ("covariate_scaling", COVARIATE_SCALINGS),
         ):
             value = getattr(self, name)
             if value not in choices:

@@ -12,10 +12,13 @@ year; weekly, the week of the year; each as the sine and cosine of where the tim
 being 365.2425 days, so that a week 53 or a 29 February takes its own place rather than week 1's or 1 March's).
 Monthly, quarterly, business-daily data and a plain time index: the place in the season (the month of the year).
 
-How the covariates are scaled, fit on each series' training part: a 0/1 column (a holiday flag, a promotion) as it
-is, the same for every series; any other column less its mean over the series' training part, divided by its
-standard deviation there (per series, as the target's scaler is); numeric statics standardised over the series,
-categories as 0/1 columns (one per category: the first layer's weights on them are the category's embedding).
+How the covariates are scaled, fit on the training parts: a 0/1 column (a holiday flag, a promotion) as it is, the
+same for every series; any other column less its mean, divided by its standard deviation, either each series' own
+over its training part (`covariate_scaling="series"`, as the target's scaler is: a price against the series' usual
+price) or one pair over every series' training parts (`"shared"`: a temperature, whose degrees mean the same in every
+series); numeric statics standardised over the series, categories as 0/1 columns (one per category: the first
+layer's weights on them are the category's embedding). docs/design-notes.md, "Covariates and the calendar", measures
+the two rules.
 """
 
 from __future__ import annotations
@@ -80,6 +83,9 @@ class StepInputs:
     """(S, F + G): what it is then divided by."""
     static: np.ndarray | None = None
     """(S, K): each series' static inputs, scaled."""
+    shared: bool = False
+    """Whether `center` and `scale` are one pair over every series (covariate_scaling="shared"), which a series the
+    model never trained on then takes too."""
 
     # --- shape --------------------------------------------------------------------------------------------------
     @property
@@ -102,8 +108,9 @@ class StepInputs:
 
     # --- fitting ------------------------------------------------------------------------------------------------
     @classmethod
-    def fit(cls, calendar: bool, train: Panel, reads_hist: bool) -> StepInputs:
-        """The inputs of `train`'s data, the covariates scaled on its points (each series' training part)."""
+    def fit(cls, calendar: bool, train: Panel, reads_hist: bool, shared: bool = False) -> StepInputs:
+        """The inputs of `train`'s data, the covariates scaled on its points: each series' training part, or with
+        `shared` all of them together."""
         periods = calendar_periods(train.freq) if calendar and train.dated else ()
         covariates = train.covariates
         if covariates is None:
@@ -113,10 +120,15 @@ class StepInputs:
         values = covariates.table[_table_rows(train, np.arange(len(train.values)))][:, columns]
         starts = train.offsets[:-1]
         counts = np.maximum(train.lengths, 1)[:, None]
-        mean = np.add.reduceat(values, starts, axis=0) / counts if len(values) else np.zeros((len(train), 0))
-        deviation = np.repeat(mean, train.lengths, axis=0) - values
-        spread = np.sqrt(np.add.reduceat(deviation**2, starts, axis=0) / counts) if len(values) else mean
-        binary = np.isin(covariates.table[:, columns], (0.0, 1.0)).all(axis=0)
+        if shared:
+            mean = np.repeat(values.mean(0, keepdims=True), len(train), axis=0) if len(values) else values[:0]
+            spread = np.repeat(values.std(0, keepdims=True), len(train), axis=0) if len(values) else mean
+        else:
+            mean = np.add.reduceat(values, starts, axis=0) / counts if len(values) else np.zeros((len(train), 0))
+            deviation = np.repeat(mean, train.lengths, axis=0) - values
+            spread = np.sqrt(np.add.reduceat(deviation**2, starts, axis=0) / counts) if len(values) else mean
+        block = covariates.table[:, columns]  # a historic column is NaN after the data's end
+        binary = (np.isin(block, (0.0, 1.0)) | np.isnan(block)).all(axis=0)
         center = np.where(binary, 0.0, mean)
         scale = np.where(binary | (spread == 0), 1.0, spread)
         static = None
@@ -135,6 +147,7 @@ class StepInputs:
             center,
             scale,
             static,
+            shared,
         )
 
     def rows(self, rows: np.ndarray) -> StepInputs:
@@ -155,10 +168,14 @@ class StepInputs:
                 merged[new] = theirs
             return merged
 
+        def trained(mine: np.ndarray | None, theirs: np.ndarray | None) -> np.ndarray | None:
+            """Shared scaling: a new series takes the pair the model trained with."""
+            return mine[:1].repeat(int(new.sum()), axis=0) if self.shared and mine is not None and len(mine) else theirs
+
         return dataclasses.replace(
             self,
-            center=merge(self.center, fresh.center),
-            scale=merge(self.scale, fresh.scale),
+            center=merge(self.center, trained(self.center, fresh.center)),
+            scale=merge(self.scale, trained(self.scale, fresh.scale)),
             static=merge(self.static, fresh.static),
         )
 
@@ -178,6 +195,7 @@ class StepInputs:
             "center": plain(self.center),
             "scale": plain(self.scale),
             "static": plain(self.static),
+            "shared": self.shared,
         }
 
     @classmethod
@@ -196,6 +214,7 @@ class StepInputs:
             array(plain["center"]),
             array(plain["scale"]),
             array(plain["static"]),
+            bool(plain.get("shared", False)),
         )
 
     # --- the features of points ---------------------------------------------------------------------------------

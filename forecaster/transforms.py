@@ -164,7 +164,7 @@ class TargetTransform:
             logged = np.minimum.reduceat(read.values, read.offsets[:-1]) > 0 if len(read.values) else None
         shape = shape_of(config.shape)
         inputs = (
-            StepInputs.fit(config.calendar, train, shape.reads_hist)
+            StepInputs.fit(config.calendar, train, shape.reads_hist, config.covariate_scaling == "shared")
             if shape.reads_covariates
             else StepInputs(config.calendar, train.season)
         )

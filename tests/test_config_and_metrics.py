@@ -43,6 +43,8 @@ def test_defaults_are_the_seed_config():
         "calendar": False,
         "deseasonalise": False,
         "ema_decay": 0.0,
+        # Each numeric covariate standardised on its own series' training part.
+        "covariate_scaling": "series",
         "val_origins": 1,
     }
 

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from forecaster.data import SeriesError, load_panel
+from sweeps.plan.space import Choice
 from sweeps.plan.sweep_plan import PlanError, make_plan
 
 SERIES = {"a": ("2024-01-01", 60), "b": ("2024-01-04", 50), "c": ("2024-01-02", 55)}
@@ -252,7 +253,10 @@ def test_the_future_needs_the_known_ahead_values_or_no_future(tmp_path):
     short = write(tmp_path / "short", futr=futr_frame(known=5))
     with pytest.raises(PlanError, match=r"holds 5 point\(s\) after each series' end, .* reaches 7.*--no-future"):
         make_plan("panel", data=paths["data"], horizon=7, futr_exog="promo", futr_data=short["futr"])
-    assert make_plan("panel", data=paths["data"], horizon=7, futr_exog="promo", future=False).panel.covariates
+    flags = make_plan("panel", data=paths["data"], horizon=7, futr_exog="promo", future=False)
+    assert flags.panel.covariates and flags.sweep.space["covariate_scaling"] == "series"  # a 0/1 column: no choice
+    numbers = make_plan("panel", data=paths["data"], horizon=7, futr_exog="promo", hist_exog="temp", future=False)
+    assert numbers.sweep.space["covariate_scaling"] == Choice("series", "shared")
 
 
 def test_the_plan_shows_stores_and_reads_back_its_covariates(tmp_path):

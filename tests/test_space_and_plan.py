@@ -161,6 +161,7 @@ DATA_SHAPES = [
     DataShape(horizon=1, season=7, shortest=3),
     DataShape(horizon=8, season=4, shortest=2),  # the least a sweep keeps: two points, the direct shape's one window
     DataShape(horizon=48, season=24, shortest=2000, seasons=(24, 168)),  # hourly, the week a lookback
+    DataShape(horizon=14, season=7, shortest=300, known_ahead=True, numeric_covariates=True),  # a price known ahead
 ]
 
 
@@ -173,6 +174,18 @@ def test_every_corner_of_the_registered_sweeps_is_a_valid_config(data):
             config = ForecasterConfig.from_dict({**corner, "n_epochs": sweep.max_epochs})
             if config.shape == "recurrent" and sweep.name == "panel":  # its window fits the shortest series
                 assert config.training_length + 1 <= max(data.shortest, 3)
+
+
+def test_the_panel_sweep_chooses_how_a_numeric_covariate_is_scaled_only_where_the_data_has_one():
+    """Per series or shared is the data's choice where a covariate is a number (a price, a temperature); a flag, or
+    no covariate, leaves nothing to choose."""
+    space = SWEEPS["panel"].space
+    numeric = DataShape(horizon=14, season=7, shortest=300, known_ahead=True, numeric_covariates=True)
+    assert resolve(space, numeric)["covariate_scaling"] == Choice("series", "shared")
+    for flags_only in (DataShape(horizon=14, season=7, shortest=300, known_ahead=True), DATA_SHAPES[0]):
+        assert resolve(space, flags_only)["covariate_scaling"] == "series"
+    configs = sample_tune(resolve(space, numeric), seed=0, count=12)
+    assert {config["covariate_scaling"] for config in configs} == {"series", "shared"}
 
 
 def test_the_panel_sweep_resolves_on_each_panel_and_says_what_it_needs(tmp_path):

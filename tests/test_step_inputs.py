@@ -93,6 +93,30 @@ def test_flags_keep_their_values_and_other_covariates_are_standardised_per_serie
     assert np.array_equal(again.center, inputs.center) and again.periods == inputs.periods == (WEEK_NS, YEAR_NS)
 
 
+def test_shared_scaling_standardises_a_covariate_over_every_series_and_a_new_series_takes_that_too():
+    """covariate_scaling="shared": one mean and deviation over every series' training part (a temperature's degrees
+    mean the same everywhere); a flag as it is; a historic 0/1 column, NaN after the data's end, still a flag. A
+    series the model never trained on is scaled as the ones it did, not on its own points."""
+    data, _ = sales()
+    data["holiday"] = (data.ds.dt.dayofweek == 6).astype(float)
+    panel = load_panel(data, futr_exog=["promo", "price"], hist_exog=["temp", "holiday"])
+    train, _ = panel.split_last(10)
+    inputs = StepInputs.fit(True, train, reads_hist=True, shared=True)
+    parts = data.groupby("unique_id").head(50)
+    for column, name in ((1, "price"), (2, "temp")):
+        assert inputs.center[:, column] == pytest.approx(np.full(3, parts[name].mean()))
+        assert inputs.scale[:, column] == pytest.approx(np.full(3, parts[name].std(ddof=0)))
+    assert np.array_equal(inputs.center[:, [0, 3]], np.zeros((3, 2))) and np.array_equal(
+        inputs.scale[:, [0, 3]], np.ones((3, 2))
+    )
+    fresh = StepInputs.fit(True, train.take(np.array([False, False, True])), reads_hist=True)  # its own, per series
+    merged = inputs.merged(np.array([0, -1]), fresh, np.array([False, True]))
+    assert np.array_equal(merged.center[1], inputs.center[0]) and not np.array_equal(fresh.center[0], inputs.center[0])
+    again = StepInputs.from_plain(True, train.season, inputs.state())
+    assert again.shared and np.array_equal(again.scale, inputs.scale)
+    assert not StepInputs.fit(True, train, reads_hist=True).shared
+
+
 HYBRID = {"loss": "mse", "target_transform": "none", "window_norm": "none", "deseasonalise": False, "calendar": False}
 
 

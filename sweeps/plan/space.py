@@ -127,6 +127,9 @@ class DataShape:
     """The fewest points a series has to train on (its training part, before its validation and test windows)."""
     known_ahead: bool = False
     """The data has known-ahead covariates (--futr-exog)."""
+    numeric_covariates: bool = False
+    """A known-ahead or historic covariate holds values other than 0 and 1 (a price, a temperature): one whose
+    scaling is a choice."""
     seasons: tuple[int, ...] = ()
     """Every season of the data's frequency (forecaster.seasons.usable_seasons) of which the shortest training part
     holds two cycles: 24 and 168 for a few weeks of hourly data."""
@@ -177,6 +180,21 @@ class IfKnownAhead:
 
 
 @dataclasses.dataclass(frozen=True)
+class IfNumericCovariates:
+    """`then` where a known-ahead or historic covariate holds values other than 0 and 1, else `otherwise`: how such
+    a column is scaled (per series or shared) is the data's to choose, on validation."""
+
+    then: Any
+    otherwise: Any
+
+    def __repr__(self) -> str:
+        return f"{self.then!r} if the data has numeric covariates, else {self.otherwise!r}"
+
+    def resolve(self, data: DataShape) -> Any:
+        return self.then if data.numeric_covariates else self.otherwise
+
+
+@dataclasses.dataclass(frozen=True)
 class LongestSeason:
     """The data's longest season beyond its first (DataShape.seasons) of at most `most` points, where it is longer
     than `otherwise` (both lengths, possibly in horizons), else `otherwise`: a lookback that sees the week of hourly
@@ -219,7 +237,7 @@ class Fitting:
         return max(self.least, min(length, math.floor(self.share * data.shortest) - self.less))
 
 
-RELATIVE = (Horizons, IfSeasonal, IfKnownAhead, LongestSeason, Fitting)
+RELATIVE = (Horizons, IfSeasonal, IfKnownAhead, IfNumericCovariates, LongestSeason, Fitting)
 """Values stated relative to the data, which `resolve` turns into the values for one panel."""
 
 

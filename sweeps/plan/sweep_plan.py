@@ -457,10 +457,20 @@ def _data_shape(sweep: Sweep, panel: Panel, least: FitParts) -> DataShape:
     series), the season, and the shortest training part of the series the sweep can keep at all (`least`: those that
     fill their validation and test windows)."""
     horizon = sweep.horizon or max(1, int(least.val.lengths.max()))
-    known_ahead = panel.covariates is not None and panel.covariates.futr_count > 0
+    covariates = panel.covariates
+    known_ahead = covariates is not None and covariates.futr_count > 0
+    block = covariates.table[:, : covariates.futr_count + covariates.hist_count] if covariates is not None else None
+    numeric = block is not None and bool((np.isfinite(block) & ~np.isin(block, (0.0, 1.0))).any())
     shortest = int(least.train.lengths.min())
     seasons = usable_seasons(panel.freq, shortest, panel.season)
-    return DataShape(horizon=horizon, season=panel.season, shortest=shortest, known_ahead=known_ahead, seasons=seasons)
+    return DataShape(
+        horizon=horizon,
+        season=panel.season,
+        shortest=shortest,
+        known_ahead=known_ahead,
+        numeric_covariates=numeric,
+        seasons=seasons,
+    )
 
 
 def _check_space(sweep: Sweep, data_label: str, parts: FitParts, drop_short: bool) -> FitParts:
