@@ -356,7 +356,15 @@ class AnswerModel:
                 panel = dataclasses.replace(panel, origins=net.time_origins[rows])
             return panel, _rows_of(own, rows)
         config = net.config
-        key = (config.target_transform, config.deseasonalise, config.window_norm, tuple(panel.ids[new]))
+        key = (
+            config.shape,
+            config.target_transform,
+            config.deseasonalise,
+            config.window_norm,
+            config.calendar,
+            config.covariate_scaling,
+            tuple(panel.ids[new]),
+        )
         if key not in fitted:
             with np.errstate(divide="ignore", invalid="ignore"):  # a log of a value at or below 0: refused after
                 fitted[key] = TargetTransform.fit(config, panel.take(new))
@@ -604,13 +612,21 @@ def _merged(own: TargetTransform, rows: np.ndarray, fresh: TargetTransform, new:
             merged[new] = theirs
         return merged
 
+    def folded(table: np.ndarray | None) -> np.ndarray | None:
+        """A new series' table as wide as the model's: a model saved before the week's table (24 places of hourly
+        data, where the new series' span the week's 168) takes each place's mean over the week's days."""
+        width = None if own.seasonal is None else own.seasonal.shape[1]
+        if table is None or width is None or table.shape[1] == width:
+            return table
+        return table.reshape(len(table), -1, width).mean(axis=1)
+
     return dataclasses.replace(
         own,
         scaler=MinMaxScaler(
             merge(own.scaler.minimum, fresh.scaler.minimum, 0.0), merge(own.scaler.scale, fresh.scaler.scale, 1.0)
         ),
-        seasonal=merge(own.seasonal, fresh.seasonal, 1.0),
+        seasonal=merge(own.seasonal, folded(fresh.seasonal), 1.0),
         logged=merge(own.logged, fresh.logged, False),
-        shifts=merge(own.shifts, fresh.shifts, 0.0),
+        shifts=merge(own.shifts, folded(fresh.shifts), 0.0),
         inputs=None if own.inputs is None or fresh.inputs is None else own.inputs.merged(rows, fresh.inputs, new),
     )

@@ -180,7 +180,7 @@ def new_series_factors(panel: Panel) -> np.ndarray:
     """(S, m) initial log factors by place in the season for series the model never trained on: the logs of their
     classical multiplicative seasonal indices (forecaster.transforms.seasonal_components: 1 where its test finds no
     season), 0 where those are undefined."""
-    indices, _ = seasonal_components(panel) if panel.season > 1 else (np.ones((len(panel), 1)), None)
+    indices, _ = seasonal_components(panel, first_only=True) if panel.season > 1 else (np.ones((len(panel), 1)), None)
     return np.log(indices)
 
 

@@ -248,7 +248,7 @@ class TargetTransform:
         return adjusted if inputs.shifts is None else adjusted + inputs.shifts[: len(adjusted)]
 
 
-def seasonal_components(train: Panel) -> tuple[np.ndarray, np.ndarray | None]:
+def seasonal_components(train: Panel, first_only: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
     """(S, P) each series' multiplicative seasonal indices from its training part (the module's docstring), and
     (S, P) its additive shifts, or None where no series has any; P is the longest of the data's nested seasons
     (forecaster.seasons.nested_seasons: the week of hourly data, else the season). Each season is taken in turn,
@@ -256,8 +256,9 @@ def seasonal_components(train: Panel) -> tuple[np.ndarray, np.ndarray | None]:
     and the tables multiply (add, for shifts) into one. Indices of 1 and shifts of 0 where no season is found or the
     part is too short; a seasonal series whose indices are undefined (a value below 0, a trend not above 0
     everywhere, a place in the season that would get an index of 0: a month that is always 0) gets shifts instead:
-    its mean difference from the trend at each place, centred."""
-    seasons = nested_seasons(train.freq, train.season)
+    its mean difference from the trend at each place, centred. `first_only`: the first season's table alone, (S,
+    season), for what holds one place per point of the season (the hybrid's smoothing factors)."""
+    seasons = (train.season,) if first_only else nested_seasons(train.freq, train.season)
     period = seasons[-1]
     indices, shifts = np.ones((len(train), period)), np.zeros((len(train), period))
     phases = train.phases(np.arange(len(train.values)), period)

@@ -4,6 +4,7 @@ without one, without Ray or Lightning imported; and each kind of data it cannot 
 nothing written. The models are small fits through every point, as a sweep's future refit trains them
 (tests/test_panel_sweep.py runs the whole path from a sweep)."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -91,6 +92,64 @@ def test_a_series_the_model_never_saw_is_forecast_from_its_own_history_and_named
     printed = capsys.readouterr().out
     assert "1 series the model never trained on: 'new store'" in printed and f"{len(future)} rows" in printed
     pd.testing.assert_frame_equal(pd.read_parquet(output), future, check_dtype=False)
+
+
+def test_a_new_hourly_series_is_forecast_by_each_shape_with_its_week_and_by_a_model_saved_before_the_weeks_table():
+    """Hourly data: the recurrent member divides by the week's table, the hybrid's smoothing holds the day's places;
+    a series neither trained on is forecast by both, by the recurrent one with its weekend below its weekdays as in
+    its history. A model saved
+    before the week's table (24 places a series) forecasts it too, taking the week's table down to the day's."""
+    from tests.test_transforms import hourly_frame
+
+    frame, _ = hourly_frame({"a": ("2024-01-01", 24), "b": ("2024-01-03 05:00", 22)})
+    stranger, _ = hourly_frame({"new": ("2024-01-02 03:00", 23)})
+    stranger["y"] *= 3
+    recurrent = SMALL.replace(input_chunk_length=24, training_length=36, deseasonalise=True, calendar=True)
+    hybrid = recurrent.replace(
+        shape="hybrid", loss="pinball", target_transform="none", deseasonalise=False, calendar=False
+    )
+    both = pd.concat([frame, stranger])
+    saturday = slice(5 * 24, 6 * 24)
+    for config in (recurrent, hybrid):
+        model = answer_model(frame, config=config)
+        future = model.forecast(both, h=168, levels=[])
+        mine = future[future.unique_id == "new"].assign(place=lambda rows: rows.ds.dt.dayofweek * 24 + rows.ds.dt.hour)
+        week = mine.groupby("place").answer.mean()
+        assert len(mine) == 168 and mine.answer.between(0.3 * stranger.y.min(), 3 * stranger.y.max()).all()
+        if config.shape == "recurrent":  # the hybrid's smoothing holds the day's season only
+            assert week.iloc[saturday].mean() < 0.9 * week.iloc[: 5 * 24].mean()
+    old = answer_model(frame, config=recurrent)
+    for member in old.members:
+        table = member.net.transform.seasonal
+        member.net.transform = dataclasses.replace(
+            member.net.transform, seasonal=table.reshape(len(table), 7, 24).mean(1)
+        )
+    assert old.members[0].net.transform.seasonal_period == 24
+    future = old.forecast(both, h=48, levels=[])
+    assert future.answer.notna().all() and len(future) == 3 * 48
+
+
+def test_a_new_series_is_scaled_by_each_members_own_covariate_rule_whichever_member_comes_first():
+    """Members that scale a price per series and shared: the per-series member scales each of two new stores' price
+    on that store's own history, the shared one with the pair it trained with, in either order."""
+    from tests.test_step_inputs import sales
+
+    data, _ = sales(stores=3)
+    data.loc[data.unique_id == "s2", "price"] += 40  # a dear store: its own mean is far from the others'
+    everything = load_panel(data, futr_exog=["promo", "price"])
+    trained = load_panel(data[data.unique_id == "s0"], futr_exog=["promo", "price"])
+    config = SMALL.replace(calendar=True)
+    nets = {
+        rule: fit_through(config.replace(covariate_scaling=rule), 1, trained, threads=1)[0]
+        for rule in ("shared", "series")
+    }
+    own_price = data.loc[data.unique_id == "s2", "price"]
+    for order in (("shared", "series"), ("series", "shared")):
+        model = AnswerModel([SavedMember(nets[rule], rule, 1) for rule in order], {}, None)
+        fitted: dict = {}
+        centers = {rule: model._transform_for(nets[rule], everything, fitted)[1].inputs.center[2, 1] for rule in order}
+        assert centers["series"] == pytest.approx(own_price.mean()), order
+        assert centers["shared"] == pytest.approx(nets["shared"].transform.inputs.center[0, 1]), order
 
 
 def test_on_integer_time_the_forecast_continues_each_series_integers_in_its_season():
