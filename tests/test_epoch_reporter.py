@@ -54,8 +54,9 @@ def checkpoints_kept_in(storage):
 EVERY_THIRD_EPOCH = CheckpointSchedule(every=3, every_seconds=math.inf, first_after_seconds=math.inf)
 
 
-def fit_and_record(storage, checkpoint=None, max_epochs=6, schedule=EVERY_THIRD_EPOCH, trial="trial_a"):
-    """A trial's fit as train_trial runs it; returns every (metrics, checkpoint) it reported."""
+def fit_and_record(storage, checkpoint=None, max_epochs=6, schedule=EVERY_THIRD_EPOCH, trial="trial_a", recorded=True):
+    """A trial's fit as train_trial runs it (`recorded`: whether Tune's record has the report of the checkpoint it
+    resumes from); returns every (metrics, checkpoint) it reported."""
     reports = []
     settings = TrialSettings(max_epochs, TrialResources(), schedule)
     reporter = EpochReporter(
@@ -64,6 +65,7 @@ def fit_and_record(storage, checkpoint=None, max_epochs=6, schedule=EVERY_THIRD_
         settings.checkpoints,
         trial,
     )
+    reporter.resumed_recorded = recorded
     parts = cut_parts(load_panel("air_passengers"), Cut(split_after=AIR_PASSENGERS_SPLIT_AFTER))  # as a plan cuts it
     _fit(CONFIG, parts, settings, reporter, checkpoint, accelerator="cpu", devices=1)
     return reports
@@ -108,3 +110,12 @@ def test_a_trial_resumed_from_its_own_final_checkpoint_reports_nothing_again(tmp
     restarts it from that checkpoint. The epoch is in its history and in Tune's record already."""
     final_checkpoint = fit_and_record(tmp_path)[-1][1]
     assert fit_and_record(tmp_path, checkpoint=final_checkpoint) == []
+
+
+def test_a_trial_resumed_from_its_own_final_checkpoint_whose_report_was_never_recorded_reports_it_again(tmp_path):
+    """Its driver was killed after the trial wrote its final checkpoint and before it recorded the report with it
+    (a kill -9 between the two): Tune's record stops an epoch short, and the trial's row would say STOPPED. It
+    reports that epoch once more, as it was."""
+    final, final_checkpoint = fit_and_record(tmp_path)[-1]
+    again = fit_and_record(tmp_path, checkpoint=final_checkpoint, recorded=False)
+    assert [(metrics["epoch"], metrics["best_val_mape"]) for metrics, _ in again] == [(6, final["best_val_mape"])]

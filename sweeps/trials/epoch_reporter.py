@@ -67,6 +67,10 @@ class EpochReporter(L.Callback):
         """The trial's id, kept in its checkpoints: a checkpoint of another trial's is a PBT donor's."""
         self.resumed_own = False
         """Whether this fit resumed from a checkpoint of this trial's own (Tune restarted it)."""
+        self.resumed_recorded = True
+        """Whether the report that came with the checkpoint this fit resumes from is in Tune's record (the trial's
+        progress.csv): a driver killed after the trial wrote its checkpoint, before it recorded the report, has not
+        (sweeps.trials.trial.recorded)."""
         self.checkpoint_class = checkpoint_class
         self.schedule = schedule
         self.best, self.best_epoch = math.inf, 0
@@ -146,8 +150,10 @@ class EpochReporter(L.Callback):
         (the checkpoint's last report: epoch, MAPE, best) with a checkpoint of its own, so that its history, Tune's
         record and its latest checkpoint agree: it has run all its epochs and holds that best model. A trial that
         resumes from its own final checkpoint (its driver was killed before Tune saw it end) reported that epoch
-        already: Tune has it, and its history would have it twice."""
-        if self.reported or self.resumed_own or self.last is None or self.last["epoch"] < cast(int, trainer.max_epochs):
+        already: Tune has it, and its history would have it twice; unless the driver was killed before it recorded
+        that report (`resumed_recorded`), which the trial then makes again."""
+        own_and_recorded = self.resumed_own and self.resumed_recorded
+        if self.reported or own_and_recorded or self.last is None or self.last["epoch"] < cast(int, trainer.max_epochs):
             return
         self.reported = True
         self._report_with_checkpoint(trainer, module, dict(self.last))

@@ -48,7 +48,9 @@ def train_trial(config: dict[str, Any], *, parts: FitParts, settings: TrialSetti
     report = _with_node(tune.report, warm)
     trial = tune.get_context().get_trial_id()
     reporter = EpochReporter(report, tune.Checkpoint, settings.checkpoints, trial, parts.metric)
-    _fit(config, parts, settings, reporter, newest_checkpoint(tune.get_checkpoint()), **arguments)
+    checkpoint = newest_checkpoint(tune.get_checkpoint())
+    reporter.resumed_recorded = checkpoint is None or recorded(checkpoint)
+    _fit(config, parts, settings, reporter, checkpoint, **arguments)
 
 
 def newest_checkpoint(given):
@@ -80,6 +82,28 @@ def newest_checkpoint(given):
         if _complete(candidate):
             return candidate
     return given
+
+
+def recorded(checkpoint) -> bool:
+    """Whether the report that came with `checkpoint` is in Tune's record of this trial: its progress.csv, which the
+    driver writes as it takes each report, names the checkpoint's folder. The trial writes the checkpoint first, so
+    a driver killed in between leaves a checkpoint whose report it never recorded. True where the record cannot be
+    read (nothing to compare with: the report is not made twice)."""
+    import io
+
+    import pandas as pd
+    from ray import tune
+
+    storage = tune.get_context().get_storage()
+    try:
+        with storage.storage_filesystem.open_input_stream(f"{storage.trial_fs_path}/progress.csv") as stream:
+            history = pd.read_csv(io.BytesIO(stream.readall()))
+    except FileNotFoundError:
+        return False  # no report of this trial's was ever recorded
+    except (OSError, ValueError, pd.errors.ParserError):
+        return True
+    names = history["checkpoint_dir_name"].dropna().astype(str) if "checkpoint_dir_name" in history else []
+    return os.path.basename(os.path.normpath(checkpoint.path)) in set(names)
 
 
 def _complete(checkpoint) -> bool:
