@@ -618,7 +618,8 @@ def _merged(own: TargetTransform, rows: np.ndarray, fresh: TargetTransform, new:
         width = None if own.seasonal is None else own.seasonal.shape[1]
         if table is None or width is None or table.shape[1] == width:
             return table
-        return table.reshape(len(table), -1, width).mean(axis=1)
+        day: np.ndarray = table.reshape(len(table), -1, width).mean(axis=1)
+        return day
 
     return dataclasses.replace(
         own,

@@ -102,8 +102,10 @@ def recorded(checkpoint) -> bool:
         return False  # no report of this trial's was ever recorded
     except (OSError, ValueError, pd.errors.ParserError):
         return True
-    names = history["checkpoint_dir_name"].dropna().astype(str) if "checkpoint_dir_name" in history else []
-    return os.path.basename(os.path.normpath(checkpoint.path)) in set(names)
+    names: set[str] = (
+        set(history["checkpoint_dir_name"].dropna().astype(str)) if "checkpoint_dir_name" in history else set()
+    )
+    return os.path.basename(os.path.normpath(checkpoint.path)) in names
 
 
 def _complete(checkpoint) -> bool:
