@@ -312,6 +312,16 @@ def test_options_the_data_cannot_take_are_refused_before_training():
         fit(ForecasterConfig(val_origins=30, n_epochs=1))
 
 
+def saved_and_loaded(model, folder) -> RNNForecaster:
+    """The model through a Lightning checkpoint of its weights and hyperparameters, as a trial saves it."""
+    path = folder / "model.ckpt"
+    torch.save(
+        {"state_dict": model.state_dict(), "hyper_parameters": dict(model.hparams), "pytorch-lightning_version": "2.6"},
+        path,
+    )
+    return RNNForecaster.load_from_checkpoint(path)
+
+
 def test_a_fit_with_every_option_forecasts_in_original_units_and_its_checkpoint_too(tmp_path):
     config = ForecasterConfig(
         model="GRU",
@@ -328,13 +338,7 @@ def test_a_fit_with_every_option_forecasts_in_original_units_and_its_checkpoint_
     assert all(math.isfinite(row["val_mape"]) for row in result.history)
     forecast = result.forecast_series()
     assert forecast.min() > 100 and forecast.max() < 1000  # passengers, not the net's units
-    model = result.model
-    path = tmp_path / "model.ckpt"
-    torch.save(
-        {"state_dict": model.state_dict(), "hyper_parameters": dict(model.hparams), "pytorch-lightning_version": "2.6"},
-        path,
-    )
-    restored = RNNForecaster.load_from_checkpoint(path)
+    restored = saved_and_loaded(result.model, tmp_path)
     np.testing.assert_allclose(restored.forecast(TRAIN, len(VAL)), forecast.to_numpy(), rtol=1e-6)
     with pytest.raises(ValueError, match="give the history as a pandas Series with its dates"):
         restored.forecast(TRAIN.to_numpy(), 3)
@@ -366,13 +370,7 @@ def test_a_fit_on_hourly_data_forecasts_the_weekends_dip_and_its_checkpoint_too(
     assert saturday / friday == pytest.approx(
         pattern[5 * 24 : 6 * 24].mean() / pattern[4 * 24 : 5 * 24].mean(), rel=0.1
     )
-    model = result.model
-    path = tmp_path / "model.ckpt"
-    torch.save(
-        {"state_dict": model.state_dict(), "hyper_parameters": dict(model.hparams), "pytorch-lightning_version": "2.6"},
-        path,
-    )
-    restored = RNNForecaster.load_from_checkpoint(path)
+    restored = saved_and_loaded(result.model, tmp_path)
     pd.testing.assert_frame_equal(restored.forecast(history, 168), ahead.drop(columns="place"), rtol=1e-6)
 
 
