@@ -24,7 +24,14 @@ from forecaster.panel import Panel
 from forecaster.shapes import shape_of
 from forecaster.transforms import seasonal_components
 from sweeps.answer import TailPlan, build_answer, run_tail, tail_plan
-from sweeps.answer.baselines import BaselineJobs, baselines_left, cancel_baselines, cut_slowest, submit_baselines
+from sweeps.answer.baselines import (
+    BaselineJobs,
+    baselines_left,
+    cancel_baselines,
+    cut_slowest,
+    submit_baselines,
+    within_the_trials_time,
+)
 from sweeps.answer.future import Future, build_future
 from sweeps.answer.intervals import future_horizon
 from sweeps.answer.members import members
@@ -445,7 +452,8 @@ def run_sweep(
         chosen = members(plan, results)
         found = scores = tail = future = None
         if chosen:
-            wanted, baselines = tail_plan(plan, chosen, future=not stopped), trials.started_with
+            wanted = tail_plan(plan, chosen, future=not stopped)
+            baselines = within_the_trials_time(trials.started_with, runner, trials.fit_seconds)
             cut = Cut(baselines=tuple(baselines.cut))  # what gave way while the trials ran
             if plan.options.time_limit is not None:
                 left = baselines_left(baselines, runner)

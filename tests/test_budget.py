@@ -156,6 +156,36 @@ def test_at_the_deadline_the_tasks_that_ended_stay_and_the_others_are_cancelled(
     assert [timing.label for timing in runner.timings()] == ["quick", "after"]
 
 
+def test_autoarima_with_covariates_runs_only_where_its_fits_take_no_longer_than_the_trials(local_ray):
+    """When the trials end, AutoARIMA with covariates still running is kept where its whole work (40 series at 2 s
+    each, over the 2 slots: 40 s) fits in the trials' time, and cancelled with the reason where it does not; the
+    other baselines are waited for as before."""
+    import time
+
+    import numpy as np
+
+    from forecaster.baselines import ARIMA_COVARIATES
+    from sweeps.answer.baselines import BaselineJobs, within_the_trials_time
+    from sweeps.answer.tasks import Runner
+    from sweeps.plan.resources import TrialResources
+
+    runner = Runner(TrialResources(cpus=1), on_ray=True)
+    arima = [runner.submit("baselines", "AutoARIMA, series 1-40", time.sleep, 600, trains=False)]
+    ets = [runner.submit("baselines", "AutoETS, series 1-40", time.sleep, 0, trains=False)]
+    jobs = BaselineJobs(
+        {ARIMA_COVARIATES: arima, "AutoETS": ets}, [np.arange(40)], ("test",), False, priors={ARIMA_COVARIATES: 2.0}
+    )
+    assert within_the_trials_time(jobs, runner, trials_seconds=41.0) is jobs
+    cut = within_the_trials_time(jobs, runner, trials_seconds=39.0)
+    assert list(cut.handles) == ["AutoETS"]
+    assert cut.not_run[ARIMA_COVARIATES].startswith(
+        "its fits would take about 40 s on 2 task slot(s) (2.00 s a series)"
+    )
+    assert "longer than the trials' 39 s" in cut.not_run[ARIMA_COVARIATES]
+    with pytest.raises(local_ray.exceptions.TaskCancelledError):
+        local_ray.get(arima[0].value, timeout=60)
+
+
 def test_members_left_out_at_the_deadline_are_named():
     assert Cut(late=("t1", "t3")).lines() == ["the members of t1, t3: their tasks had not ended by the deadline"]
 

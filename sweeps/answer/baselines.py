@@ -34,13 +34,16 @@ PRIOR_SECONDS_PER_SERIES = {
     "Theta": 0.003,
     "seasonal naive": 0.0,
     "MSTL": 1.4,
-    "AutoARIMA with covariates": 1.0,
 }
 """A baseline's seconds per series on one CPU, fit and run on, intervals included, before any chunk of it has ended:
 what --time-limit expects of it until its own chunks say (M3 monthly, 2 CPUs, 2026-11-29 and, AutoCES's with its
 intervals in closed form, 2026-12-01; MSTL: 4 weeks of hourly points at seasons 24 and 168, fit 0.8 s and run on
-0.6 s, 2026-12-02; AutoARIMA with covariates: a guess, until its first chunk ends). Seasonal naive at another season
-costs nothing either."""
+0.6 s, 2026-12-02). Seasonal naive at another season costs nothing either; AutoARIMA's grows with the series
+(ARIMA_SECONDS_PER_POINT)."""
+ARIMA_SECONDS_PER_POINT = 0.0035
+"""AutoARIMA with covariates' seconds per point of a series of season 7 or less, on one CPU; times (season / 7) ** 1.5
+above: its seasonal orders cost more the longer the season (generated series with a 0/1 covariate, 2026-12-05: daily,
+0.0035 s a point at 160 points and 0.0032 at 730; hourly, 0.026 at 672 and 0.015 at 1,440, where this gives 0.022)."""
 SERIES_PER_CHUNK = 20
 """A chunk holds at least this many series: fewer would cost more in tasks than in fits."""
 CHUNKS_PER_SLOT = 4
@@ -60,7 +63,11 @@ class BaselineJobs:
     cut: dict[str, str] = dataclasses.field(default_factory=dict)
     """Baselines whose tasks were cancelled, and why (--time-limit)."""
     not_run: dict[str, str] = dataclasses.field(default_factory=dict)
-    """Baselines of the data's seasons that its series are too short for, and why: never submitted."""
+    """Baselines of the data's seasons that its series are too short for, or that would outlast the trials
+    (within_the_trials_time), and why."""
+    priors: dict[str, float] = dataclasses.field(default_factory=dict)
+    """Per baseline, its expected seconds per series on one CPU on this data (prior_seconds_per_series), until its
+    own chunks say."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,7 +124,18 @@ def submit_baselines(plan: SweepPlan, runner: Runner, future_steps: int | None) 
             for rows, chunk in zip(chunks, inputs)
         ]
     parts = tuple(name for name, _, _ in jobs)
-    return BaselineJobs(handles, chunks, parts, bool(future_steps), not_run=dict(fitting.not_run))
+    priors = {name: prior_seconds_per_series(name, plan.panel) for name in fitting.names}
+    return BaselineJobs(handles, chunks, parts, bool(future_steps), not_run=dict(fitting.not_run), priors=priors)
+
+
+def prior_seconds_per_series(method: str, panel: Panel) -> float:
+    """What a baseline is expected to take per series of `panel` on one CPU, before any of its chunks has ended."""
+    from forecaster.baselines import ARIMA_COVARIATES
+
+    if method == ARIMA_COVARIATES:
+        mean_length = len(panel.values) / max(len(panel), 1)
+        return ARIMA_SECONDS_PER_POINT * mean_length * max(1.0, panel.season / 7) ** 1.5
+    return PRIOR_SECONDS_PER_SERIES.get(method, 0.0)
 
 
 def plan_baselines(plan: SweepPlan) -> PanelBaselines:
@@ -294,20 +312,55 @@ def stored_bounds(
 
 def baselines_left(jobs: BaselineJobs, runner: Runner) -> dict[str, float]:
     """Per baseline not finished: the seconds of work its unfinished chunks have left, on one CPU (each as long as
-    its finished chunks were per series, or PRIOR_SECONDS_PER_SERIES before any has ended)."""
+    its finished chunks were per series, or as expected before any has ended: BaselineJobs.priors)."""
     left = {}
     for method, handles in jobs.handles.items():
         done = [runner.done(handle) for handle in handles]
         if all(done):
             continue
-        finished = [
-            runner.get_timing(handle).seconds / len(rows)
-            for handle, rows, ended in zip(handles, jobs.chunks, done)
-            if ended
-        ]
-        per_series = float(np.mean(finished)) if finished else PRIOR_SECONDS_PER_SERIES.get(method, 0.0)
+        per_series = _seconds_per_series(jobs, runner, method, done)
         left[method] = per_series * sum(len(rows) for rows, ended in zip(jobs.chunks, done) if not ended)
     return left
+
+
+def _seconds_per_series(jobs: BaselineJobs, runner: Runner, method: str, done: list[bool]) -> float:
+    """A baseline's seconds per series on one CPU: as its ended chunks took, or as expected (BaselineJobs.priors)."""
+    finished = [
+        runner.get_timing(handle).seconds / len(rows)
+        for handle, rows, ended in zip(jobs.handles[method], jobs.chunks, done)
+        if ended
+    ]
+    if finished:
+        return float(np.mean(finished))
+    return jobs.priors.get(method, PRIOR_SECONDS_PER_SERIES.get(method, 0.0))
+
+
+def within_the_trials_time(jobs: BaselineJobs, runner: Runner, trials_seconds: float) -> BaselineJobs:
+    """The jobs without AutoARIMA with covariates where its fits would take longer than the trials did, its tasks
+    cancelled: it runs where it fits in the time the trials take. Its cost grows with the series' length, their
+    season and the covariates (minutes a series on long hourly data), where the other baselines' stays within
+    seconds; the summary says why it did not run. Judged when the trials end, on its whole work (what ran and what
+    is left) over the cluster's slots, at the pace of its ended chunks."""
+    from forecaster.baselines import ARIMA_COVARIATES
+
+    handles = jobs.handles.get(ARIMA_COVARIATES)
+    if not handles:
+        return jobs
+    done = [runner.done(handle) for handle in handles]
+    if all(done):
+        return jobs
+    per_series, slots = _seconds_per_series(jobs, runner, ARIMA_COVARIATES, done), runner.slots()
+    whole = per_series * sum(len(rows) for rows in jobs.chunks) / slots
+    if whole <= trials_seconds:
+        return jobs
+    for handle in handles:
+        runner.cancel(handle)
+    why = (
+        f"its fits would take about {whole:.0f} s on {slots} task slot(s) ({per_series:.2f} s a series), longer "
+        f"than the trials' {trials_seconds:.0f} s: it runs where it fits in the time the trials take"
+    )
+    kept = {name: value for name, value in jobs.handles.items() if name != ARIMA_COVARIATES}
+    return dataclasses.replace(jobs, handles=kept, not_run={**jobs.not_run, ARIMA_COVARIATES: why})
 
 
 def cancel_baselines(jobs: BaselineJobs, runner: Runner, names: tuple[str, ...], why: str) -> BaselineJobs:
