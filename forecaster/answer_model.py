@@ -555,6 +555,7 @@ PER_SERIES = (
     "seasonal_indices",
     "logged_series",
     "seasonal_shifts",
+    "year_season",
     "log_shifts",
 )
 """What a member's transforms learnt of each series it trained on (RNNNet's per-series arguments; the hybrid's
@@ -593,6 +594,7 @@ def _rows_of(transform: TargetTransform, rows: np.ndarray) -> TargetTransform:
         logged=pick(transform.logged),
         shifts=pick(transform.shifts),
         inputs=None if transform.inputs is None else transform.inputs.rows(rows),
+        year=pick(transform.year),
     )
 
 
@@ -630,4 +632,5 @@ def _merged(own: TargetTransform, rows: np.ndarray, fresh: TargetTransform, new:
         logged=merge(own.logged, fresh.logged, False),
         shifts=merge(own.shifts, folded(fresh.shifts), 0.0),
         inputs=None if own.inputs is None or fresh.inputs is None else own.inputs.merged(rows, fresh.inputs, new),
+        year=merge(own.year, fresh.year, 0.0),
     )

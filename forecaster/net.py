@@ -57,6 +57,7 @@ class RNNNet(nn.Module):
         logged_series: Sequence[bool] | None = None,
         seasonal_shifts: Sequence[Sequence[float]] | None = None,
         step_inputs: Mapping[str, Any] | None = None,
+        year_season: Sequence[Any] | None = None,
         **shape_state: Any,
     ):
         """One scaler (minimum and scale) per series it is trained on, with their ids, so that it forecasts any of
@@ -64,8 +65,9 @@ class RNNNet(nn.Module):
         `seasonal_indices`, (series, season), where the config deseasonalises, and `seasonal_shifts` where a series is
         additive; `logged_series`, which series log_if_positive logs; `step_inputs`, what each step reads beside the
         value (StepInputs.to_plain: the calendar's periods, the covariates and their scaling; None: the place in the
-        season alone); `shape_state`, what the config's shape keeps of the data (forecaster.shapes: the hybrid's
-        `log_shifts`, what each series gets added before its log)."""
+        season alone); `year_season`, (series, 2, 2K), daily data's year where the config deseasonalises
+        (TargetTransform.year); `shape_state`, what the config's shape keeps of the data (forecaster.shapes: the
+        hybrid's `log_shifts`, what each series gets added before its log)."""
         super().__init__()
         config = config if isinstance(config, ForecasterConfig) else ForecasterConfig.from_dict(config)
         # Plain lists from here on: checkpoints store them, and Lightning's save_hyperparameters compares the values,
@@ -80,6 +82,8 @@ class RNNNet(nn.Module):
             logged_series = np.asarray(logged_series, dtype=bool).tolist()
         if seasonal_shifts is not None:
             seasonal_shifts = np.asarray(seasonal_shifts, dtype=np.float64).tolist()
+        if year_season is not None:
+            year_season = np.asarray(year_season, dtype=np.float64).tolist()
         shape = shape_of(config.shape)
         shape_state = shape.plain_state({name: value for name, value in shape_state.items() if value is not None})
         self.hyperparameters = {
@@ -93,6 +97,7 @@ class RNNNet(nn.Module):
             **({"logged_series": logged_series} if logged_series is not None else {}),
             **({"seasonal_shifts": seasonal_shifts} if seasonal_shifts is not None else {}),
             **({"step_inputs": dict(step_inputs)} if step_inputs is not None else {}),
+            **({"year_season": year_season} if year_season is not None else {}),
             **shape_state,
         }
         """The arguments that build this net again, as plain values: what a checkpoint stores."""
@@ -110,6 +115,7 @@ class RNNNet(nn.Module):
             None if logged_series is None else np.array(logged_series, dtype=bool),
             None if seasonal_shifts is None else np.array(seasonal_shifts),
             StepInputs.from_plain(config.calendar, int(season), None if step_inputs is None else dict(step_inputs)),
+            None if year_season is None else np.array(year_season),
         )
         shape.build(self, len(self.scaler.minimum), int(season), **shape_state)
         if config.ema_decay:

@@ -24,7 +24,7 @@ import torch
 from torch import Tensor, nn
 
 from forecaster.panel import Panel
-from forecaster.transforms import seasonal_components
+from forecaster.seasonal_adjustment import seasonal_components
 
 SHIFT_MARGIN = 0.01
 """How far above 0 a shifted series' lowest value lands, as a share of its mean absolute value."""

@@ -432,6 +432,7 @@ def fit(
         logged_series=transform.logged,
         seasonal_shifts=transform.shifts,
         step_inputs=None if transform.inputs is None else transform.inputs.state(),
+        year_season=transform.year,
         **shape_state,
     )
     if initial is not None:

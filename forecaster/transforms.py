@@ -27,8 +27,10 @@ seasonal shifts, so that such a series too leaves its season to the decompositio
 (docs/design-notes.md, "The `panel` sweep", measures what the shifts gain).
 Other series keep indices of 1 and shifts of 0. Where the data's frequency has a longer season that is a whole
 number of the first (the week of hourly or half-hourly data), it is taken next, from what the day's indices left,
-where the part holds 3 weeks: one table of a week's places then holds both. A window shows the net one or two
-seasons; the indices come from the whole training part.
+where the part holds 3 weeks: one table of a week's places then holds both. Daily data's year, not a whole number of
+weeks, is a smooth profile of the time of year beside the week's table, where the part holds two years
+(forecaster/seasonal_adjustment.py). A window shows the net one or two seasons; the indices come from the whole
+training part.
 
 With `calendar`, every input also carries where the *next* point falls in time (the month of the year for monthly
 data, the hour of the day and the day of the week for hourly; on a plain time index, points since the series'
@@ -55,7 +57,7 @@ from torch import Tensor
 from forecaster.config import ORIGINAL_UNIT_LOSSES, ForecasterConfig
 from forecaster.metrics import mase_scales
 from forecaster.panel import Panel
-from forecaster.seasons import nested_seasons
+from forecaster.seasonal_adjustment import seasonal_components, year_at, year_components
 from forecaster.shapes import shape_of
 from forecaster.step_inputs import StepInputs, calendar_features, step_ns
 
@@ -124,6 +126,9 @@ class TargetTransform:
     inputs: StepInputs | None = None
     """What each step reads beside the value (forecaster/step_inputs.py), its covariates scaled per series; None: the
     place in the season alone, where the config reads the calendar."""
+    year: np.ndarray | None = None
+    """(S, 2, 2K): each series' year beside the seasonal table, daily data only (year_components: its log factors'
+    and its shifts' harmonics), or None."""
 
     @classmethod
     def of(
@@ -135,13 +140,14 @@ class TargetTransform:
         logged: np.ndarray | None = None,
         shifts: np.ndarray | None = None,
         inputs: StepInputs | None = None,
+        year: np.ndarray | None = None,
     ) -> TargetTransform:
-        """The transform of `config` with fitted scalers, seasonal indices and shifts, the series it logs and the
-        inputs beside the value (a checkpoint stores them and the season)."""
+        """The transform of `config` with fitted scalers, seasonal indices, shifts and year, the series it logs and
+        the inputs beside the value (a checkpoint stores them and the season)."""
         kind = config.target_transform
         lag = season if kind.endswith("seasonal_diff") else 1 if kind.endswith("diff") else 0
         every = kind.startswith("log") and kind != "log_if_positive"
-        return cls(every, lag, config.window_norm, scaler, season, seasonal, logged, shifts, inputs)
+        return cls(every, lag, config.window_norm, scaler, season, seasonal, logged, shifts, inputs, year)
 
     @property
     def seasonal_period(self) -> int:
@@ -158,6 +164,7 @@ class TargetTransform:
         into the inputs. log_if_positive logs the series whose every value the model reads is above 0: those of
         `seen` (each series' training part and the points after it that forecasts read; default: `train`)."""
         seasonal, shifts = seasonal_components(train) if config.deseasonalise and train.season > 1 else (None, None)
+        year = None if seasonal is None else year_components(train, seasonal, shifts)
         logged = None
         if config.target_transform == "log_if_positive":
             read = seen if seen is not None else train
@@ -168,7 +175,8 @@ class TargetTransform:
             if shape.reads_covariates
             else StepInputs(config.calendar, train.season)
         )
-        unscaled = cls.of(config, train.season, MinMaxScaler.identity(len(train)), seasonal, logged, shifts, inputs)
+        identity = MinMaxScaler.identity(len(train))
+        unscaled = cls.of(config, train.season, identity, seasonal, logged, shifts, inputs, year)
         if config.window_norm == "divide" or not shape.scaled:  # scaled by a level of their own
             return unscaled
         differenced, offsets = unscaled.differenced(train)
@@ -181,9 +189,11 @@ class TargetTransform:
         rows = np.arange(len(panel)) if rows is None else np.asarray(rows)
         if self.seasonal is not None:
             where = np.repeat(rows, panel.lengths), panel.phases(np.arange(len(values)), self.seasonal_period)
-            if self.shifts is not None:
-                values = values - self.shifts[where]
-            values = values / self.seasonal[where]
+            indices, shifts = self.seasonal[where], 0.0 if self.shifts is None else self.shifts[where]
+            if self.year is not None:
+                factors, more = year_at(self.year, where[0], panel.times.astype("datetime64[ns]").astype(np.int64))
+                indices, shifts = indices * factors, shifts + more
+            values = (values - shifts) / indices
         if self.logged is not None:
             logged = np.repeat(self.logged[rows], panel.lengths)
             return np.where(logged, np.log(np.where(logged, values, 1.0)), values)
@@ -246,100 +256,6 @@ class TargetTransform:
         if inputs.seasonal is not None:
             adjusted = adjusted * inputs.seasonal[: len(adjusted)]
         return adjusted if inputs.shifts is None else adjusted + inputs.shifts[: len(adjusted)]
-
-
-def seasonal_components(train: Panel, first_only: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
-    """(S, P) each series' multiplicative seasonal indices from its training part (the module's docstring), and
-    (S, P) its additive shifts, or None where no series has any; P is the longest of the data's nested seasons
-    (forecaster.seasons.nested_seasons: the week of hourly data, else the season). Each season is taken in turn,
-    shortest first, from what the shorter ones left, where the part holds 3 of its cycles and Theta's test finds it,
-    and the tables multiply (add, for shifts) into one. Indices of 1 and shifts of 0 where no season is found or the
-    part is too short; a seasonal series whose indices are undefined (a value below 0, a trend not above 0
-    everywhere, a place in the season that would get an index of 0: a month that is always 0) gets shifts instead:
-    its mean difference from the trend at each place, centred. `first_only`: the first season's table alone, (S,
-    season), for what holds one place per point of the season (the hybrid's smoothing factors)."""
-    seasons = (train.season,) if first_only else nested_seasons(train.freq, train.season)
-    period = seasons[-1]
-    indices, shifts = np.ones((len(train), period)), np.zeros((len(train), period))
-    phases = train.phases(np.arange(len(train.values)), period)
-    for series in range(len(train)):
-        rows = slice(train.offsets[series], train.offsets[series + 1])
-        values, places = train.values[rows], phases[rows]
-        divide = None  # decided by the first season found: divided throughout, or shifted throughout
-        for season in seasons:
-            if len(values) < 3 * season:
-                continue
-            if not (_seasonal(values, season) if season == seasons[0] else _stable_season(values, places, season)):
-                continue
-            table, divided = _seasonal_table(values, places % season, season, divide)
-            if table is None:
-                continue
-            divide = divided
-            whole = table[np.arange(period) % season]
-            if divided:
-                indices[series] *= whole
-                values = values / whole[places]
-            else:
-                shifts[series] += whole
-                values = values - whole[places]
-    return indices, (shifts if shifts.any() else None)
-
-
-def _trend_weights(season: int) -> np.ndarray:
-    """The centred moving average of a season's length (2 x m for an even m)."""
-    return np.r_[0.5, np.ones(season - 1), 0.5] / season if season % 2 == 0 else np.ones(season) / season
-
-
-def _stable_season(values: np.ndarray, places: np.ndarray, season: int) -> bool:
-    """X-11's test for stable seasonality, for a season longer than the first (what the first left: the week of
-    hourly data): the values less their centred moving average differ by place in the season beyond noise, by an
-    analysis of variance at the 0.1 % level (the F point by Paulson's approximation). Theta's test does not serve
-    there: over hundreds of lags, the sum of the squared autocorrelations raises its bar above any season's."""
-    trend = np.convolve(values, _trend_weights(season), mode="valid")
-    detrended = values[season // 2 : season // 2 + len(trend)] - trend
-    places = places[season // 2 : season // 2 + len(trend)] % season
-    counts = np.bincount(places, minlength=season)
-    means = np.bincount(places, detrended, season) / counts
-    between = counts @ (means - detrended.mean()) ** 2 / (season - 1)
-    within_sum = ((detrended - means[places]) ** 2).sum()
-    if within_sum == 0:
-        return bool(between > 0)
-    ratio, first, second = between / (within_sum / (len(detrended) - season)), season - 1, len(detrended) - season
-    cube = ratio ** (1 / 3)
-    z = ((1 - 2 / (9 * second)) * cube - (1 - 2 / (9 * first))) / math.sqrt(
-        2 / (9 * first) + cube**2 * 2 / (9 * second)
-    )
-    return z > 3.090
-
-
-def _seasonal_table(
-    values: np.ndarray, places: np.ndarray, season: int, divide: bool | None
-) -> tuple[np.ndarray | None, bool]:
-    """One season's classical decomposition: (season,) indices (True) where `divide` allows and they are defined,
-    else shifts (False) where `divide` allows; (None, divide) where neither may be taken."""
-    half = season // 2
-    trend = np.convolve(values, _trend_weights(season), mode="valid")  # centred: trend[k] belongs to point k + half
-    places = places[half : half + len(trend)]
-    counts = np.bincount(places, minlength=season)
-    centre = values[half : half + len(trend)]
-    if divide is not False and values.min() >= 0 and trend.min() > 0:
-        mean_ratio = np.bincount(places, centre / trend, season) / counts
-        if mean_ratio.min() > 0:
-            return mean_ratio / mean_ratio.mean(), True
-    if divide is True:
-        return None, True
-    mean_difference = np.bincount(places, centre - trend, season) / counts
-    return mean_difference - mean_difference.mean(), False
-
-
-def _seasonal(values: np.ndarray, season: int) -> bool:
-    """The Theta method's test: the autocorrelation at the season beyond 1.645 of its standard error (Bartlett)."""
-    centred = values - values.mean()
-    variance = centred @ centred
-    if variance == 0:
-        return False
-    acf = np.array([centred[lag:] @ centred[: len(values) - lag] for lag in range(1, season + 1)]) / variance
-    return abs(acf[-1]) > 1.645 * math.sqrt((1 + 2 * np.sum(acf[:-1] ** 2)) / len(values))
 
 
 @dataclasses.dataclass
@@ -443,9 +359,16 @@ def forecast_inputs(
     if transform.seasonal is not None:
         period = transform.seasonal_period
         places = (panel.phases(ends, period)[None, :] + np.arange(1, steps + 1)[:, None]) % period
-        seasonal = torch.as_tensor(transform.seasonal[scaler_rows[None, :], places], dtype=torch.float64)
-        if transform.shifts is not None:
-            shifts = torch.as_tensor(transform.shifts[scaler_rows[None, :], places], dtype=torch.float64)
+        indices = transform.seasonal[scaler_rows[None, :], places]
+        more = None if transform.shifts is None else transform.shifts[scaler_rows[None, :], places]
+        if transform.year is not None:  # the forecast points' times: the data's step after each origin's
+            last = panel.times[ends].astype("datetime64[ns]").astype(np.int64)
+            times = last[None, :] + np.arange(1, steps + 1)[:, None] * step_ns(panel.freq)  # type: ignore[operator]
+            factors, shifted = year_at(transform.year, scaler_rows[None, :], times)
+            indices, more = indices * factors, shifted if more is None else more + shifted
+        seasonal = torch.as_tensor(indices, dtype=torch.float64)
+        if more is not None:
+            shifts = torch.as_tensor(more, dtype=torch.float64)
     return ForecastInputs(
         context=torch.as_tensor(context, dtype=torch.float32),
         level=torch.as_tensor(level, dtype=torch.float64),  # float64: a caller that wants float32 converts
@@ -640,7 +563,7 @@ class TrainingWindows:
         """What takes the scored rows of `windows` (cut at these positions of these series: from `first_scored` on)
         back to original units (the inputs of `TargetTransform.from_model`, as for a forecast from each window's
         input chunk), and the MASE scale of each window's series (E,)."""
-        values, real, positions, _ = self._points(series, positions)
+        values, real, positions, index = self._points(series, positions)
         _, level = self.transform.normalise(values, self.input_chunk_length, real)
         originals, icl = self.originals, self.input_chunk_length
         assert originals is not None, "windows cut for a loss in original units carry what takes them back"
@@ -652,6 +575,11 @@ class TrainingWindows:
             seasonal = originals.seasonal[where]
             if originals.shifts is not None:
                 shifts = originals.shifts[where]
+            if originals.year_factors is not None and originals.year_shifts is not None:  # of each element's point
+                scored = index[self.first_scored :]
+                seasonal = seasonal * originals.year_factors[scored]
+                more = originals.year_shifts[scored]
+                shifts = more if shifts is None else shifts + more
         inputs = ForecastInputs(
             context=windows[:icl],
             level=level.float(),
@@ -691,10 +619,20 @@ class OriginalUnits:
     """(S,) bool: the series log_if_positive logs, or None."""
     shifts: Tensor | None = None
     """(S, season): the additive seasonal shifts, or None where no series is additive."""
+    year_factors: Tensor | None = None
+    """(M,): what the year divides the point of each element of s by (TargetTransform.year), or None without it."""
+    year_shifts: Tensor | None = None
+    """(M,): what the year subtracts from it first."""
 
     @classmethod
     def of(cls, transform: TargetTransform, train: Panel) -> OriginalUnits:
         as_tensor = lambda array: torch.as_tensor(array, dtype=torch.float32)  # noqa: E731
+        factors = shifts = None
+        if transform.year is not None:  # s's elements are the points from each series' lag-th on
+            later = np.flatnonzero(train.positions >= transform.lag)
+            series = np.searchsorted(train.offsets, later, side="right") - 1
+            times = train.times[later].astype("datetime64[ns]").astype(np.int64)
+            factors, shifts = (as_tensor(part) for part in year_at(transform.year, series, times))
         return cls(
             minimum=as_tensor(transform.scaler.minimum),
             scale=as_tensor(transform.scaler.scale),
@@ -702,6 +640,8 @@ class OriginalUnits:
             error_scale=as_tensor(error_scales(train)),
             logged=None if transform.logged is None else torch.as_tensor(transform.logged),
             shifts=None if transform.shifts is None else as_tensor(transform.shifts),
+            year_factors=factors,
+            year_shifts=shifts,
         )
 
     def to(self, device) -> OriginalUnits:
@@ -713,6 +653,8 @@ class OriginalUnits:
             self.error_scale.to(device),
             move(self.logged),
             move(self.shifts),
+            move(self.year_factors),
+            move(self.year_shifts),
         )
 
 

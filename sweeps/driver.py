@@ -21,8 +21,8 @@ import numpy as np
 
 from forecaster.metrics import METRIC_NAMES
 from forecaster.panel import Panel
+from forecaster.seasonal_adjustment import seasonal_components, year_components
 from forecaster.shapes import shape_of
-from forecaster.transforms import seasonal_components
 from sweeps.answer import TailPlan, build_answer, run_tail, tail_plan
 from sweeps.answer.baselines import (
     BaselineJobs,
@@ -215,6 +215,12 @@ def _season_lines(plan: SweepPlan) -> list[str]:
         longer = int((np.ptp(cycles, axis=1) > 0).any(axis=1).sum())
         lines.append(
             f"             {longer} of them with a season of {period} points too (X-11's test, 3 of its cycles)"
+        )
+    year = year_components(train, indices, shifts)
+    if year is not None:
+        count = int(year.any(axis=(1, 2)).sum())
+        lines.append(
+            f"             {count} of them with the year too (a profile of the time of year: 2 years to train)"
         )
     return lines
 

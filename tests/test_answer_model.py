@@ -129,6 +129,27 @@ def test_a_new_hourly_series_is_forecast_by_each_shape_with_its_week_and_by_a_mo
     assert future.answer.notna().all() and len(future) == 3 * 48
 
 
+def test_a_saved_daily_answer_forecasts_the_year_of_a_series_it_trained_on_and_of_one_it_never_saw(tmp_path):
+    """Daily data: the members divide by each series' year, a new series' from its own two years; saved and loaded,
+    the answer forecasts January above September for both, as their histories are."""
+    from tests.test_transforms import daily_frame, year_factor
+
+    frame = daily_frame({"a": ("2020-01-10", 1000)})  # both end on 4 October 2022
+    stranger = daily_frame({"new": ("2020-03-01", 950)}).assign(y=lambda rows: 3 * rows.y)
+    config = SMALL.replace(input_chunk_length=28, training_length=40, deseasonalise=True, calendar=True)
+    answer_model(frame, config=config).save(tmp_path / "model")
+    model = AnswerModel.load(tmp_path / "model")
+    assert model.members[0].net.transform.year is not None
+    future = model.forecast(pd.concat([frame, stranger]), h=90, levels=[])  # 5 October 2022 to 2 January 2023
+    for name in ("a", "new"):
+        mine = future[future.unique_id == name]
+        days = pd.DatetimeIndex(mine.ds)
+        october, winter = days.month == 10, days >= "2022-12-15"
+        truth = year_factor(days)
+        expected = truth[winter].mean() / truth[october].mean()
+        assert mine.answer[winter].mean() / mine.answer[october].mean() == pytest.approx(expected, rel=0.1)
+
+
 def test_a_new_series_is_scaled_by_each_members_own_covariate_rule_whichever_member_comes_first():
     """Members that scale a price per series and shared: the per-series member scales each of two new stores' price
     on that store's own history, the shared one with the pair it trained with, in either order."""

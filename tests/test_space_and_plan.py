@@ -243,6 +243,14 @@ def test_the_panel_sweep_resolves_on_each_panel_and_says_what_it_needs(tmp_path)
         "or a place always 0), 0 as they are (no season by Theta's test, or under 3 seasons to train)",
         "             1 of them with a season of 168 points too (X-11's test, 3 of its cycles)",
     ]
+    from tests.test_transforms import daily_frame  # a week and, over two years, a year
+
+    days = tmp_path / "daily.csv"
+    daily_frame({"long": ("2021-03-17", 900), "short": ("2021-01-01", 540)}).to_csv(days, index=False)
+    years = make_plan("panel", data=str(days), horizon=14, storage_path=str(tmp_path))
+    assert transform_lines(years)[2] == (
+        "             1 of them with the year too (a profile of the time of year: 2 years to train)"
+    )
     yearly = tmp_path / "yearly.csv"
     frame = pd.DataFrame({"ds": pd.date_range("1990", periods=14, freq="YS"), "y": np.arange(14.0) + 5})
     frame.to_csv(yearly, index=False)

@@ -14,15 +14,10 @@ from forecaster.data import SeriesError, load_panel, load_series
 from forecaster.datasets import AIR_PASSENGERS_SPLIT_AFTER
 from forecaster.model import RNNForecaster
 from forecaster.parts import fit_parts
+from forecaster.seasonal_adjustment import seasonal_components, year_at, year_components
 from forecaster.seasons import season_length, season_phase
 from forecaster.train import PanelDataModule, fit, validation_origins
-from forecaster.transforms import (
-    TargetTransform,
-    TrainingWindows,
-    calendar_features,
-    forecast_inputs,
-    seasonal_components,
-)
+from forecaster.transforms import TargetTransform, TrainingWindows, calendar_features, forecast_inputs
 from tests.test_panel import monthly_panel_frame
 
 SERIES = load_series("air_passengers")
@@ -174,6 +169,75 @@ def test_hourly_series_are_adjusted_for_the_day_and_the_week_where_they_hold_3_w
     np.testing.assert_allclose(indices["daily"][:24], day / day.mean(), rtol=0.04)
 
 
+def year_factor(times: pd.DatetimeIndex) -> np.ndarray:
+    """A year of daily data: high in January, low in July, by a fifth either way."""
+    return 1 + 0.2 * np.cos(2 * np.pi * (times.dayofyear.to_numpy() - 15) / 365.25)
+
+
+def daily_frame(days: dict[str, tuple[str, int]], noise: float = 0.02) -> pd.DataFrame:
+    """Daily series (name: (first day, days)) of a level times a week (weekends lower) times a year, with noise."""
+    week = np.array([1.0, 1.05, 1.1, 1.05, 1.0, 0.8, 0.7])
+    generator = np.random.default_rng(0)
+    rows = []
+    for name, (start, length) in days.items():
+        times = pd.date_range(start, periods=length, freq="D")
+        values = 100 * week[times.dayofweek] * year_factor(times) * (1 + noise * generator.standard_normal(length))
+        rows.append(pd.DataFrame({"unique_id": name, "ds": times, "y": values}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def test_daily_series_are_adjusted_for_the_year_where_they_hold_two_years():
+    """Beside the week's table, a daily series of two years or more gets its year as a smooth profile of the time of
+    year, close to the one it was made with, whatever day it starts; a series of a year and a half gets none, nor does
+    one whose year is noise alone; a series that crosses 0 has the year's shifts subtracted instead of dividing."""
+    frame = daily_frame({"long": ("2021-03-17", 900), "short": ("2021-01-01", 540), "flat": ("2021-01-01", 900)})
+    flat = frame["unique_id"] == "flat"
+    frame.loc[flat, "y"] /= year_factor(pd.DatetimeIndex(frame.loc[flat, "ds"]))
+    crossing = pd.date_range("2021-01-01", periods=800, freq="D")
+    additive = 40 * np.cos(2 * np.pi * (crossing.dayofyear.to_numpy() - 15) / 365.25) + np.linspace(-5, 5, 800)
+    frame = pd.concat([frame, pd.DataFrame({"unique_id": "crossing", "ds": crossing, "y": additive})])
+    panel = load_panel(frame)
+    indices, shifts = seasonal_components(panel)
+    assert indices.shape == (4, 7)
+    year = year_components(panel, indices, shifts)
+    found = dict(zip(panel.ids, year))
+    assert not found["short"].any() and not found["flat"].any()
+    days = pd.date_range("2022-01-01", periods=365, freq="D")
+    times = days.to_numpy().astype("datetime64[ns]").astype(np.int64)
+    factors, no_shift = year_at(year, np.full(365, list(panel.ids).index("long")), times)
+    np.testing.assert_allclose(factors, year_factor(days) / np.exp(np.log(year_factor(days)).mean()), rtol=0.03)
+    assert not no_shift.any()
+    no_factor, subtracted = year_at(year, np.full(365, list(panel.ids).index("crossing")), times)
+    assert (no_factor == 1).all() and not found["crossing"][0].any()
+    expected = 40 * np.cos(2 * np.pi * (days.dayofyear.to_numpy() - 15) / 365.25)
+    np.testing.assert_allclose(subtracted, expected - expected.mean(), atol=2.0)
+
+
+@pytest.mark.parametrize("transform, norm", [("log_if_positive", "subtract"), ("none", "subtract"), ("log", "divide")])
+def test_a_daily_forecast_inverts_through_the_week_and_the_year(transform, norm):
+    """A forecast of the next 60 days decodes to the series' own values, each day through its week's index and its
+    time of year, and through the year's shifts for a series that crosses 0."""
+    frame = daily_frame({"a": ("2021-03-17", 900), "b": ("2021-01-05", 800)})
+    if transform == "none":
+        frame.loc[frame["unique_id"] == "b", "y"] -= 95  # below 0 at times: less its shifts
+    panel = load_panel(frame)
+    train, _ = panel.split_at(panel.lengths - 60)
+    config = ForecasterConfig(
+        target_transform=transform, window_norm=norm, input_chunk_length=28, training_length=40, deseasonalise=True
+    )
+    target = TargetTransform.fit(config, train)
+    assert target.year[0, 0].any() and target.year[1, int(transform == "none")].any()  # b's shifts where it crosses 0
+    ends = panel.offsets[:-1] + train.lengths - 1
+    inputs = forecast_inputs(target, panel, ends, 28, 60, calendar=True)
+    scaled, offsets = target.to_model(panel)
+    rows = np.stack([offsets[series] + train.lengths[series] - target.lag + np.arange(60) for series in range(2)], 1)
+    net_units = scaled[rows]
+    net_units = net_units - inputs.level.numpy() if norm == "subtract" else net_units / inputs.level.numpy() - 1
+    decoded = target.from_model(torch.as_tensor(net_units), inputs).numpy()
+    expected = np.stack([panel.values[ends[series] + 1 : ends[series] + 61] for series in range(2)], 1)
+    np.testing.assert_allclose(decoded, expected, rtol=1e-10)
+
+
 @pytest.mark.parametrize("transform, norm", [("log_if_positive", "subtract"), ("none", "subtract"), ("log", "divide")])
 def test_an_hourly_forecast_inverts_through_the_weeks_indices(transform, norm):
     """A forecast of the next 48 hours, from a Saturday afternoon, decodes to the series' own values: each hour with
@@ -199,16 +263,26 @@ def test_an_hourly_forecast_inverts_through_the_weeks_indices(transform, norm):
 
 
 @pytest.mark.parametrize(
-    "shape, after_context, hourly",
-    [("direct", True, False), ("recurrent", True, False), ("recurrent", False, False), ("direct", True, True)],
-    ids=["direct", "recurrent", "recurrent-every-position", "direct-hourly"],
+    "shape, after_context, data",
+    [
+        ("direct", True, "monthly"),
+        ("recurrent", True, "monthly"),
+        ("recurrent", False, "monthly"),
+        ("direct", True, "hourly"),
+        ("direct", True, "daily"),
+        ("recurrent", True, "daily"),
+    ],
+    ids=["direct", "recurrent", "recurrent-every-position", "direct-hourly", "direct-daily", "recurrent-daily"],
 )
-def test_a_loss_in_original_units_reads_each_window_back_as_its_own_points(shape, after_context, hourly):
+def test_a_loss_in_original_units_reads_each_window_back_as_its_own_points(shape, after_context, data):
     """The points a loss in original units scores (the direct shape's block, the recurrent shape's next-step
     targets), taken back through what `in_original_units` gives each window, are the series' own values there: each
-    with its own place's seasonal index or shift (in the week's table of hourly data), its series' scaler and log,
-    the window's level."""
-    if hourly:
+    with its own place's seasonal index or shift (in the week's table of hourly data), its time of year's (daily
+    data), its series' scaler and log, the window's level."""
+    hourly = data == "hourly"
+    if data == "daily":
+        frame = daily_frame({"s0": ("2021-03-17", 800), "s1": ("2021-01-05", 760), "s2": ("2021-02-01", 740)})
+    elif hourly:
         frame, _ = hourly_frame(
             {"s0": ("2024-01-03 05:00", 24), "s1": ("2024-01-01 17:00", 28), "s2": ("2024-01-02", 22)}
         )
@@ -217,8 +291,10 @@ def test_a_loss_in_original_units_reads_each_window_back_as_its_own_points(shape
         frame = monthly_panel_frame(lengths=(60, 72, 66), start=("2001-01", "2000-03", "2000-07"))
     crossing = frame["unique_id"] == "s2"  # a seasonal series below 0 at times: not logged, less its shifts
     frame.loc[crossing, "y"] = 50 * np.sin(np.arange(crossing.sum()) * np.pi / 6) + np.arange(crossing.sum()) - 20
-    if hourly:  # and a week of its own: lower at the weekend
+    if data != "monthly":  # and a week of its own: lower at the weekend
         frame.loc[crossing, "y"] -= 30 * (pd.DatetimeIndex(frame.loc[crossing, "ds"]).dayofweek >= 5)
+    if data == "daily":  # and a year: the week's shifts alone over a year's swing
+        frame.loc[crossing, "y"] = frame.loc[crossing, "y"] / 20 + 40 * np.cos(np.arange(crossing.sum()) / 58.1)
     train = load_panel(frame)
     config = ForecasterConfig(
         shape=shape,
@@ -237,6 +313,8 @@ def test_a_loss_in_original_units_reads_each_window_back_as_its_own_points(shape
     if hourly:  # the weeks' tables, not the day's repeated
         assert target.seasonal.shape == (3, 168) and np.ptp(target.seasonal[1].reshape(7, 24).mean(1)) > 0.2
         assert np.ptp(target.shifts[2].reshape(7, 24).mean(1)) > 20
+    if data == "daily":  # the year's factors and shifts
+        assert target.year[:2, 0].any(axis=1).all() and target.year[2, 1].any()
     windows = TrainingWindows.of(target, train, config)
     series = torch.repeat_interleave(torch.arange(len(windows.counts)), windows.counts)
     positions = torch.cat([torch.arange(int(n)) for n in windows.counts])
@@ -372,6 +450,37 @@ def test_a_fit_on_hourly_data_forecasts_the_weekends_dip_and_its_checkpoint_too(
     )
     restored = saved_and_loaded(result.model, tmp_path)
     pd.testing.assert_frame_equal(restored.forecast(history, 168), ahead.drop(columns="place"), rtol=1e-6)
+
+
+def test_a_fit_on_daily_data_forecasts_the_turn_of_the_year_and_its_checkpoint_too(tmp_path):
+    """The year's profile is the model's: a short fit forecasts January above September as the data are, which a
+    lookback of four weeks could not tell it, and a checkpoint (which stores the year's harmonics) forecasts the
+    same."""
+    frame = daily_frame({"a": ("2020-01-10", 1000), "b": ("2020-03-01", 950)})  # both end on 4 October 2022
+    panel = load_panel(frame)
+    config = ForecasterConfig(
+        model="GRU",
+        hidden_dim=8,
+        n_epochs=2,
+        input_chunk_length=28,
+        training_length=40,
+        calendar=True,
+        deseasonalise=True,
+        target_transform="log_if_positive",
+        windows_per_epoch=256,
+    )
+    result = fit(config, panel, val_size=30)
+    history, _ = panel.split_at(panel.lengths - 30)
+    assert result.model.transform.year[:, 0].any(axis=1).all()
+    ahead = result.model.forecast(history, 120)  # 4 September 2022 to 1 January 2023
+    days = pd.DatetimeIndex(ahead["ds"])
+    september, winter = ahead[days.month == 9]["forecast"].mean(), ahead[days >= "2022-12-15"]["forecast"].mean()
+    truth = year_factor(days)
+    assert winter / september == pytest.approx(
+        truth[days >= "2022-12-15"].mean() / truth[days.month == 9].mean(), rel=0.1
+    )
+    restored = saved_and_loaded(result.model, tmp_path)
+    pd.testing.assert_frame_equal(restored.forecast(history, 120), ahead, rtol=1e-6)
 
 
 def test_the_moving_average_is_what_forecasts():
