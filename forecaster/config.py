@@ -159,6 +159,13 @@ class ForecasterConfig:
         "series' own mean and deviation: a price against its usual price) or shared (one over every series: a "
         "temperature); 0/1 columns as they are",
     )
+    seasonal_lag: int = _field(
+        0,
+        "recurrent shape: every step also reads the value this many points before the point it predicts (the week "
+        "of hourly data, 168: the same hour a week before, as DeepAR's lags and seasonal naive read it), which a "
+        "lookback shorter than the season never shows; 0: none. A forecast of more points than the lag reads the "
+        "same place a season further back",
+    )
     val_origins: int = _field(
         1,
         "forecast origins in the validation part, evenly spaced from its start: the validation MAPE pools every "
@@ -215,6 +222,7 @@ class ForecasterConfig:
             ("windows_per_epoch", 1),
             ("output_chunk_length", 0),
             ("windows_from_last", 0),
+            ("seasonal_lag", 0),
         ):
             object.__setattr__(self, name, _whole_number(name, getattr(self, name), minimum))
         if self.random_state > MAX_RANDOM_STATE:
@@ -248,6 +256,11 @@ class ForecasterConfig:
         object.__setattr__(self, "dropout", dropout)
         object.__setattr__(self, "lr", lr)
         object.__setattr__(self, "ema_decay", ema_decay)
+        if self.seasonal_lag and not shape_of(self.shape).reads_seasonal_lag:
+            raise ConfigError(
+                f"seasonal_lag={self.seasonal_lag} is the recurrent shape's: the {self.shape} shape reads a season "
+                "back through its input chunk (input_chunk_length); set seasonal_lag=0 or shape='recurrent'"
+            )
         shape_of(self.shape).check(self)
 
     @classmethod

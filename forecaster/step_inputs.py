@@ -7,6 +7,11 @@ also when it feeds its own forecasts back. The historic covariates (`hist_exog`,
 shape, as neuralforecast's) are those of point p itself, known only up to each forecast's origin: a forecast carries
 the origin's values forward, so that nothing after the origin leaks into it.
 
+With `seasonal_lag` (the recurrent shape's), the row that holds point p also carries the value of point p + 1 - L,
+the same place a season of L points before the point it is about to forecast (the week of hourly data), in the
+window's units: a forecast of more than L points reads the same place a season further back, the last it knows.
+forecaster/transforms.py fills it in, from the values the net reads.
+
 The calendar: below a day, the hour of the day and the day of the week; daily, the day of the week and the day of the
 year; weekly, the week of the year; each as the sine and cosine of where the time falls in its period (the year
 being 365.2425 days, so that a week 53 or a 29 February takes its own place rather than week 1's or 1 March's).
@@ -86,6 +91,9 @@ class StepInputs:
     shared: bool = False
     """Whether `center` and `scale` are one pair over every series (covariate_scaling="shared"), which a series the
     model never trained on then takes too."""
+    seasonal_lag: int = 0
+    """L: each row also reads the value L points before the point after it (ForecasterConfig.seasonal_lag), its last
+    feature; 0: none."""
 
     # --- shape --------------------------------------------------------------------------------------------------
     @property
@@ -98,8 +106,9 @@ class StepInputs:
 
     @property
     def count(self) -> int:
-        """The features beside the value: the calendar's, the known-ahead and historic columns', the statics'."""
-        return self.calendar_count + self.covariate_count + len(self.static_names)
+        """The features beside the value: the calendar's, the known-ahead and historic columns', the statics', and
+        the value a season back."""
+        return self.calendar_count + self.covariate_count + len(self.static_names) + (1 if self.seasonal_lag else 0)
 
     @property
     def names(self) -> list[str]:
@@ -108,13 +117,15 @@ class StepInputs:
 
     # --- fitting ------------------------------------------------------------------------------------------------
     @classmethod
-    def fit(cls, calendar: bool, train: Panel, reads_hist: bool, shared: bool = False) -> StepInputs:
+    def fit(
+        cls, calendar: bool, train: Panel, reads_hist: bool, shared: bool = False, seasonal_lag: int = 0
+    ) -> StepInputs:
         """The inputs of `train`'s data, the covariates scaled on its points: each series' training part, or with
-        `shared` all of them together."""
+        `shared` all of them together; with `seasonal_lag`, the value that many points back too."""
         periods = calendar_periods(train.freq) if calendar and train.dated else ()
         covariates = train.covariates
         if covariates is None:
-            return cls(calendar, train.season, periods)
+            return cls(calendar, train.season, periods, seasonal_lag=seasonal_lag)
         hist_names = covariates.hist_names if reads_hist else ()
         columns = _columns(covariates, covariates.futr_names, hist_names)
         values = covariates.table[_table_rows(train, np.arange(len(train.values)))][:, columns]
@@ -148,6 +159,7 @@ class StepInputs:
             scale,
             static,
             shared,
+            seasonal_lag,
         )
 
     def rows(self, rows: np.ndarray) -> StepInputs:
@@ -196,6 +208,7 @@ class StepInputs:
             "scale": plain(self.scale),
             "static": plain(self.static),
             "shared": self.shared,
+            "seasonal_lag": self.seasonal_lag,
         }
 
     @classmethod
@@ -215,6 +228,7 @@ class StepInputs:
             array(plain["scale"]),
             array(plain["static"]),
             bool(plain.get("shared", False)),
+            int(plain.get("seasonal_lag", 0)),
         )
 
     # --- the features of points ---------------------------------------------------------------------------------

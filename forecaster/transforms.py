@@ -171,7 +171,9 @@ class TargetTransform:
             logged = np.minimum.reduceat(read.values, read.offsets[:-1]) > 0 if len(read.values) else None
         shape = shape_of(config.shape)
         inputs = (
-            StepInputs.fit(config.calendar, train, shape.reads_hist, config.covariate_scaling == "shared")
+            StepInputs.fit(
+                config.calendar, train, shape.reads_hist, config.covariate_scaling == "shared", config.seasonal_lag
+            )
             if shape.reads_covariates
             else StepInputs(config.calendar, train.season)
         )
@@ -231,6 +233,15 @@ class TargetTransform:
         else:
             return windows, level * 0.0
         return (normalised if real is None else normalised * real), level
+
+    def normalised_with(self, values, level):
+        """Values in a window's units (normalise) by that window's `level`: what the value a season back, read
+        beside each point, is normalised by."""
+        if self.window_norm == "subtract":
+            return values - level
+        if self.window_norm == "divide":
+            return values / level - 1.0
+        return values
 
     def from_model(self, predictions: Tensor, inputs: ForecastInputs) -> Tensor:
         """Forecasts in the net's units (steps, B) -> original units, each column continuing its series with the
@@ -351,8 +362,16 @@ def forecast_inputs(
         step_inputs.check_known_ahead(panel, series, origin, steps)
         read = origin[None, :] + np.arange(1 - length, 1)[:, None]
         ahead = origin[None, :] + np.arange(1, steps)[:, None]
-        context = np.concatenate([context, _beside(step_inputs, panel, series, read, origin, scaler_rows, real)], -1)
-        future = torch.as_tensor(_beside(step_inputs, panel, series, ahead, origin, scaler_rows), dtype=torch.float32)
+        beside = [
+            _beside(step_inputs, panel, series, read, origin, scaler_rows, real),
+            _beside(step_inputs, panel, series, ahead, origin, scaler_rows),
+        ]
+        if step_inputs.seasonal_lag:  # the value a season before each row's next point, in the context's units
+            for part, rows in enumerate((read, ahead)):
+                lagged = _season_back(transform, panel, scaled, series, rows, origin, step_inputs.seasonal_lag, level)
+                beside[part] = np.concatenate([beside[part], lagged[..., None]], -1)
+        context = np.concatenate([context, beside[0]], -1)
+        future = torch.as_tensor(beside[1], dtype=torch.float32)
     if real is not None:  # padded
         context = np.concatenate([context, real[..., None]], axis=-1)
     seasonal = shifts = None
@@ -392,14 +411,35 @@ def _beside(
     real: np.ndarray | None = None,
 ) -> np.ndarray:
     """(T, B, C): what the rows at `positions` (T, B) of each forecast's series read beside the value: the calendar
-    (of the point after, before a series' start too, as its count goes) and the covariates (0 on padding, `real`)."""
-    parts = []
+    (of the point after, before a series' start too, as its count goes) and the covariates (0 on padding, `real`);
+    not the value a season back (_season_back)."""
+    parts = [np.zeros((*np.shape(positions), 0))]
     if inputs.calendar_count:
         parts.append(inputs.calendar_of_next(panel, series[None, :], positions))
-    if inputs.count > inputs.calendar_count:
+    if inputs.covariate_count or inputs.static_names:
         covariates = inputs.covariates_of(panel, series[None, :], np.maximum(positions, 0), origin[None, :], rows)
         parts.append(covariates if real is None else covariates * real[..., None])
     return np.concatenate(parts, axis=-1)
+
+
+def _season_back(
+    transform: TargetTransform,
+    panel: Panel,
+    scaled: np.ndarray,
+    series: np.ndarray,
+    positions: np.ndarray,
+    origin: np.ndarray,
+    lag: int,
+    level: np.ndarray,
+) -> np.ndarray:
+    """(T, B): for the rows at `positions` (T, B) of each forecast's series, the value `lag` points before the point
+    after each, or where that lies after the forecast's `origin`, the same place a season further back: the last
+    value known there; normalised by the context's `level` as the values are, 0 where the series has none."""
+    after = positions + 1
+    back = after - lag * np.maximum(1, -(-(after - origin[None, :]) // lag))  # ceil((after - origin) / lag), at least 1
+    known = back >= transform.lag  # a point of s: the differences take a series' first `lag` points
+    index = panel.offsets[series][None, :] + np.where(known, back, transform.lag) - transform.lag * (series + 1)
+    return np.where(known, transform.normalised_with(scaled[index], level), 0.0)
 
 
 @dataclasses.dataclass
@@ -451,6 +491,9 @@ class TrainingWindows:
     covariates: Tensor | None = None
     """(M,) x (F + G + K) float32 beside `values`: the scaled known-ahead covariates of the point after each, its
     historic ones and its series' statics; None without covariates."""
+    seasonal_lag: int = 0
+    """L: each row also reads the value L points before the point after it (its window's first position is then at
+    least L - 1, so that every row has one); 0: none."""
 
     @classmethod
     def of(
@@ -461,8 +504,10 @@ class TrainingWindows:
         scaled, offsets = transform.to_model(train)
         lengths = np.diff(offsets)
         span, earliest, last, first_scored = shape.window_layout(config, lengths)
-        earliest = np.broadcast_to(earliest, lengths.shape)
         inputs = transform.step_inputs(config.calendar)
+        if inputs.seasonal_lag:  # every row's value a season back lies inside its series
+            earliest = np.maximum(earliest, config.input_chunk_length + inputs.seasonal_lag - 1)
+        earliest = np.broadcast_to(earliest, lengths.shape)
         calendar = clock = covariates = None
         if inputs.calendar_count and not inputs.periods:
             calendar = torch.as_tensor(calendar_features(np.arange(transform.season), transform.season))
@@ -495,6 +540,7 @@ class TrainingWindows:
             periods=inputs.periods,
             step=step_ns(train.freq) or 0,
             covariates=covariates,
+            seasonal_lag=inputs.seasonal_lag,
         )
 
     @property
@@ -542,7 +588,7 @@ class TrainingWindows:
         time-major, each row with what it reads beside its value (forecaster/step_inputs.py: the calendar and
         known-ahead covariates of the point after it, ...), and the direct shape's mask last."""
         values, real, positions, index = self._points(series, positions)
-        windows, _ = self.transform.normalise(values, self.input_chunk_length, real)
+        windows, level = self.transform.normalise(values, self.input_chunk_length, real)
         windows = windows.float()[..., None]
         parts = [windows]
         steps = torch.arange(self.span, device=self.values.device)[:, None]
@@ -555,6 +601,9 @@ class TrainingWindows:
         if self.covariates is not None:
             beside = self.covariates[index]
             parts.append(beside if real is None else beside * real.float()[..., None])
+        if self.seasonal_lag:  # of the point after each row, inside its series (the windows start late enough)
+            lagged = self.transform.normalised_with(self.values[index + 1 - self.seasonal_lag], level)
+            parts.append(lagged.float()[..., None])
         if real is not None:
             parts.append(real.float()[..., None])
         return parts[0] if len(parts) == 1 else torch.cat(parts, -1)

@@ -45,6 +45,8 @@ def test_defaults_are_the_seed_config():
         "ema_decay": 0.0,
         # Each numeric covariate standardised on its own series' training part.
         "covariate_scaling": "series",
+        # No value a season back beside each point.
+        "seasonal_lag": 0,
         "val_origins": 1,
     }
 
@@ -56,6 +58,8 @@ def test_defaults_are_the_seed_config():
         ({"hidden_dim": 0}, "hidden_dim=0 must be at least 1"),
         ({"n_rnn_layers": 0}, "n_rnn_layers=0 must be at least 1"),
         ({"hidden_dim": 2.5}, "hidden_dim=2.5 must be a whole number"),
+        ({"shape": "direct", "seasonal_lag": 168}, "seasonal_lag=168 is the recurrent shape's: the direct shape reads"),
+        ({"seasonal_lag": -1}, "seasonal_lag=-1 must be at least 0"),
         ({"batch_size": True}, "batch_size=True must be a whole number, got bool"),
         ({"dropout": 1.0}, r"dropout=1.0 must be in \[0, 1\)"),
         ({"dropout": -0.1}, r"dropout=-0.1 must be in \[0, 1\)"),

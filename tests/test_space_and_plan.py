@@ -343,6 +343,24 @@ def test_the_panel_sweeps_direct_shape_looks_back_a_week_of_hourly_data_and_as_b
     assert LongestSeason(Horizons(1.5), most=Horizons(30)).resolve(daily) == 365
 
 
+def test_the_panel_sweeps_recurrent_shape_reads_the_value_a_week_back_on_hourly_data_only():
+    """seasonal_lag: the week of hourly (half-hourly) data where the horizon is at most a week; no other shape, and no
+    monthly or daily data (a year is not a whole number of weeks), or a horizon beyond the week, gets one."""
+    space = SWEEPS["panel"].space
+    lag = lambda data: resolve(space, data)["seasonal_lag"]  # noqa: E731
+    assert lag(DataShape(horizon=48, season=24, shortest=2000, seasons=(24, 168))) == ByValue(
+        "shape", {"recurrent": 168, "direct": 0, "hybrid": 0}
+    )
+    assert lag(DataShape(horizon=48, season=48, shortest=4000, seasons=(48, 336))).values["recurrent"] == 336
+    for data in (
+        DataShape(horizon=200, season=24, shortest=2000, seasons=(24, 168)),  # the horizon beyond the week
+        DataShape(horizon=48, season=24, shortest=300, seasons=(24,)),  # under two weeks to train
+        DataShape(horizon=18, season=12, shortest=30, seasons=(12,)),
+        DataShape(horizon=14, season=7, shortest=800, seasons=(7, 365)),
+    ):
+        assert lag(data) == 0
+
+
 def test_unknown_sweep_lists_the_known_ones():
     with pytest.raises(PlanError, match="unknown sweep 'air_lstm'; the sweeps are: air_rnn"):
         make_plan("air_lstm")

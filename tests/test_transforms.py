@@ -262,6 +262,82 @@ def test_an_hourly_forecast_inverts_through_the_weeks_indices(transform, norm):
     np.testing.assert_allclose(decoded, expected, rtol=1e-10)
 
 
+def test_each_row_reads_the_value_a_season_before_the_point_after_it_in_training_and_in_forecasts():
+    """seasonal_lag: a training window's row holding point p reads point p + 1 - 168 beside it, in the window's units
+    (so, with the window less its level, the two differ as the points do); a forecast's context rows read the same,
+    and its fed-back rows the last value known at the same hour of the week: a week back within the first week
+    ahead, two weeks back in the second."""
+    frame, _ = hourly_frame({"a": ("2024-01-03 05:00", 30), "b": ("2024-01-01 17:00", 28)})
+    frame["y"] *= 1 + 0.05 * np.random.default_rng(0).standard_normal(len(frame))
+    panel = load_panel(frame)
+    train, _ = panel.split_at(panel.lengths - 48)
+    config = ForecasterConfig(
+        target_transform="log",
+        window_norm="subtract",
+        input_chunk_length=24,
+        training_length=36,
+        deseasonalise=True,
+        calendar=True,
+        seasonal_lag=168,
+    )
+    target = TargetTransform.fit(config, train)
+    scaled, _ = target.to_model(train)
+    windows = TrainingWindows.of(target, train, config)
+    assert (windows.first >= 167).all()  # every row's week back inside its series
+    series = torch.repeat_interleave(torch.arange(2), windows.counts)
+    positions = torch.cat([torch.arange(int(n)) for n in windows.counts])
+    cut = windows.cut(series, positions).double()
+    elements = (windows.starts[series] + windows.first[series] + positions)[None, :] + torch.arange(37)[:, None]
+    s = torch.as_tensor(scaled)
+    torch.testing.assert_close(cut[..., -1] - cut[..., 0], (s[elements + 1 - 168] - s[elements]), atol=1e-6, rtol=0)
+
+    ends = panel.offsets[:-1] + train.lengths - 1
+    inputs = forecast_inputs(target, panel, ends, 24, 200, calendar=True)
+    whole, _ = target.to_model(panel)
+    level = inputs.level.numpy()
+    context_points = ends[None, :] + np.arange(-23, 1)[:, None]
+    np.testing.assert_allclose(inputs.context[..., -1].numpy(), whole[context_points + 1 - 168] - level, atol=1e-6)
+    ahead = np.arange(1, 200)[:, None]  # fed-back row t holds forecast point t (after the origin, point 0)
+    back = np.where(ahead + 1 <= 168, ahead + 1 - 168, ahead + 1 - 336)
+    np.testing.assert_allclose(inputs.future[..., -1].numpy(), whole[ends[None, :] + back] - level, atol=1e-6)
+
+
+def test_a_net_reading_the_value_a_week_back_forecasts_weeks_that_repeat_with_drift_and_its_checkpoint_too(tmp_path):
+    """Hourly series whose every week is the last one with noise, from a random first week: a recurrent net told
+    the value a week before each point it predicts learns to lean on it, and errs a fraction of what the same net
+    does without it, whose lookback of a day cannot tell; a checkpoint forecasts the same."""
+    generator = np.random.default_rng(0)
+    frames = []
+    for name in range(6):
+        weeks = [100 * np.exp(0.3 * generator.standard_normal(168))]
+        for _ in range(7):
+            weeks.append(weeks[-1] * np.exp(0.08 * generator.standard_normal(168)))
+        y = np.concatenate(weeks)
+        frames.append(
+            pd.DataFrame({"unique_id": f"s{name}", "ds": pd.date_range("2024-01-01", periods=len(y), freq="h"), "y": y})
+        )
+    panel = load_panel(pd.concat(frames))
+    config = ForecasterConfig(
+        model="GRU",
+        hidden_dim=16,
+        n_epochs=10,
+        input_chunk_length=24,
+        training_length=36,
+        target_transform="log",
+        window_norm="subtract",
+        calendar=True,
+        windows_per_epoch=1024,
+        batch_size=64,
+        lr=3e-3,
+    )
+    told = fit(config.replace(seasonal_lag=168), panel, val_size=24)
+    untold = fit(config, panel, val_size=24)
+    assert told.history[-1]["val_smape"] < 0.5 * untold.history[-1]["val_smape"]
+    history, _ = panel.split_at(panel.lengths - 24)
+    restored = saved_and_loaded(told.model, tmp_path)
+    pd.testing.assert_frame_equal(restored.forecast(history, 24), told.model.forecast(history, 24), rtol=1e-6)
+
+
 @pytest.mark.parametrize(
     "shape, after_context, data",
     [

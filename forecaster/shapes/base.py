@@ -53,6 +53,9 @@ class Shape:
     hybrid); otherwise the caller fits transforms on each new series and passes them."""
     reads_covariates: ClassVar[bool] = True
     """Its steps read the data's known-ahead covariates and statics (forecaster/step_inputs.py)."""
+    reads_seasonal_lag: ClassVar[bool] = False
+    """Its steps may read the value a season before the point they predict (ForecasterConfig.seasonal_lag): a shape
+    whose every step predicts one point (the recurrent shape)."""
     reads_hist: ClassVar[bool] = False
     """Its steps read the historic covariates too: a shape that reads its input chunk and no fed-back point of its
     own (the direct shape, as neuralforecast's; Darts' RNNModel, the recurrent shape, takes none)."""

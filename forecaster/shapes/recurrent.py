@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 class Recurrent(Shape):
     name = "recurrent"
     reads_short_series = True
+    reads_seasonal_lag = True
 
     def check(self, config: ForecasterConfig) -> None:
         if config.training_length <= config.input_chunk_length:

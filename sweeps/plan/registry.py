@@ -27,6 +27,7 @@ from sweeps.plan.space import (
     LongestSeason,
     Offset,
     OnlyWhen,
+    SeasonBack,
     Uniform,
     describe,
 )
@@ -103,6 +104,7 @@ UNREAD = ("pinball_tau", "level_penalty", "series_lr")
 RECURRENT_SHAPE = {
     "shape": "recurrent",
     "windows_from_last": 0,
+    "seasonal_lag": 0,  # monthly data: no season beyond the lookback
     # The direct shape's own settings, which the recurrent shape does not read.
     "output_chunk_length": 0,
     "hidden_fc_sizes": (),
@@ -270,6 +272,10 @@ SWEEPS: dict[str, Sweep] = {
                 ),
                 "hidden_fc_sizes": (),
                 "activation": "ReLU",
+                # The recurrent shape reads, beside each point, the value a week before the next on hourly data (a
+                # season its lookback of a horizon never shows); the others read it through their lookbacks
+                # (docs/design-notes.md, "Covariates and the calendar").
+                "seasonal_lag": ByValue("shape", {"recurrent": SeasonBack(), "direct": 0, "hybrid": 0}),
                 **{name: RECURRENT_SHAPE[name] for name in UNREAD},
             },
             max_epochs=40,

@@ -216,6 +216,21 @@ class LongestSeason:
 
 
 @dataclasses.dataclass(frozen=True)
+class SeasonBack:
+    """The data's longest season that is a whole number of its first (DataShape.seasons: the week of hourly data) and
+    at least the horizon, else 0: a recurrent net's seasonal_lag, the value a season before each point it predicts,
+    which its lookback of about a horizon never shows. Monthly and quarterly panels (one season) and daily data (a
+    year is not a whole number of weeks) get 0."""
+
+    def __repr__(self) -> str:
+        return "the longest season nesting the first and at least the horizon, else 0"
+
+    def resolve(self, data: DataShape) -> int:
+        longer = [s for s in data.seasons if s > data.season and s % data.season == 0 and s >= data.horizon]
+        return max(longer, default=0)
+
+
+@dataclasses.dataclass(frozen=True)
 class Fitting:
     """A length (possibly in horizons) cut down to what every series allows: at most `share` of the shortest
     training part, less `less` points, and never below `least` (the least a configuration takes). A window every
@@ -237,7 +252,7 @@ class Fitting:
         return max(self.least, min(length, math.floor(self.share * data.shortest) - self.less))
 
 
-RELATIVE = (Horizons, IfSeasonal, IfKnownAhead, IfNumericCovariates, LongestSeason, Fitting)
+RELATIVE = (Horizons, IfSeasonal, IfKnownAhead, IfNumericCovariates, LongestSeason, SeasonBack, Fitting)
 """Values stated relative to the data, which `resolve` turns into the values for one panel."""
 
 
