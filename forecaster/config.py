@@ -25,6 +25,7 @@ ORIGINAL_UNIT_LOSSES = ("smape", "mase")
 """Losses computed on the predictions in original units (the metrics the field scores with)."""
 ACTIVATIONS = ("ReLU", "Tanh", "Sigmoid", "none")
 COVARIATE_SCALINGS = ("series", "shared")
+COVARIATE_PATHS = ("net", "linear", "none")
 ACCELERATORS = ("cpu", "gpu", "tpu", "auto")
 """Where a fit trains, as Lightning's Trainer names it."""
 MAX_RANDOM_STATE = 2**32 - 1
@@ -159,6 +160,14 @@ class ForecasterConfig:
         "series' own mean and deviation: a price against its usual price) or shared (one over every series: a "
         "temperature); 0/1 columns as they are",
     )
+    covariate_path: str = _field(
+        "net",
+        "how the covariates enter: net (the recurrent layers read the known-ahead and historic ones at every step, "
+        "as Darts' and neuralforecast's nets do), linear (a linear term of each forecast point's known-ahead values "
+        "added to the net's output, a regression whose errors the net forecasts from the series alone: what a short "
+        "history can learn of them without overfitting; no historic ones) or none (the net reads no covariate, "
+        "statics included)",
+    )
     seasonal_lag: int = _field(
         0,
         "recurrent shape: every step also reads the value this many points before the point it predicts (the week "
@@ -184,6 +193,7 @@ class ForecasterConfig:
             ("loss", LOSSES),
             ("activation", ACTIVATIONS),
             ("covariate_scaling", COVARIATE_SCALINGS),
+            ("covariate_path", COVARIATE_PATHS),
         ):
             value = getattr(self, name)
             if value not in choices:
@@ -256,6 +266,11 @@ class ForecasterConfig:
         object.__setattr__(self, "dropout", dropout)
         object.__setattr__(self, "lr", lr)
         object.__setattr__(self, "ema_decay", ema_decay)
+        if self.covariate_path == "linear" and self.shape == "hybrid":
+            raise ConfigError(
+                "covariate_path='linear' with shape='hybrid': the hybrid reads its own smoothed log levels, not the "
+                "values a regression's errors are; use covariate_path 'net' or 'none'"
+            )
         if self.seasonal_lag and not shape_of(self.shape).reads_seasonal_lag:
             raise ConfigError(
                 f"seasonal_lag={self.seasonal_lag} is the recurrent shape's: the {self.shape} shape reads a season "

@@ -40,6 +40,8 @@ class RNNNet(nn.Module):
     """The recurrent layers (its shape's `build` makes them, and what follows them)."""
     head: nn.Module
     """From the recurrent layers' states to the forecast."""
+    covariate_term: nn.Linear
+    """The recurrent shape's linear term of the known-ahead covariates (covariate_path linear)."""
     smoothing: SeasonalSmoothing
     """The hybrid shape's per-series smoothing."""
     log_shifts: np.ndarray

@@ -91,6 +91,9 @@ class StepInputs:
     shared: bool = False
     """Whether `center` and `scale` are one pair over every series (covariate_scaling="shared"), which a series the
     model never trained on then takes too."""
+    own_known: bool = False
+    """Each row also reads the known-ahead values of the point it holds, after the statics (covariate_path linear: what
+    the linear term takes out of the value the net reads)."""
     seasonal_lag: int = 0
     """L: each row also reads the value L points before the point after it (ForecasterConfig.seasonal_lag), its last
     feature; 0: none."""
@@ -108,7 +111,10 @@ class StepInputs:
     def count(self) -> int:
         """The features beside the value: the calendar's, the known-ahead and historic columns', the statics', and
         the value a season back."""
-        return self.calendar_count + self.covariate_count + len(self.static_names) + (1 if self.seasonal_lag else 0)
+        own = len(self.futr_names) if self.own_known else 0
+        return (
+            self.calendar_count + self.covariate_count + len(self.static_names) + own + (1 if self.seasonal_lag else 0)
+        )
 
     @property
     def names(self) -> list[str]:
@@ -118,10 +124,17 @@ class StepInputs:
     # --- fitting ------------------------------------------------------------------------------------------------
     @classmethod
     def fit(
-        cls, calendar: bool, train: Panel, reads_hist: bool, shared: bool = False, seasonal_lag: int = 0
+        cls,
+        calendar: bool,
+        train: Panel,
+        reads_hist: bool,
+        shared: bool = False,
+        seasonal_lag: int = 0,
+        own_known: bool = False,
     ) -> StepInputs:
         """The inputs of `train`'s data, the covariates scaled on its points: each series' training part, or with
-        `shared` all of them together; with `seasonal_lag`, the value that many points back too."""
+        `shared` all of them together; with `seasonal_lag`, the value that many points back too; with `own_known`,
+        each point's own known-ahead values too."""
         periods = calendar_periods(train.freq) if calendar and train.dated else ()
         covariates = train.covariates
         if covariates is None:
@@ -159,6 +172,7 @@ class StepInputs:
             scale,
             static,
             shared,
+            own_known,
             seasonal_lag,
         )
 
@@ -208,6 +222,7 @@ class StepInputs:
             "scale": plain(self.scale),
             "static": plain(self.static),
             "shared": self.shared,
+            "own_known": self.own_known,
             "seasonal_lag": self.seasonal_lag,
         }
 
@@ -228,6 +243,7 @@ class StepInputs:
             array(plain["scale"]),
             array(plain["static"]),
             bool(plain.get("shared", False)),
+            bool(plain.get("own_known", False)),
             int(plain.get("seasonal_lag", 0)),
         )
 
@@ -245,9 +261,10 @@ class StepInputs:
     def covariates_of(
         self, panel: Panel, series: np.ndarray, positions: np.ndarray, origins: np.ndarray, rows: np.ndarray
     ) -> np.ndarray:
-        """(..., F + G + K) scaled: the known-ahead values of the point after `positions`, the historic values of the
-        point at `positions` (at most the forecast's origin, `origins`, carried forward past it) and the statics.
-        `series` index `panel`'s series, `rows` the inputs' row of each (broadcast with `positions`)."""
+        """(..., F + G + K (+ F)) scaled: the known-ahead values of the point after `positions`, the historic values
+        of the point at `positions` (at most the forecast's origin, `origins`, carried forward past it), the statics,
+        and with `own_known` the known-ahead values of the point at `positions` (0 before the series' start). `series`
+        index `panel`'s series, `rows` the inputs' row of each (broadcast with `positions`)."""
         covariates = panel.covariates
         parts = []
         if self.covariate_count:
@@ -265,6 +282,14 @@ class StepInputs:
             parts.append((values - self.center[rows]) / self.scale[rows])  # type: ignore[index]  # fit with columns
         if self.static is not None:
             parts.append(np.broadcast_to(self.static[rows], (*np.shape(positions), self.static.shape[1])))
+        if self.own_known and self.futr_names:
+            assert covariates is not None and self.center is not None and self.scale is not None
+            starts, stops = covariates.starts[series], covariates.stops[series]
+            held = starts + np.asarray(positions)
+            inside = (held >= starts) & (held < stops)
+            values = covariates.table[np.where(inside, held, starts), :][..., futr] * inside[..., None]
+            count = len(self.futr_names)
+            parts.append((values - self.center[rows][..., :count]) / self.scale[rows][..., :count])
         if not parts:
             return np.zeros((*np.shape(positions), 0))
         return np.concatenate(parts, axis=-1)

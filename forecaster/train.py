@@ -419,7 +419,7 @@ def fit(
 
     train = parts.train
     transform = TargetTransform.fit(config, train, parts.seen)
-    shape_state = shape.state(config, parts)
+    shape_state = shape.state(config, parts, transform)
     torch.manual_seed(config.random_state)  # the initial weights and dropout masks
     model = RNNForecaster(
         config,

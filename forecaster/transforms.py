@@ -170,9 +170,16 @@ class TargetTransform:
             read = seen if seen is not None else train
             logged = np.minimum.reduceat(read.values, read.offsets[:-1]) > 0 if len(read.values) else None
         shape = shape_of(config.shape)
+        path = config.covariate_path
+        read = train if path != "none" else dataclasses.replace(train, covariates=None)
         inputs = (
             StepInputs.fit(
-                config.calendar, train, shape.reads_hist, config.covariate_scaling == "shared", config.seasonal_lag
+                config.calendar,
+                read,
+                shape.reads_hist and path == "net",  # a linear term reads what is known ahead only
+                config.covariate_scaling == "shared",
+                config.seasonal_lag,
+                own_known=path == "linear",  # what its linear term takes out of each value the net reads
             )
             if shape.reads_covariates
             else StepInputs(config.calendar, train.season)
@@ -420,6 +427,29 @@ def _beside(
         covariates = inputs.covariates_of(panel, series[None, :], np.maximum(positions, 0), origin[None, :], rows)
         parts.append(covariates if real is None else covariates * real[..., None])
     return np.concatenate(parts, axis=-1)
+
+
+def covariate_regression(transform: TargetTransform, train: Panel) -> np.ndarray:
+    """(F,) the least-squares coefficients of the values the net reads (s) on their own points' known-ahead values,
+    each less its series' mean over the training part: where covariate_path linear's term starts, so that the net
+    learns the regression's errors from its first epoch instead of the covariates' whole effect."""
+    inputs = transform.step_inputs(False)
+    count = len(inputs.futr_names)
+    scaled, offsets = transform.to_model(train)
+    later = np.flatnonzero(train.positions >= transform.lag)  # the points of s, in its order
+    series = np.searchsorted(train.offsets, later, side="right") - 1
+    positions = train.positions[later]
+    known = inputs.covariates_of(train, series, positions, positions, series)[:, -count:] if count else None
+    if known is None or not len(scaled):
+        return np.zeros(count)
+    starts, lengths = offsets[:-1], np.maximum(np.diff(offsets), 1)
+
+    def centred(values: np.ndarray) -> np.ndarray:
+        means = np.add.reduceat(values, starts, axis=0) / lengths.reshape(-1, *([1] * (values.ndim - 1)))
+        return values - np.repeat(means, np.diff(offsets), axis=0)
+
+    solution, *_ = np.linalg.lstsq(centred(known), centred(scaled), rcond=None)
+    return np.asarray(solution, dtype=np.float64)
 
 
 def _season_back(

@@ -45,6 +45,8 @@ def test_defaults_are_the_seed_config():
         "ema_decay": 0.0,
         # Each numeric covariate standardised on its own series' training part.
         "covariate_scaling": "series",
+        # The covariates read by the recurrent layers, as Darts' and neuralforecast's nets read them.
+        "covariate_path": "net",
         # No value a season back beside each point.
         "seasonal_lag": 0,
         "val_origins": 1,
@@ -60,6 +62,7 @@ def test_defaults_are_the_seed_config():
         ({"hidden_dim": 2.5}, "hidden_dim=2.5 must be a whole number"),
         ({"shape": "direct", "seasonal_lag": 168}, "seasonal_lag=168 is the recurrent shape's: the direct shape reads"),
         ({"seasonal_lag": -1}, "seasonal_lag=-1 must be at least 0"),
+        ({"covariate_path": "deep"}, "covariate_path='deep' is not one of net, linear, none"),
         ({"batch_size": True}, "batch_size=True must be a whole number, got bool"),
         ({"dropout": 1.0}, r"dropout=1.0 must be in \[0, 1\)"),
         ({"dropout": -0.1}, r"dropout=-0.1 must be in \[0, 1\)"),

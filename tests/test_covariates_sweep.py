@@ -50,10 +50,10 @@ def sales_files(tmp_path) -> dict[str, str]:
 @pytest.mark.slow
 def test_a_sweep_told_of_the_promotions_ahead_forecasts_them_and_its_saved_model_reads_the_future_ones(tmp_path):
     """The same sweep (same seed, the same two trials: a recurrent one, which reads the promotions and the statics,
-    and a direct one, which reads the temperature too) with `--futr-exog promo --hist-exog temp --static-data` and
-    without: told the promotions, the answer's test sMAPE is at most half; the banner names every column and what it
-    is; the future and the saved model carry the promotions of --futr-data, and sweeps.forecast refuses to forecast
-    without them (exit 2)."""
+    and a direct one, which reads the temperature too, both through their recurrent layers) with `--futr-exog promo
+    --hist-exog temp --static-data` and without: told the promotions, the answer's test sMAPE is at most half; the
+    banner names every column and what it is; the future and the saved model carry the promotions of --futr-data, and
+    sweeps.forecast refuses to forecast without them (exit 2)."""
     files = sales_files(tmp_path)
     common = [
         *(
@@ -69,7 +69,7 @@ def test_a_sweep_told_of_the_promotions_ahead_forecasts_them_and_its_saved_model
             "2",
         ),
         *("--max-epochs", "10", "--scheduler", "fifo", "--set", "batch_size=64", "--set", "ema_decay=0"),
-        *("--set", "lr=0.004"),
+        *("--set", "lr=0.004", "--set", "covariate_path=net"),
         *("--storage-path", str(tmp_path)),
     ]
     told = sweeps_run(

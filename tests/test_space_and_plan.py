@@ -361,6 +361,18 @@ def test_the_panel_sweeps_recurrent_shape_reads_the_value_a_week_back_on_hourly_
         assert lag(data) == 0
 
 
+def test_the_panel_sweep_searches_how_known_ahead_covariates_enter_and_leaves_other_data_as_it_was():
+    """Where the data has known-ahead covariates: read by the net, as a linear term or not at all (the hybrid: the
+    first or the last), ranked on validation; elsewhere the net reads whatever covariates there are, as before."""
+    space = SWEEPS["panel"].space
+    told = resolve(space, DataShape(horizon=14, season=7, shortest=130, known_ahead=True, seasons=(7,)))
+    either = Choice("net", "linear", "none")
+    assert told["covariate_path"] == ByValue(
+        "shape", {"recurrent": either, "direct": either, "hybrid": Choice("net", "none")}
+    )
+    assert resolve(space, DataShape(horizon=14, season=7, shortest=130, seasons=(7,)))["covariate_path"] == "net"
+
+
 def test_unknown_sweep_lists_the_known_ones():
     with pytest.raises(PlanError, match="unknown sweep 'air_lstm'; the sweeps are: air_rnn"):
         make_plan("air_lstm")

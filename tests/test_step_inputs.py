@@ -120,22 +120,40 @@ def test_shared_scaling_standardises_a_covariate_over_every_series_and_a_new_ser
 HYBRID = {"loss": "mse", "target_transform": "none", "window_norm": "none", "deseasonalise": False, "calendar": False}
 
 
-@pytest.mark.parametrize("shape", ["recurrent", "direct", "hybrid"])
-def test_a_forecast_reads_the_promotions_ahead_and_no_historic_value_after_its_origin(shape):
+@pytest.mark.parametrize(
+    "shape, path",
+    [
+        ("recurrent", "net"),
+        ("direct", "net"),
+        ("hybrid", "net"),
+        ("recurrent", "linear"),
+        ("direct", "linear"),
+    ],
+)
+def test_a_forecast_reads_the_promotions_ahead_and_no_historic_value_after_its_origin(shape, path):
     """The direct shape and the hybrid read the temperature up to the forecast's origin and the promotions over the
     points they forecast; the recurrent shape the promotions at every step it feeds back. Changing the temperature
     after the origin changes nothing; changing a promotion ahead changes the forecast from that point (the recurrent
-    shape) or of the block (the direct shape, the hybrid)."""
+    shape) or of the block (the direct shape, the hybrid). With covariate_path linear the recurrent layers read
+    neither: the linear term reads the promotions ahead, and each value's own."""
     data, _ = sales()
     panel = load_panel(data, futr_exog=["promo"], hist_exog=["temp"])
     settings = HYBRID if shape == "hybrid" else {"calendar": True}
     config = ForecasterConfig(
-        shape=shape, model="GRU", hidden_dim=8, input_chunk_length=7, training_length=10, n_epochs=2, **settings
+        shape=shape,
+        model="GRU",
+        hidden_dim=8,
+        input_chunk_length=7,
+        training_length=10,
+        n_epochs=2,
+        covariate_path=path,
+        **settings,
     )
     model = fit(config, panel, val_size=7).model
     calendar = 0 if shape == "hybrid" else 4  # the hybrid has its own seasons: no calendar
     padded = shape != "recurrent"  # the mask; and the temperature, which the recurrent shape does not read
-    assert model.rnn.input_size == 1 + calendar + 1 + (1 if padded else 0) + (1 if padded else 0)
+    read = 1 + (1 if padded else 0) if path == "net" else 0  # the promotion and the temperature
+    assert model.rnn.input_size == 1 + calendar + read + (1 if padded else 0)
     history, _ = panel.split_last(7)  # its covariate table still holds the 7 points after
     forecast = model.forecast_columns(history, 7)
     covariates = history.covariates
@@ -165,6 +183,44 @@ def test_a_forecast_reads_the_promotions_ahead_and_no_historic_value_after_its_o
     rebuilt.load_state_dict(model.state_dict(), strict=False)
     with torch.no_grad():
         assert np.allclose(rebuilt.forecast_columns(history, 7), forecast)
+
+
+@pytest.mark.parametrize("shape", ["recurrent", "direct"])
+def test_a_linear_term_learns_the_promotions_and_a_net_told_to_read_none_needs_none(shape, tmp_path):
+    """covariate_path linear: the promotions' effect learnt as a linear term brings the validation error far below
+    that of the same fit reading no covariate, which then forecasts without them; each forecasts the same from its
+    checkpoint."""
+    from tests.test_transforms import saved_and_loaded
+
+    data, _ = sales(days=150, stores=4)
+    panel = load_panel(data, futr_exog=["promo"])
+    config = ForecasterConfig(
+        shape=shape,
+        model="GRU",
+        hidden_dim=16,
+        input_chunk_length=14,
+        training_length=21,
+        output_chunk_length=7 if shape == "direct" else 0,
+        n_epochs=12,
+        lr=5e-3,
+        batch_size=64,
+        windows_per_epoch=1024,
+        target_transform="log",
+        window_norm="subtract",
+        calendar=True,
+    )
+    linear = fit(config.replace(covariate_path="linear"), panel, val_size=14)
+    blind = fit(config.replace(covariate_path="none"), panel, val_size=14)
+    assert linear.history[-1]["val_smape"] < 0.5 * blind.history[-1]["val_smape"]
+    assert blind.model.transform.step_inputs(True).names == []
+    history, _ = panel.split_last(14)
+    plain = load_panel(data.groupby("unique_id").head(136)[["unique_id", "ds", "y"]])  # no covariate at all
+    np.testing.assert_allclose(blind.model.forecast_columns(plain, 14), blind.model.forecast_columns(history, 14))
+    for result in (linear, blind):
+        folder = tmp_path / result.model.config.covariate_path
+        folder.mkdir()
+        restored = saved_and_loaded(result.model, folder)
+        np.testing.assert_allclose(restored.forecast_columns(history, 14), result.model.forecast_columns(history, 14))
 
 
 def test_a_model_told_of_promotions_refuses_a_forecast_past_the_last_it_was_told_of():

@@ -21,6 +21,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+import torch
 from torch import Tensor, nn
 
 from forecaster.transforms import ForecastInputs, TargetTransform, TrainingWindows, forecast_inputs
@@ -99,9 +100,14 @@ class Shape:
         """What this shape does to the data, for a sweep's banner (its lines after 'hybrid', 'transform', ...)."""
         return []
 
-    def state(self, config: ForecasterConfig, parts: FitParts) -> dict[str, Any]:
-        """The keyword arguments of RNNNet that a fit computes for this shape from the data (none here)."""
-        return {}
+    def state(self, config: ForecasterConfig, parts: FitParts, transform: TargetTransform) -> dict[str, Any]:
+        """The keyword arguments of RNNNet that a fit computes for this shape from the data: with covariate_path
+        linear, where its linear term starts (forecaster.transforms.covariate_regression)."""
+        if config.covariate_path != "linear":
+            return {}
+        from forecaster.transforms import covariate_regression
+
+        return {"covariate_start": covariate_regression(transform, parts.train)}
 
     def plain_state(self, state: dict[str, Any]) -> dict[str, Any]:
         """`state` as plain values (lists): what a checkpoint stores among the net's hyperparameters."""
@@ -110,8 +116,55 @@ class Shape:
     # --- the net ----------------------------------------------------------------------------------------------------
     def inputs(self, net: RNNNet) -> int:
         """The features of each step the recurrent layers read: the value, what it reads beside it (the calendar,
-        the covariates), and the padding's mask."""
-        return 1 + net.transform.step_inputs(net.config.calendar).count + (1 if self.padded else 0)
+        the covariates), and the padding's mask; with covariate_path linear, not the covariates."""
+        return len(self.recurrent_columns(net))
+
+    def recurrent_columns(self, net: RNNNet) -> list[int]:
+        """Which of a row's features the recurrent layers read: all, but with covariate_path linear none of the
+        covariates (after the value and the calendar, and each point's own known-ahead values after the statics),
+        which the linear term reads instead (`recurrent_inputs`)."""
+        inputs = net.transform.step_inputs(net.config.calendar)
+        every = range(1 + inputs.count + (1 if self.padded else 0))
+        if net.config.covariate_path != "linear":
+            return list(every)
+        first = 1 + inputs.calendar_count
+        left = set(range(first, first + inputs.covariate_count)) | set(self.own_known_columns(net))
+        return [column for column in every if column not in left]
+
+    def known_ahead_columns(self, net: RNNNet) -> range:
+        """Where a row's known-ahead covariates (of the point after it) lie among its features: after the value and
+        the calendar."""
+        inputs = net.transform.step_inputs(net.config.calendar)
+        first = 1 + inputs.calendar_count
+        return range(first, first + len(inputs.futr_names))
+
+    def own_known_columns(self, net: RNNNet) -> range:
+        """Where a row's own point's known-ahead values lie (covariate_path linear): after the statics."""
+        inputs = net.transform.step_inputs(net.config.calendar)
+        if not inputs.own_known:
+            return range(0)
+        first = 1 + inputs.calendar_count + inputs.covariate_count + len(inputs.static_names)
+        return range(first, first + len(inputs.futr_names))
+
+    def recurrent_inputs(self, net: RNNNet, rows: Tensor) -> Tensor:
+        """What the recurrent layers read of `rows` (..., features): all of it; with covariate_path linear, the value
+        less the linear term of its own point's known-ahead values (the regression's error, which the net forecasts)
+        and the features but the covariates."""
+        if net.config.covariate_path != "linear":
+            return rows
+        read = self.recurrent_columns(net)
+        own = self.own_known_columns(net)
+        if not len(own):
+            return rows[..., read]
+        value = rows[..., :1] - net.covariate_term(rows[..., own.start : own.stop])
+        return torch.cat([value, rows[..., read[1:]]], -1)
+
+    def covariate_effect(self, net: RNNNet, known: Tensor) -> Tensor | float:
+        """The linear term of known-ahead values (..., F) -> (..., 1) with covariate_path linear, else 0."""
+        if net.config.covariate_path != "linear" or not known.shape[-1]:
+            return 0.0
+        effect: Tensor = net.covariate_term(known)
+        return effect
 
     def build(self, net: RNNNet, series: int, season: int, **state: Any) -> None:
         """Add the shape's layers to `net` (its recurrent layers `rnn` first: the order of creation is the order the
@@ -121,6 +174,12 @@ class Shape:
         cell = CELLS[config.model]
         net.rnn = cell(self.inputs(net), config.hidden_dim, config.n_rnn_layers, dropout=between_layers)
         net.head = self.head(net)
+        known = self.known_ahead_columns(net)
+        if config.covariate_path == "linear" and len(known):  # the training part's regression, else 0
+            net.covariate_term = nn.Linear(len(known), 1, bias=False)
+            start = state.get("covariate_start")
+            with torch.no_grad():
+                net.covariate_term.weight.copy_(torch.as_tensor(np.zeros(len(known)) if start is None else start)[None])
 
     def head(self, net: RNNNet) -> nn.Module:
         """The layer from the recurrent layers' states to the forecast."""

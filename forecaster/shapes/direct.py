@@ -48,7 +48,8 @@ class Direct(Shape):
                 "a direct model needs output_chunk_length of at least 1 (forecaster.train.fit sets 0 to the horizon)"
             )
         layers: list[nn.Module] = []
-        width = config.hidden_dim + config.output_chunk_length * len(self._known_ahead(net))
+        read = len(self.known_ahead_columns(net)) if config.covariate_path == "net" else 0  # linear: their own term
+        width = config.hidden_dim + config.output_chunk_length * read
         for size in config.hidden_fc_sizes:
             layers.append(nn.Linear(width, size))
             if config.activation != "none":
@@ -61,21 +62,18 @@ class Direct(Shape):
         """The block after each input chunk: (input_chunk_length, B, features) -> (output_chunk_length, B), from
         the top layer's last state, as Darts' BlockRNNModel reads it. With known-ahead covariates, `inputs` holds
         the rows after the chunk too (a whole window, or the chunk and the rows of the points it forecasts), of which
-        the head reads those covariates only: row j's are those of point j + 1."""
+        the head reads those covariates only: row j's are those of point j + 1. With covariate_path linear, the
+        recurrent layers read the chunk's values less the linear term of their known-ahead values, and each point of
+        the block is the net's forecast of that error plus its own term."""
         chunk = net.config.input_chunk_length
-        state = recurrence.hidden_states(net.rnn, inputs[:chunk])[-1]
-        ahead = self._known_ahead(net)
-        if len(ahead):
-            block = inputs[chunk - 1 : chunk - 1 + net.config.output_chunk_length, :, ahead]
-            state = torch.cat([state, block.transpose(0, 1).reshape(len(state), -1)], -1)
-        return net.head(state).T
-
-    @staticmethod
-    def _known_ahead(net: RNNNet) -> range:
-        """Where a row's known-ahead covariates lie among its features (after the value and the calendar)."""
-        inputs = net.transform.step_inputs(net.config.calendar)
-        first = 1 + inputs.calendar_count
-        return range(first, first + len(inputs.futr_names))
+        state = recurrence.hidden_states(net.rnn, self.recurrent_inputs(net, inputs[:chunk]))[-1]
+        ahead = self.known_ahead_columns(net)
+        if not len(ahead):
+            return net.head(state).T
+        block = inputs[chunk - 1 : chunk - 1 + net.config.output_chunk_length, :, ahead]
+        if net.config.covariate_path == "linear":
+            return net.head(state).T + net.covariate_term(block)[..., 0]
+        return net.head(torch.cat([state, block.transpose(0, 1).reshape(len(state), -1)], -1)).T
 
     def window_layout(self, config: ForecasterConfig, lengths: np.ndarray) -> tuple[int, Any, np.ndarray, int]:
         span = config.input_chunk_length + config.output_chunk_length
@@ -107,7 +105,7 @@ class Direct(Shape):
         def with_block(rows: Tensor, start: int) -> Tensor:
             """The chunk `rows` and the rows of the block from forecast point `start` on (their features: what is
             known ahead of each), which the head reads with known-ahead covariates."""
-            if future is None or not len(self._known_ahead(net)):
+            if future is None or not len(self.known_ahead_columns(net)):
                 return rows
             ahead = future[start : start + size - 1]
             missing = size - 1 - len(ahead)

@@ -80,7 +80,7 @@ class Hybrid(Direct):
             f"1 % of its mean absolute value above its lowest: {seen.id_list(seen.ids[shifted])}"
         ]
 
-    def state(self, config: ForecasterConfig, parts: FitParts) -> dict[str, Any]:
+    def state(self, config: ForecasterConfig, parts: FitParts, transform: TargetTransform) -> dict[str, Any]:
         """The log shifts, from every point it reads (training and validation), as log_if_positive decides."""
         return {"log_shifts": log_shifts(parts.seen.values, parts.seen.offsets)}
 

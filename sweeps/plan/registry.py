@@ -145,6 +145,7 @@ SWEEPS: dict[str, Sweep] = {
                 "deseasonalise": False,
                 "ema_decay": 0.9,
                 "covariate_scaling": "series",
+                "covariate_path": "net",
                 "val_origins": 4,
                 # Air Passengers has about 100 windows: every one of them, once per epoch.
                 "windows_per_epoch": 4096,
@@ -184,6 +185,7 @@ SWEEPS: dict[str, Sweep] = {
                 "deseasonalise": True,
                 "ema_decay": 0.9,
                 "covariate_scaling": "series",
+                "covariate_path": "net",
                 "val_origins": 1,
                 "windows_per_epoch": 16384,
                 "loss": "mse",
@@ -258,6 +260,18 @@ SWEEPS: dict[str, Sweep] = {
                 # A numeric covariate scaled per series (a price against its usual one) or shared (a temperature):
                 # neither wins on both (docs/design-notes.md, "Covariates and the calendar"), so the data chooses.
                 "covariate_scaling": IfNumericCovariates(Choice("series", "shared"), "series"),
+                # Where the data has known-ahead covariates, how they enter is the data's to choose too: read by the
+                # recurrent layers, as a linear term beside the net (a short history, which a net overfits), or not
+                # at all (covariates that do not help on validation leave the answer as it is without them)
+                # (docs/design-notes.md, "Covariates and the calendar").
+                "covariate_path": ByValue(
+                    "shape",
+                    {
+                        "recurrent": IfKnownAhead(Choice("net", "linear", "none"), "net"),
+                        "direct": IfKnownAhead(Choice("net", "linear", "none"), "net"),
+                        "hybrid": IfKnownAhead(Choice("net", "none"), "net"),
+                    },
+                ),
                 "val_origins": 1,
                 "windows_per_epoch": 16384,
                 # The direct shape trains on windows whose forecast starts in each series' last 4 horizons (N-BEATS'
