@@ -9,7 +9,12 @@
 One global fit per panel, shape and rule, on every series' training part; scored by the mean sMAPE of the validation
 part (the 14 days after it; no test window is cut, since nothing is chosen here beyond the stated rule). Prints JSON.
 
-    python bench/covariate_scaling.py [--epochs 20] [--shapes recurrent direct] [--seed 0]
+`--paths` compares instead how the covariates enter (`ForecasterConfig.covariate_path`: read by the net, a linear
+term beside it, or not at all), each covariate scaled per series, on those two panels and on a third:
+
+- **promotion**: each store's sales 2.5 times as high on promotion days (12 % of days, at random), a 0/1 column.
+
+    python bench/covariate_scaling.py [--epochs 20] [--shapes recurrent direct] [--seed 0] [--paths]
 """
 
 from __future__ import annotations
@@ -55,12 +60,25 @@ def temperature_panel(generator: np.random.Generator) -> pd.DataFrame:
     return pd.concat(frames)
 
 
+def promotion_panel(generator: np.random.Generator) -> pd.DataFrame:
+    frames = []
+    for store in range(SERIES):
+        base = generator.uniform(50, 150)
+        promo = (generator.random(DAYS) < 0.12).astype(float)
+        week = 1 + 0.2 * np.sin(np.arange(DAYS) * 2 * np.pi / 7 + store)
+        sales = base * week * (1 + 1.5 * promo) * (1 + 0.03 * generator.standard_normal(DAYS))
+        frames.append(_frame(f"store{store}", sales, promo=promo))
+    return pd.concat(frames)
+
+
 def _frame(name: str, values: np.ndarray, **covariate: np.ndarray) -> pd.DataFrame:
     ds = pd.date_range("2024-01-01", periods=len(values), freq="D")
     return pd.DataFrame({"unique_id": name, "ds": ds, "y": values, **covariate})
 
 
-def validation_smape(frame: pd.DataFrame, column: str, shape: str, scaling: str, epochs: int, seed: int) -> dict:
+def validation_smape(
+    frame: pd.DataFrame, column: str, shape: str, scaling: str, epochs: int, seed: int, path: str = "net"
+) -> dict:
     panel = load_panel(frame, futr_exog=[column])
     config = ForecasterConfig(
         shape=shape,
@@ -78,6 +96,7 @@ def validation_smape(frame: pd.DataFrame, column: str, shape: str, scaling: str,
         window_norm="subtract",
         loss="mse",
         covariate_scaling=scaling,
+        covariate_path=path,
         random_state=seed,
     )
     started = time.perf_counter()
@@ -95,21 +114,24 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--shapes", nargs="+", default=["recurrent", "direct"])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--paths", action="store_true", help="compare how the covariates enter, not their scaling")
     args = parser.parse_args()
     panels = {
         "price": (price_panel(np.random.default_rng(args.seed)), "price"),
         "temperature": (temperature_panel(np.random.default_rng(args.seed)), "temperature"),
     }
+    if args.paths:
+        panels["promotion"] = (promotion_panel(np.random.default_rng(args.seed)), "promo")
     found: dict = {}
     for name, (frame, column) in panels.items():
         for shape in args.shapes:
-            for scaling in ("series", "shared"):
-                found.setdefault(name, {}).setdefault(shape, {})[scaling] = validation_smape(
-                    frame, column, shape, scaling, args.epochs, args.seed
+            for way in ("net", "linear", "none") if args.paths else ("series", "shared"):
+                scaling, path = ("series", way) if args.paths else (way, "net")
+                found.setdefault(name, {}).setdefault(shape, {})[way] = validation_smape(
+                    frame, column, shape, scaling, args.epochs, args.seed, path
                 )
-    print(
-        json.dumps({"bench": "covariate_scaling", "epochs": args.epochs, "seed": args.seed, "panels": found}, indent=1)
-    )
+    bench = "covariate_paths" if args.paths else "covariate_scaling"
+    print(json.dumps({"bench": bench, "epochs": args.epochs, "seed": args.seed, "panels": found}, indent=1))
 
 
 if __name__ == "__main__":

@@ -123,12 +123,22 @@ class AnswerModel:
     # --- forecasting --------------------------------------------------------------------------------------------
     @property
     def futr_exog(self) -> list[str]:
-        """The known-ahead covariates it reads: their future comes with each forecast (futr_data)."""
-        return list((self.data.get("covariates") or {}).get("futr_exog", []))
+        """The known-ahead covariates its members read: their future comes with each forecast (futr_data). Of the
+        sweep's, those that some member reads (none where every member was told to read none: covariate_path)."""
+        return self._read_by_members("futr_exog")
 
     @property
     def hist_exog(self) -> list[str]:
-        return list((self.data.get("covariates") or {}).get("hist_exog", []))
+        """The historic covariates its members read, beside y in the data."""
+        return self._read_by_members("hist_exog")
+
+    def _read_by_members(self, kind: str) -> list[str]:
+        read: set[str] = set()
+        for member in self.members:
+            inputs = member.net.transform.inputs
+            if inputs is not None:
+                read |= set(inputs.futr_names if kind == "futr_exog" else inputs.hist_names)
+        return [name for name in (self.data.get("covariates") or {}).get(kind, []) if name in read]
 
     def read(
         self,

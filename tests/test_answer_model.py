@@ -150,6 +150,30 @@ def test_a_saved_daily_answer_forecasts_the_year_of_a_series_it_trained_on_and_o
         assert mine.answer[winter].mean() / mine.answer[october].mean() == pytest.approx(expected, rel=0.1)
 
 
+def test_a_model_whose_members_read_no_covariate_needs_none_of_the_sweeps_to_forecast():
+    """Members told to read none (covariate_path none, as a sweep may choose on validation) make a model that asks no
+    --futr-data of the promotions its sweep was given; one member reading them makes the model ask for them."""
+    from tests.test_step_inputs import sales
+
+    data, future = sales(stores=2, futr_days=4)
+    panel = load_panel(data, futr_exog=["promo"])
+    record = {"freq": "D", "season": 7, "horizon": 4, "series": list(panel.ids), "sweep": "t"}
+    record["covariates"] = {"futr_exog": ["promo"], "hist_exog": [], "static": []}
+
+    def model(*paths: str) -> AnswerModel:
+        nets = [fit_through(SMALL.replace(covariate_path=path), 1, panel, threads=1)[0] for path in paths]
+        return AnswerModel([SavedMember(net, f"t{n}", 1) for n, net in enumerate(nets)], record)
+
+    blind = model("none", "none")
+    assert blind.futr_exog == []
+    assert len(blind.forecast(data[["unique_id", "ds", "y"]], h=4, levels=[])) == 8
+    told = model("none", "linear")
+    assert told.futr_exog == ["promo"]
+    with pytest.raises(SeriesError, match="reads the known-ahead covariates promo: give their values"):
+        told.forecast(data, h=4, levels=[])
+    assert told.forecast(data, h=4, levels=[], futr_data=future[["unique_id", "ds", "promo"]]).answer.notna().all()
+
+
 def test_a_new_series_is_scaled_by_each_members_own_covariate_rule_whichever_member_comes_first():
     """Members that scale a price per series and shared: the per-series member scales each of two new stores' price
     on that store's own history, the shared one with the pair it trained with, in either order."""

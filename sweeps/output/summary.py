@@ -211,7 +211,7 @@ def future_lines(plan: SweepPlan, future: Future) -> list[str]:
         f"  python -m sweeps.forecast {path} --data NEWER.csv"
         + (
             " --futr-data FUTURE.csv  (the known-ahead covariates of the points to forecast)"
-            if plan.options.futr_exog
+            if future.model.futr_exog
             else ""
         ),
     ]
