@@ -55,9 +55,7 @@ def absolute(calibration: pd.DataFrame, test: pd.DataFrame, q: float) -> np.ndar
     if q == 0.5:
         return test["answer"].to_numpy()
     level = abs(200 * q - 100) / 100
-    half = {
-        step: conformal(np.abs(rows.error.to_numpy()), level, True) for step, rows in calibration.groupby("step")
-    }
+    half = {step: conformal(np.abs(rows.error.to_numpy()), level, True) for step, rows in calibration.groupby("step")}
     width = test["step"].map(half).to_numpy() * test["scale"].to_numpy()
     return test["answer"].to_numpy() + (width if q > 0.5 else -width)
 
@@ -112,9 +110,7 @@ def read(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     forecasts = pd.read_parquet(folder / "forecasts.parquet")
     test = forecasts[forecasts.part == "test"].copy()
     test["step"] = test.groupby("unique_id").cumcount() + 1
-    half80 = {
-        step: conformal(np.abs(rows.error.to_numpy()), 0.8, True) for step, rows in calibration.groupby("step")
-    }
+    half80 = {step: conformal(np.abs(rows.error.to_numpy()), 0.8, True) for step, rows in calibration.groupby("step")}
     test["scale"] = (test["answer-hi-80"] - test["answer"]) / test["step"].map(half80)
     return calibration, test
 
