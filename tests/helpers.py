@@ -258,11 +258,14 @@ class LeavesAMark:
 
 
 def reports_then_leaves_a_newer_checkpoint_and_fails(config):
-    """A Tune trainable: on its first run it reports checkpoints 0 and 1, writes checkpoint 5 (complete, never
-    reported: as a trial does when Tune's state was saved before it registered the trial's last checkpoint) and 6 (cut
-    short), and fails; on its retry it reports which checkpoint it resumes from."""
+    """A Tune trainable: on its first run it reports checkpoints 0 and 1, writes checkpoint 5 (complete, its report in
+    the trial's progress.csv but the checkpoint not registered: as when Tune's state was saved before it registered
+    the trial's last checkpoint), 6 (cut short) and 7 (complete, its report never recorded: as when the driver was
+    killed while the trial ran on), and fails; on its retry it reports which checkpoint it resumes from."""
+    import csv
     import os
     import tempfile
+    import time
 
     import torch
     from ray import tune
@@ -281,11 +284,22 @@ def reports_then_leaves_a_newer_checkpoint_and_fails(config):
             torch.save({"epoch": epoch}, os.path.join(folder, CHECKPOINT_FILE))
             tune.report({"epoch": epoch}, checkpoint=tune.Checkpoint.from_directory(folder))
     trial_folder = tune.get_context().get_storage().trial_fs_path
-    for index, content in ((5, None), (6, b"cut sh")):
+    progress = os.path.join(trial_folder, "progress.csv")
+    deadline = time.monotonic() + 60
+    rows: list[dict] = []
+    while len(rows) < 2 and time.monotonic() < deadline:  # the driver records the two reports
+        time.sleep(0.2)
+        if os.path.exists(progress):
+            with open(progress, newline="") as stream:
+                rows = list(csv.DictReader(stream))
+    with open(progress, "a", newline="") as stream:  # the report of checkpoint 5, recorded
+        writer = csv.DictWriter(stream, fieldnames=list(rows[-1]))
+        writer.writerow(rows[-1] | {"epoch": 5, "checkpoint_dir_name": "checkpoint_000005"})
+    for index, content in ((5, None), (6, b"cut sh"), (7, None)):
         os.makedirs(os.path.join(trial_folder, f"checkpoint_{index:06d}"))
         path = os.path.join(trial_folder, f"checkpoint_{index:06d}", CHECKPOINT_FILE)
         if content is None:
-            torch.save({"epoch": 5}, path)
+            torch.save({"epoch": index}, path)
         else:
             with open(path, "wb") as stream:
                 stream.write(content)

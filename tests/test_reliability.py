@@ -249,8 +249,9 @@ def test_progress_stays_readable_when_a_resumed_trial_first_reports_a_checkpoint
 @pytest.mark.slow
 def test_a_restarted_trial_resumes_from_its_newest_complete_checkpoint_not_the_one_tune_registered(local_ray, tmp_path):
     """Tune registers a trial's checkpoint a step after the trial wrote it; a trial restarted in between (a Ctrl+C, a
-    kill -9, a crash) is given the one before. It resumes from the newest of its own that loads instead, so that it
-    never runs again the epochs it ran (sweeps.trials.trial.newest_checkpoint)."""
+    kill -9, a crash) is given the one before. It resumes from the newest of its own that loads and whose report Tune
+    recorded instead, so that it never runs again the epochs it ran, nor leaves out of its history the epochs whose
+    reports were lost (sweeps.trials.trial.newest_checkpoint)."""
     from ray import tune
 
     tuner = tune.Tuner(
@@ -262,4 +263,4 @@ def test_a_restarted_trial_resumes_from_its_newest_complete_checkpoint_not_the_o
     result = tuner.fit()[0]
     assert result.error is None
     assert result.metrics["given"] == "checkpoint_000001"  # what Tune registered last
-    assert result.metrics["resumed_from"] == "checkpoint_000005"  # not 6: cut short, it does not load
+    assert result.metrics["resumed_from"] == "checkpoint_000005"  # not 6 (cut short) nor 7 (never recorded)

@@ -54,11 +54,14 @@ def train_trial(config: dict[str, Any], *, parts: FitParts, settings: TrialSetti
 
 
 def newest_checkpoint(given):
-    """The checkpoint a restarted trial resumes from: the newest complete one in its own folder, where Tune gave it an
-    older one of its own or none. Tune registers a checkpoint a moment after the trial reported and wrote it (Tune's
-    save step), and its experiment state may be saved in between, by a Ctrl+C or before a kill -9: the trial would
-    otherwise run again the epochs it had run, even its last (and write them twice in its progress.csv). A checkpoint
-    of another trial's (a PBT donor's) is left as it is."""
+    """The checkpoint a restarted trial resumes from: the newest complete one in its own folder whose report Tune
+    recorded (its progress.csv names it), where Tune gave it an older one of its own or none. Tune registers a
+    checkpoint a moment after the trial reported and wrote it (Tune's save step), and its experiment state may be
+    saved in between, by a Ctrl+C or before a kill -9: the trial would otherwise run again the epochs it had run, even
+    its last (and write them twice in its progress.csv). A checkpoint whose report was never recorded (a driver killed
+    while its trials ran on for an epoch or two) is passed over: the epochs after the newest recorded one run again,
+    so that every epoch's report is in the trial's history. A checkpoint of another trial's (a PBT donor's) is left as
+    it is."""
     import re
 
     import pyarrow.fs
@@ -77,9 +80,10 @@ def newest_checkpoint(given):
         and (match := re.fullmatch(r"checkpoint_(\d+)", info.base_name))
         and int(match.group(1)) > given_index
     )
+    names = _recorded_checkpoints()
     for _, path in reversed(newer):
         candidate = tune.Checkpoint(path, filesystem=filesystem)
-        if _complete(candidate):
+        if (names is None or os.path.basename(os.path.normpath(path)) in names) and _complete(candidate):
             return candidate
     return given
 
@@ -89,6 +93,13 @@ def recorded(checkpoint) -> bool:
     driver writes as it takes each report, names the checkpoint's folder. The trial writes the checkpoint first, so
     a driver killed in between leaves a checkpoint whose report it never recorded. True where the record cannot be
     read (nothing to compare with: the report is not made twice)."""
+    names = _recorded_checkpoints()
+    return names is None or os.path.basename(os.path.normpath(checkpoint.path)) in names
+
+
+def _recorded_checkpoints() -> set[str] | None:
+    """The checkpoint folders the trial's progress.csv names (empty where no report was ever recorded); None where
+    it cannot be read."""
     import io
 
     import pandas as pd
@@ -99,13 +110,12 @@ def recorded(checkpoint) -> bool:
         with storage.storage_filesystem.open_input_stream(f"{storage.trial_fs_path}/progress.csv") as stream:
             history = pd.read_csv(io.BytesIO(stream.readall()))
     except FileNotFoundError:
-        return False  # no report of this trial's was ever recorded
+        return set()  # no report of this trial's was ever recorded
     except (OSError, ValueError, pd.errors.ParserError):
-        return True
-    names: set[str] = (
-        set(history["checkpoint_dir_name"].dropna().astype(str)) if "checkpoint_dir_name" in history else set()
-    )
-    return os.path.basename(os.path.normpath(checkpoint.path)) in names
+        return None
+    if "checkpoint_dir_name" not in history:
+        return set()
+    return set(history["checkpoint_dir_name"].dropna().astype(str))
 
 
 def _complete(checkpoint) -> bool:
