@@ -283,18 +283,25 @@ def reports_then_leaves_a_newer_checkpoint_and_fails(config):
         with tempfile.TemporaryDirectory() as folder:
             torch.save({"epoch": epoch}, os.path.join(folder, CHECKPOINT_FILE))
             tune.report({"epoch": epoch}, checkpoint=tune.Checkpoint.from_directory(folder))
-    trial_folder = tune.get_context().get_storage().trial_fs_path
-    progress = os.path.join(trial_folder, "progress.csv")
+    storage = tune.get_context().get_storage()
+    trial_folder = storage.trial_fs_path
+    # The driver writes progress.csv in its staging folder and copies it to the trial's folder now and then: the
+    # report of checkpoint 5 goes into both, once the driver has written the two reports.
+    copies = [os.path.join(folder, "progress.csv") for folder in (storage.trial_driver_staging_path, trial_folder)]
     deadline = time.monotonic() + 60
     rows: list[dict] = []
-    while len(rows) < 2 and time.monotonic() < deadline:  # the driver records the two reports
+    while len(rows) < 2 and time.monotonic() < deadline:
         time.sleep(0.2)
-        if os.path.exists(progress):
-            with open(progress, newline="") as stream:
+        if os.path.exists(copies[0]):
+            with open(copies[0], newline="") as stream:
                 rows = list(csv.DictReader(stream))
-    with open(progress, "a", newline="") as stream:  # the report of checkpoint 5, recorded
-        writer = csv.DictWriter(stream, fieldnames=list(rows[-1]))
-        writer.writerow(rows[-1] | {"epoch": 5, "checkpoint_dir_name": "checkpoint_000005"})
+    for copy in copies:
+        with open(copy, "a" if os.path.exists(copy) else "w", newline="") as stream:
+            writer = csv.DictWriter(stream, fieldnames=list(rows[-1]))
+            if stream.tell() == 0:
+                writer.writeheader()
+                writer.writerows(rows)
+            writer.writerow(rows[-1] | {"epoch": 5, "checkpoint_dir_name": "checkpoint_000005"})
     for index, content in ((5, None), (6, b"cut sh"), (7, None)):
         os.makedirs(os.path.join(trial_folder, f"checkpoint_{index:06d}"))
         path = os.path.join(trial_folder, f"checkpoint_{index:06d}", CHECKPOINT_FILE)

@@ -254,10 +254,15 @@ def test_a_restarted_trial_resumes_from_its_newest_complete_checkpoint_not_the_o
     reports were lost (sweeps.trials.trial.newest_checkpoint)."""
     from ray import tune
 
+    from sweeps.trials.tuner import ProgressLog
+
     tuner = tune.Tuner(
         reports_then_leaves_a_newer_checkpoint_and_fails,
         run_config=tune.RunConfig(
-            storage_path=str(tmp_path), name="restarted", failure_config=tune.FailureConfig(max_failures=1)
+            storage_path=str(tmp_path),
+            name="restarted",
+            failure_config=tune.FailureConfig(max_failures=1),
+            callbacks=[ProgressLog()],  # a sweep's record of each report (whatever an earlier sweep here turned off)
         ),
     )
     result = tuner.fit()[0]
