@@ -159,11 +159,13 @@ class Shape:
         value = rows[..., :1] - net.covariate_term(rows[..., own.start : own.stop])
         return torch.cat([value, rows[..., read[1:]]], -1)
 
-    def covariate_effect(self, net: RNNNet, known: Tensor) -> Tensor | float:
-        """The linear term of known-ahead values (..., F) -> (..., 1) with covariate_path linear, else 0."""
-        if net.config.covariate_path != "linear" or not known.shape[-1]:
+    def covariate_effect(self, net: RNNNet, rows: Tensor) -> Tensor | float:
+        """The linear term of the known-ahead values of `rows` (..., features) -> (..., 1) with covariate_path linear,
+        else 0."""
+        known = self.known_ahead_columns(net)
+        if net.config.covariate_path != "linear" or not len(known):
             return 0.0
-        effect: Tensor = net.covariate_term(known)
+        effect: Tensor = net.covariate_term(rows[..., known.start : known.stop])
         return effect
 
     def build(self, net: RNNNet, series: int, season: int, **state: Any) -> None:

@@ -70,8 +70,10 @@ class Recurrent(Shape):
         """Next-step predictions at every position: (T, B, features) -> (T, B, 1); with covariate_path linear, each
         the net's forecast of the regression's error plus the linear term of the point it predicts (its row's
         known-ahead values)."""
-        states = recurrence.hidden_states(net.rnn, self.recurrent_inputs(net, inputs))
-        return net.head(states) + self.covariate_effect(net, inputs[..., self.known_ahead_columns(net)])
+        predictions = net.head(recurrence.hidden_states(net.rnn, self.recurrent_inputs(net, inputs)))
+        return (
+            predictions + self.covariate_effect(net, inputs) if net.config.covariate_path == "linear" else predictions
+        )
 
     def window_layout(self, config: ForecasterConfig, lengths: np.ndarray) -> tuple[int, Any, np.ndarray, int]:
         span = config.training_length + 1
@@ -99,7 +101,6 @@ class Recurrent(Shape):
         """Read `context`, then feed back each point (with the calendar of the point after it); with covariate_path
         linear, each point less, and each prediction plus, the linear term of its known-ahead values."""
         linear = net.config.covariate_path == "linear"
-        known = self.known_ahead_columns(net)
         state = recurrence.zero_state(net.rnn, context.shape[1], context)
         for point in self.recurrent_inputs(net, context) if linear else context:
             hidden = recurrence.step(net.rnn, point, state)
@@ -108,13 +109,13 @@ class Recurrent(Shape):
         weight, bias = head.weight.t(), head.bias
         torch.addmm(bias, hidden, weight, out=predictions[0])
         if linear:
-            predictions[0] += self.covariate_effect(net, context[-1, :, known])
+            predictions[0] += self.covariate_effect(net, context[-1])
         for t in range(1, steps):
             fed_back = predictions[t - 1] if future is None else torch.cat([predictions[t - 1], future[t - 1]], -1)
             point = self.recurrent_inputs(net, fed_back) if linear else fed_back
             torch.addmm(bias, recurrence.step(net.rnn, point, state), weight, out=predictions[t])
             if linear:
-                predictions[t] += self.covariate_effect(net, fed_back[:, known])
+                predictions[t] += self.covariate_effect(net, fed_back)
         return predictions[..., 0]
 
 
