@@ -498,23 +498,27 @@ def test_a_fit_with_every_option_forecasts_in_original_units_and_its_checkpoint_
         restored.forecast(TRAIN.to_numpy(), 3)
 
 
-def test_a_fit_on_hourly_data_forecasts_the_weekends_dip_and_its_checkpoint_too(tmp_path):
-    """The week's indices are the model's: a short fit forecasts Saturday below Friday at the same hours, as the data
-    are, and a checkpoint (which stores the week's table) forecasts the same."""
-    frame, pattern = hourly_frame({"a": ("2024-01-01", 28), "b": ("2024-01-03 05:00", 26)})
-    panel = load_panel(frame)
-    config = ForecasterConfig(
+def seasonal_config(lookback: int, training_length: int) -> ForecasterConfig:
+    """A two-epoch fit that reads the calendar and divides by the seasonal adjustment, as the panel sweep's trials."""
+    return ForecasterConfig(
         model="GRU",
         hidden_dim=8,
         n_epochs=2,
-        input_chunk_length=24,
-        training_length=36,
+        input_chunk_length=lookback,
+        training_length=training_length,
         calendar=True,
         deseasonalise=True,
         target_transform="log_if_positive",
         windows_per_epoch=256,
     )
-    result = fit(config, panel, val_size=48)
+
+
+def test_a_fit_on_hourly_data_forecasts_the_weekends_dip_and_its_checkpoint_too(tmp_path):
+    """The week's indices are the model's: a short fit forecasts Saturday below Friday at the same hours, as the data
+    are, and a checkpoint (which stores the week's table) forecasts the same."""
+    frame, pattern = hourly_frame({"a": ("2024-01-01", 28), "b": ("2024-01-03 05:00", 26)})
+    panel = load_panel(frame)
+    result = fit(seasonal_config(lookback=24, training_length=36), panel, val_size=48)
     history, _ = panel.split_at(panel.lengths - 48)
     assert result.model.transform.seasonal.shape == (2, 168)
     ahead = result.model.forecast(history, 168)  # a week after each series' training part
@@ -534,18 +538,7 @@ def test_a_fit_on_daily_data_forecasts_the_turn_of_the_year_and_its_checkpoint_t
     same."""
     frame = daily_frame({"a": ("2020-01-10", 1000), "b": ("2020-03-01", 950)})  # both end on 4 October 2022
     panel = load_panel(frame)
-    config = ForecasterConfig(
-        model="GRU",
-        hidden_dim=8,
-        n_epochs=2,
-        input_chunk_length=28,
-        training_length=40,
-        calendar=True,
-        deseasonalise=True,
-        target_transform="log_if_positive",
-        windows_per_epoch=256,
-    )
-    result = fit(config, panel, val_size=30)
+    result = fit(seasonal_config(lookback=28, training_length=40), panel, val_size=30)
     history, _ = panel.split_at(panel.lengths - 30)
     assert result.model.transform.year[:, 0].any(axis=1).all()
     ahead = result.model.forecast(history, 120)  # 4 September 2022 to 1 January 2023
