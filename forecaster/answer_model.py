@@ -356,8 +356,8 @@ class AnswerModel:
     ) -> tuple[Panel, TargetTransform]:
         """`panel` (with, on a plain time index, each series' place in the season as training counted it) and the
         net's transform for each of its series, in order: what the net learnt of a series it trained on, and for one
-        it never saw, transforms fit on that series' own history (`fitted` keeps those of a panel across members of
-        one kind)."""
+        it never saw, transforms fit on that series' own history (`fitted` keeps those of a panel across members alike
+        in every setting TargetTransform.fit reads)."""
         rows = known_rows(net.series_ids or [], panel)
         new = rows < 0
         own = net.transform
@@ -373,6 +373,8 @@ class AnswerModel:
             config.window_norm,
             config.calendar,
             config.covariate_scaling,
+            config.covariate_path,
+            config.seasonal_lag,
             tuple(panel.ids[new]),
         )
         if key not in fitted:

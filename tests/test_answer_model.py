@@ -197,6 +197,28 @@ def test_a_new_series_is_scaled_by_each_members_own_covariate_rule_whichever_mem
         assert centers["shared"] == pytest.approx(nets["shared"].transform.inputs.center[0, 1]), order
 
 
+def test_new_series_are_forecast_alike_whichever_covariate_path_its_first_member_reads():
+    """A sweep's members may read the covariates or not (covariate_path): a store none of them trained on gets a
+    finite forecast, the same whichever member reads it first (each fits that store's inputs by its own path)."""
+    from tests.test_step_inputs import sales
+
+    data, future = sales(stores=3, futr_days=4)
+    trained = load_panel(data[data.unique_id == "s0"], futr_exog=["promo", "price"], hist_exog=["temp"])
+    config = SMALL.replace(shape="direct", output_chunk_length=4)
+    nets = {path: fit_through(config.replace(covariate_path=path), 1, trained, threads=1)[0] for path in PATHS}
+    record = {"freq": "D", "season": 7, "horizon": 4, "series": ["s0"], "sweep": "t"}
+    record["covariates"] = {"futr_exog": ["promo", "price"], "hist_exog": ["temp"], "static": []}
+    answers = []
+    for order in (PATHS, PATHS[::-1]):
+        model = AnswerModel([SavedMember(nets[path], path, 1) for path in order], record)
+        answers.append(model.forecast(data, h=4, levels=[], futr_data=future).answer.to_numpy())
+    assert np.isfinite(answers[0]).all()
+    np.testing.assert_allclose(answers[0], answers[1], rtol=1e-6)
+
+
+PATHS = ("none", "net", "linear")
+
+
 def test_on_integer_time_the_forecast_continues_each_series_integers_in_its_season():
     frame = monthly_panel_frame(lengths=(40, 46))
     frame["ds"] = frame.groupby("unique_id").cumcount() + np.where(frame.unique_id == "s0", 1, 101)
