@@ -459,7 +459,9 @@ def run_sweep(
         found = scores = tail = future = None
         if chosen:
             wanted = tail_plan(plan, chosen, future=not stopped)
-            baselines = within_the_trials_time(trials.started_with, runner, trials.fit_seconds)
+            # A resumed sweep's trials began in its earlier commands: their seconds count too.
+            trials_seconds = trials.fit_seconds + clock.spent_before
+            baselines = within_the_trials_time(trials.started_with, runner, trials_seconds)
             cut = Cut(baselines=tuple(baselines.cut))  # what gave way while the trials ran
             if plan.options.time_limit is not None:
                 left = baselines_left(baselines, runner)
