@@ -355,6 +355,7 @@ def test_the_panel_sweeps_recurrent_shape_reads_the_value_a_week_back_on_hourly_
     for data in (
         DataShape(horizon=200, season=24, shortest=2000, seasons=(24, 168)),  # the horizon beyond the week
         DataShape(horizon=48, season=24, shortest=300, seasons=(24,)),  # under two weeks to train
+        DataShape(horizon=120, season=24, shortest=500, seasons=(24, 168)),  # no room for a window after a week
         DataShape(horizon=18, season=12, shortest=30, seasons=(12,)),
         DataShape(horizon=14, season=7, shortest=800, seasons=(7, 365)),
     ):

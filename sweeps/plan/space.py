@@ -215,19 +215,25 @@ class LongestSeason:
         return max([length, *(season for season in data.seasons[1:] if season <= most)])
 
 
+ROOM_AFTER_THE_LAG = 4
+"""Horizons a series' training part holds after its first season for SeasonBack: the panel sweep's recurrent
+windows (a training length of 1.6 horizons, a lookback below it) fit there, so no series is left without one."""
+
+
 @dataclasses.dataclass(frozen=True)
 class SeasonBack:
     """The data's longest season that is a whole number of its first (DataShape.seasons: the week of hourly data) and
     at least the horizon, else 0: a recurrent net's seasonal_lag, the value a season before each point it predicts,
     which its lookback of about a horizon never shows. Monthly and quarterly panels (one season) and daily data (a
-    year is not a whole number of weeks) get 0."""
+    year is not a whole number of weeks) get 0, and so does a shortest training part without room for a recurrent
+    window (lookback and training length, under ROOM_AFTER_THE_LAG horizons) after a season's first point."""
 
     def __repr__(self) -> str:
         return "the longest season nesting the first and at least the horizon, else 0"
 
     def resolve(self, data: DataShape) -> int:
         longer = [s for s in data.seasons if s > data.season and s % data.season == 0 and s >= data.horizon]
-        return max(longer, default=0)
+        return max((s for s in longer if s + ROOM_AFTER_THE_LAG * data.horizon <= data.shortest), default=0)
 
 
 @dataclasses.dataclass(frozen=True)
