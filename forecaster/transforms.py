@@ -544,7 +544,7 @@ class TrainingWindows:
         elif inputs.calendar_count:
             first = train.first_times().astype("datetime64[ns]").astype(np.int64)
             clock = torch.as_tensor(first + (transform.lag + 1) * step_ns(train.freq))  # type: ignore[operator]
-        if inputs.count > inputs.calendar_count:
+        if inputs.covariate_count or inputs.static_names:
             later = np.flatnonzero(train.positions >= transform.lag)  # the points of s, in its order
             series = np.searchsorted(train.offsets, later, side="right") - 1
             positions = train.positions[later]

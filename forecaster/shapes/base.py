@@ -24,7 +24,13 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from forecaster.transforms import ForecastInputs, TargetTransform, TrainingWindows, forecast_inputs
+from forecaster.transforms import (
+    ForecastInputs,
+    TargetTransform,
+    TrainingWindows,
+    covariate_regression,
+    forecast_inputs,
+)
 
 if TYPE_CHECKING:
     from forecaster.config import ForecasterConfig
@@ -105,8 +111,6 @@ class Shape:
         linear, where its linear term starts (forecaster.transforms.covariate_regression)."""
         if config.covariate_path != "linear":
             return {}
-        from forecaster.transforms import covariate_regression
-
         return {"covariate_start": covariate_regression(transform, parts.train)}
 
     def plain_state(self, state: dict[str, Any]) -> dict[str, Any]:
