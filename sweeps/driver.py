@@ -219,9 +219,7 @@ def _season_lines(plan: SweepPlan) -> list[str]:
     year = year_components(train, indices, shifts)
     if year is not None:
         count = int(year.any(axis=(1, 2)).sum())
-        lines.append(
-            f"             {count} of them with the year too (a profile of the time of year: 2 years to train)"
-        )
+        lines.append(f"             {count} of {len(train)} series with the year (a smooth profile: 2 years to train)")
     return lines
 
 

@@ -249,7 +249,7 @@ def test_the_panel_sweep_resolves_on_each_panel_and_says_what_it_needs(tmp_path)
     daily_frame({"long": ("2021-03-17", 900), "short": ("2021-01-01", 540)}).to_csv(days, index=False)
     years = make_plan("panel", data=str(days), horizon=14, storage_path=str(tmp_path))
     assert transform_lines(years)[2] == (
-        "             1 of them with the year too (a profile of the time of year: 2 years to train)"
+        "             1 of 2 series with the year (a smooth profile: 2 years to train)"
     )
     yearly = tmp_path / "yearly.csv"
     frame = pd.DataFrame({"ds": pd.date_range("1990", periods=14, freq="YS"), "y": np.arange(14.0) + 5})
