@@ -164,9 +164,9 @@ class ForecasterConfig:
         "net",
         "how the covariates enter: net (the recurrent layers read the known-ahead and historic ones at every step, "
         "as Darts' and neuralforecast's nets do), linear (a linear term of each forecast point's known-ahead values "
-        "added to the net's output, a regression whose errors the net forecasts from the series alone: what a short "
-        "history can learn of them without overfitting; no historic ones) or none (the net reads no covariate, "
-        "statics included)",
+        "added to the net's output, a regression whose errors the net forecasts from the series and its "
+        "statics: what a short history can learn of them without overfitting; no historic ones) or none (the net "
+        "reads no covariate, statics included)",
     )
     seasonal_lag: int = _field(
         0,
