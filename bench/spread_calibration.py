@@ -8,9 +8,10 @@ is bounded), and each series' scale as the sweep computes it (forecaster.interva
 members' mean as the forecast, each rule divides each absolute scaled error by a unit of its own point, takes the
 conformal quantile per step, and multiplies it back by the unit of each test point:
 
-- `the sweep's`: the unit 1 everywhere (forecaster.intervals.conformal_quantiles as the sweep uses it);
+- `unit 1`: the unit 1 everywhere (the sweep's rule before 2026-12-05);
 - `spread + k`: the members' standard deviation at the point over its series' scale, plus k times its median over the
-  part (k keeps a point the members agree on from a zero width);
+  part (k keeps a point the members agree on from a zero width); the sweep takes k = 2 since 2026-12-05
+  (forecaster.intervals.SPREAD_WEIGHT, chosen here on two inner windows of each panel);
 - `relative spread + k`: the same over its median in its own part, so that only how the points differ counts, not
   how much more the continued nets agree than the trials' nets did;
 - `window factor`: 1 everywhere, times the ratio of the test window's median spread to the validation part's.
@@ -106,7 +107,7 @@ def rules(found: dict[str, np.ndarray]) -> dict[str, dict[str, float]]:
     spread_test = found["test"].std(0) / found["scale_test"]
     median_validation, median_test = np.nanmedian(spread_validation), np.nanmedian(spread_test)
     ones_validation, ones_test = np.ones_like(spread_validation), np.ones_like(spread_test)
-    scored = {"the sweep's": judged(found, ones_validation, ones_test)}
+    scored = {"unit 1": judged(found, ones_validation, ones_test)}
     for k in WEIGHTS:
         scored[f"spread + {k:g}"] = judged(
             found, spread_validation + k * median_validation, spread_test + k * median_validation

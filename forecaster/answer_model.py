@@ -41,9 +41,11 @@ from forecaster.intervals import (
     conformal_quantiles,
     interval_scales,
     level_name,
+    member_spread,
     quantile_column,
     quantile_levels,
     quantiles_of,
+    spread_units,
 )
 from forecaster.net import RNNNet
 from forecaster.panel import Panel
@@ -71,6 +73,9 @@ class Calibration:
     levels: tuple[float, ...]
     """The levels a forecast gives unless asked for others."""
     method: str = ""
+    spread_floor: float = 0.0
+    """What each point's unit adds to the members' spread there (forecaster.intervals.spread_units); 0: every unit
+    is 1 (one member, or a model saved before 2026-12-05, whose errors were not divided by units)."""
 
     @property
     def horizon(self) -> int:
@@ -243,10 +248,11 @@ class AnswerModel:
         needed = quantile_levels(quantiles)
         if needed:
             self._levels(needed, h)
-        forecast = self.forecast_columns(panel, h)
+        members = self.member_forecasts(panel, h)
+        forecast = np.nanmean(members, axis=0)
         table = pd.DataFrame({"unique_id": np.repeat(panel.ids, h), "ds": panel.future_times(h).reshape(-1)})
         table[ANSWER] = forecast.T.reshape(-1)
-        found = self.bounds(panel, forecast, sorted(set(levels) | set(needed)))
+        found = self.bounds(panel, members, sorted(set(levels) | set(needed)))
         for level in levels:
             table[f"{ANSWER}-lo-{level_name(level)}"] = found[level][0].T.reshape(-1)
             table[f"{ANSWER}-hi-{level_name(level)}"] = found[level][1].T.reshape(-1)
@@ -261,17 +267,21 @@ class AnswerModel:
         """(steps, S): the members' mean forecast after the end of every series of `panel`, in original units; a
         series is forecast by every member that can read it (one it never trained on, with transforms fit on its own
         history), SeriesError naming those no member can."""
-        totals, counts = np.zeros((steps, len(panel))), np.zeros(len(panel), dtype=np.int64)
+        return np.nanmean(self.member_forecasts(panel, steps), axis=0)
+
+    def member_forecasts(self, panel: Panel, steps: int) -> np.ndarray:
+        """(members, steps, S): each member's forecast after the end of every series of `panel`, in original units,
+        NaN for a series too short for it to read; SeriesError naming the series no member can read."""
+        found = np.full((len(self.members), steps, len(panel)), np.nan)
         fitted: dict[tuple[Any, ...], TargetTransform] = {}
-        for member in self.members:
+        for index, member in enumerate(self.members):
             net = member.net
             readable = panel.lengths >= net.points_read
             if not readable.any():
                 continue
             some = panel if readable.all() else panel.take(readable)
             if net.shape.forecasts_new_series:  # it reads every point, with its own fallback for a series it never saw
-                totals[:, readable] += net.forecast_columns(some, steps, new_series=True)
-                counts[readable] += 1
+                found[index][:, readable] = net.forecast_columns(some, steps, new_series=True)
                 continue
             new = known_rows(net.series_ids or [], some) < 0
             some, transform = self._transform_for(net, some, fitted)
@@ -279,24 +289,24 @@ class AnswerModel:
             # What the forecast reads of each series (its transforms come from the whole of it): the context and
             # the differences' lag before it, not every point of a long history.
             read = np.minimum(some.lengths, net.config.input_chunk_length + transform.lag)
-            totals[:, readable] += net.forecast_columns(some.split_at(some.lengths - read)[1], steps, transform)
-            counts[readable] += 1
-        if not counts.all():
-            short = panel.ids[counts == 0]
+            found[index][:, readable] = net.forecast_columns(some.split_at(some.lengths - read)[1], steps, transform)
+        unread = ~np.isfinite(found).any(axis=(0, 1))
+        if unread.any():
             needed = min(member.net.points_read for member in self.members)
             raise SeriesError(
-                f"{panel.label}: series {panel.id_list(short)} "
-                f"{'has' if len(short) == 1 else 'have'} {int(panel.lengths[counts == 0].min())} point(s); the model "
+                f"{panel.label}: series {panel.id_list(panel.ids[unread])} "
+                f"{'has' if unread.sum() == 1 else 'have'} {int(panel.lengths[unread].min())} point(s); the model "
                 f"reads at least the last {needed} of a series: give more of its history, or leave it out"
             )
-        return totals / counts
+        return found
 
     def bounds(
-        self, panel: Panel, forecast: np.ndarray, levels: Sequence[float]
+        self, panel: Panel, members: np.ndarray, levels: Sequence[float]
     ) -> dict[float, tuple[np.ndarray, np.ndarray]]:
-        """{level: (lower, upper)}, each (steps, S), around `forecast` (steps, S) of `panel`'s series: each step's
-        conformal quantile of the calibration's scaled errors times each series' scale, over its history given here;
-        a lower bound no lower than 0 for a series never below 0."""
+        """{level: (lower, upper)}, each (steps, S), around the mean of `members` (members, steps, S: each member's
+        forecast of `panel`'s series): each step's conformal quantile of the calibration's scaled errors times each
+        series' scale, over its history given here, and each point's unit (the members' spread there plus the
+        calibration's floor); a lower bound no lower than 0 for a series never below 0."""
         if not levels:
             return {}
         calibration = self.calibration
@@ -306,7 +316,9 @@ class AnswerModel:
         missed = np.where(rows >= 0, calibration.fitted_error[np.maximum(rows, 0)], np.nan)
         lowest = np.minimum.reduceat(panel.values, panel.offsets[:-1])
         scale = interval_scales(panel, calibration.horizon, missed)
-        return bands(forecast, scale, quantiles, floor=np.where(lowest >= 0, 0.0, -np.inf))
+        units = spread_units(member_spread(members, scale), calibration.spread_floor)
+        forecast = np.nanmean(members, axis=0)
+        return bands(forecast, scale, quantiles, floor=np.where(lowest >= 0, 0.0, -np.inf), units=units)
 
     def _levels(self, levels: Sequence[float] | None, h: int) -> tuple[float, ...]:
         if levels is None:
@@ -440,7 +452,11 @@ class AnswerModel:
         if self.calibration is not None:
             tensors["calibration.errors"] = torch.as_tensor(self.calibration.errors, dtype=torch.float64)
             tensors["calibration.fitted_error"] = torch.as_tensor(self.calibration.fitted_error, dtype=torch.float64)
-            calibration = {"levels": list(self.calibration.levels), "method": self.calibration.method}
+            calibration = {
+                "levels": list(self.calibration.levels),
+                "method": self.calibration.method,
+                "spread_floor": self.calibration.spread_floor,
+            }
         record = {
             "format": FORMAT,
             "kind": "the answer of a sweep: the mean forecast of its members",
@@ -492,6 +508,7 @@ class AnswerModel:
                 ).numpy(),
                 levels=tuple(float(level) for level in record["calibration"]["levels"]),
                 method=record["calibration"].get("method", ""),
+                spread_floor=float(record["calibration"].get("spread_floor", 0.0)),
             )
         return cls(members, record["data"], calibration, record.get("versions", {}), record.get("trained_on", []))
 

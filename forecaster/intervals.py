@@ -5,7 +5,9 @@ trained on the points they forecast, from right after what they learnt) on point
 window bounded, each divided by its series' scale so that the errors of every series pool into one distribution per
 step ahead. A level's half-width at step h is the conformal quantile of those scaled errors (the ceil((n + 1) level)-th
 smallest of n), times each series' own scale: intervals as wide as the errors were, relative to each series' size,
-symmetric around the forecast. A series' scale (`interval_scales`) says how hard it is to forecast from three angles
+symmetric around the forecast, each point's further multiplied by its unit (`spread_units`): how far the members'
+forecasts of it spread apart, plus a floor, so that the points the members disagree on get the wider intervals. A
+series' scale (`interval_scales`) says how hard it is to forecast from three angles
 at once, each over the points before the window it scales: how much it moved over its whole history (its MASE scale),
 how much over its last horizon (a series whose swings grew or calmed), and how far the nets miss the last horizon of
 the points they trained on (`fitted_error`: how hard the series is for them). Where too few calibration errors share
@@ -28,6 +30,12 @@ from forecaster.panel import Panel
 
 POOLED_BELOW = 20
 """Calibration series under which every step's errors pool: a 95 % conformal quantile needs 19 errors to be finite."""
+
+
+SPREAD_WEIGHT = 2.0
+"""A point's unit is the members' spread at it plus this many times their median spread over the calibration's
+points: the floor keeps a point they agree on from a zero width, and weighs their disagreement against the step's
+common width (docs/intervals.md: chosen among 0.5, 1, 2 and 4 on two inner windows of each of six panels)."""
 
 
 def check_levels(levels: Iterable[float]) -> tuple[float, ...]:
@@ -139,15 +147,46 @@ def _conformal(errors: np.ndarray, level: float) -> float:
     return float(errors[rank - 1]) if 0 < rank <= n else math.inf
 
 
+def member_spread(forecasts: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """(steps, S) how far the members' forecasts (members, steps, S) spread apart at each point (their standard
+    deviation; 0 where one member forecast it, NaN where none did), in units of each series' scale (S,)."""
+    forecasts = np.asarray(forecasts, dtype=np.float64)
+    present = np.isfinite(forecasts)
+    count = present.sum(axis=0)
+    mean = np.where(present, forecasts, 0.0).sum(axis=0) / np.maximum(count, 1)
+    variance = np.where(present, (forecasts - mean) ** 2, 0.0).sum(axis=0) / np.maximum(count, 1)
+    return np.where(count > 0, np.sqrt(variance), np.nan) / scale[None, :]
+
+
+def spread_floor(spread: np.ndarray) -> float:
+    """What every point's unit adds to its spread: SPREAD_WEIGHT times the median `spread` (member_spread) over the
+    calibration's points; 0 where the members never disagree there (one member), which makes every unit 1."""
+    finite = spread[np.isfinite(spread)]
+    median = float(np.median(finite)) if len(finite) else 0.0
+    return SPREAD_WEIGHT * median if median > 0 else 0.0
+
+
+def spread_units(spread: np.ndarray, floor: float) -> np.ndarray:
+    """Each point's unit (shaped as `spread`): its spread plus `floor` (spread_floor); 1 everywhere where the floor
+    is 0 (one member, or a model calibrated before the units)."""
+    return spread + floor if floor > 0 else np.ones_like(spread)
+
+
 def bands(
-    forecast: np.ndarray, scale: np.ndarray, quantiles: dict[float, np.ndarray], floor: np.ndarray | None = None
+    forecast: np.ndarray,
+    scale: np.ndarray,
+    quantiles: dict[float, np.ndarray],
+    floor: np.ndarray | None = None,
+    units: np.ndarray | None = None,
 ) -> dict[float, tuple[np.ndarray, np.ndarray]]:
     """{level: (lower, upper)}, each (steps, S): the forecast (steps, S) plus and minus each step's half-width times
-    each series' scale (S,); `floor` (S,), where given, the lowest a series' lower bound goes (0 for a series that
-    has never been below 0, as sales or visitors)."""
+    each series' scale (S,) and, where given, each point's unit (steps, S: spread_units); `floor` (S,), where given,
+    the lowest a series' lower bound goes (0 for a series that has never been below 0, as sales or visitors)."""
     found = {}
     for level, half in quantiles.items():
         width = half[: len(forecast), None] * scale[None, :]
+        if units is not None:
+            width = width * units[: len(forecast)]
         lower = forecast - width
         if floor is not None:
             lower = np.maximum(lower, floor[None, :])

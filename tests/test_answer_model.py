@@ -77,6 +77,31 @@ def test_a_saved_answer_forecasts_the_months_after_each_series_with_ordered_boun
     assert loaded.forecast(frame, h=2, levels=[]).columns.tolist() == ["unique_id", "ds", "answer"]
 
 
+def test_each_point_widens_with_its_members_spread_and_a_model_saved_before_the_units_keeps_its_widths(
+    monthly, tmp_path
+):
+    """A calibration with a spread floor: each half-width is the step's quantile times the members' spread at the
+    point plus the floor times the half-width without units; saved and loaded with it. A model.json without the
+    floor (saved before 2026-12-05) forecasts as it did, every unit 1."""
+    frame, model = monthly
+    floored = dataclasses.replace(model, calibration=dataclasses.replace(model.calibration, spread_floor=0.5))
+    loaded = AnswerModel.load(floored.save(tmp_path / "model"))
+    assert loaded.calibration.spread_floor == 0.5
+
+    def half_widths(found: pd.DataFrame) -> np.ndarray:  # (steps, S), from the upper bound: no floor at 0 there
+        return (found["answer-hi-80"] - found["answer"]).to_numpy().reshape(-1, HORIZON).T
+
+    plain, widened = half_widths(model.forecast(frame)), half_widths(loaded.forecast(frame))
+    spread = loaded.member_forecasts(loaded.read(frame), HORIZON).std(axis=0)
+    assert (spread > 0).all()
+    per_step = (widened - 0.5 * plain) / spread
+    np.testing.assert_allclose(per_step, per_step[:, :1].repeat(per_step.shape[1], axis=1))
+    record = json.loads((tmp_path / "model" / "model.json").read_text())
+    del record["calibration"]["spread_floor"]
+    (tmp_path / "model" / "model.json").write_text(json.dumps(record))
+    pd.testing.assert_frame_equal(AnswerModel.load(tmp_path / "model").forecast(frame), model.forecast(frame))
+
+
 def test_a_series_the_model_never_saw_is_forecast_from_its_own_history_and_named(monthly, saved, tmp_path, capsys):
     frame, model = monthly
     stranger = monthly_panel_frame(lengths=(30,), start=("2002-05",), seed=3).assign(unique_id="new store")

@@ -178,6 +178,9 @@ class Answer:
     epochs, on which devices, and how long it took (sweeps.answer.refits)."""
     intervals: AnswerIntervals | None = None
     """The calibration of its intervals on the test windows, with their scaled errors (None without --levels)."""
+    member_forecasts: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    """Per part: each member's forecast of it (members, n), whose mean is the answer's; how far they spread apart
+    sets each point's unit in the intervals (forecaster.intervals.spread_units)."""
 
     def long_table(self, plan: SweepPlan) -> pd.DataFrame:
         """Every validation and test point with its truth and every forecast: unique_id, ds, y, part, answer and one
@@ -209,28 +212,28 @@ class Answer:
 def build_answer(plan: SweepPlan, results: SweepResults, tail: Tail) -> Answer:
     """The answer of a sweep from what its tasks after the trials gave (`run_tail`)."""
     parts, refits = plan.parts, tail.refits
-    validation = np.mean([member.validation for member in refits], axis=0)
-    forecasts: dict[str, dict[str, np.ndarray]] = {"validation": {"answer": validation}}
+    members = {"validation": np.array([member.validation for member in refits])}
+    forecasts: dict[str, dict[str, np.ndarray]] = {"validation": {"answer": members["validation"].mean(axis=0)}}
     bounds: dict[str, dict[float, tuple[np.ndarray, np.ndarray]]] = {}
     calibration: dict[str, Any] = {}
     calibration_points = None
     refit: dict[str, Any] = {}
     intervals = None
     if parts.test is not None:
-        as_trained = np.mean(present([member.as_trained for member in refits]), axis=0)
+        members["test"] = np.array(present([member.as_trained for member in refits]))
+        as_trained = members["test"].mean(axis=0)
         forecasts["test"] = {"answer": as_trained}
         if any(tail.plan.refit_epochs) or any(member.read_from for member in refits):
-            tested = np.mean(present([member.test for member in refits]), axis=0)
-            forecasts["test"] = {"answer": tested, AS_TRAINED: as_trained}
+            members["test"] = np.array(present([member.test for member in refits]))
+            forecasts["test"] = {"answer": members["test"].mean(axis=0), AS_TRAINED: as_trained}
             refit = refit_record(tail)
         if plan.distribution_levels:
             intervals = test_intervals(
                 plan,
-                validation,
-                forecasts["test"]["answer"],
+                members["validation"],
+                members["test"],
                 members_mean([member.fitted_before_validation for member in refits]),
                 members_mean([member.fitted_before_test for member in refits]),
-                len(refits),
             )
             if "unavailable" not in intervals.calibration:
                 bounds["answer"] = intervals.bounds
@@ -263,6 +266,7 @@ def build_answer(plan: SweepPlan, results: SweepResults, tail: Tail) -> Answer:
         calibration_points=calibration_points,
         refit=refit,
         intervals=intervals,
+        member_forecasts=members,
     )
 
 

@@ -41,15 +41,16 @@ def future_model(plan: SweepPlan, answer: Answer, tail: Tail):
     from forecaster.intervals import conformal_quantiles
 
     tested = plan.parts.test is not None
-    forecast = answer.forecasts["test" if tested else "validation"]["answer"]
     fitted = [member.fitted_before_test if tested else member.fitted_before_validation for member in tail.refits]
-    errors = future_errors(plan, forecast, members_mean(fitted))
+    calibrating = answer.member_forecasts["test" if tested else "validation"]
+    errors, floor = future_errors(plan, calibrating, members_mean(fitted))
     quantiles = conformal_quantiles(errors, plan.options.levels)
     calibration = Calibration(
         errors=errors,
         fitted_error=members_mean([member.fitted for member in tail.future]),
         levels=tuple(level for level, half in quantiles.items() if np.isfinite(half).all()),
         method=FUTURE_METHOD if tested else METHOD,
+        spread_floor=floor,
     )
     members = []
     for refit, future, best in zip(tail.refits, tail.future, tail.plan.members):

@@ -4,11 +4,13 @@
 - On the test window: the members' mean forecast of the validation part (the trials' nets, from the end of training:
   what the refit answer does one part later, from the end of what it learnt) gives, per step ahead, the absolute
   errors that calibrate. Each is divided by its series' scale over the points before the validation part (with the
-  trials' nets' own error on the last horizon they trained on); the test window's half-widths are those quantiles
-  times each series' scale over the points before the test window (with the refit nets' error on theirs).
-- For the future (the saved model): the test window's errors of the answer that forecast it, in the same scales as
-  the test window's bounds: made as the future is, by nets continued through the part before the one they forecast.
-  Without a test window, the validation part's errors.
+  trials' nets' own error on the last horizon they trained on) and by its point's unit (the members' spread there
+  plus a floor: forecaster.intervals.spread_units); the test window's half-widths are those quantiles times each
+  series' scale over the points before the test window (with the refit nets' error on theirs) and each test point's
+  unit (the refit members' spread there plus the same floor).
+- For the future (the saved model): the test window's errors of the answer that forecast it, in the same scales and
+  units as the test window's bounds: made as the future is, by nets continued through the part before the one they
+  forecast. Without a test window, the validation part's errors.
 
 docs/design-notes.md, "The work after the trials", compares this calibration with the one before it (two
 configurations trained again from scratch to forecast the last horizon of the training part) on inner windows.
@@ -26,15 +28,18 @@ import pandas as pd
 from forecaster.panel import Panel
 from sweeps.plan.sweep_plan import SweepPlan
 
+SCALES = (
+    "each series' scale the geometric mean of its MASE scale, the same over its last horizon, and the nets' error on "
+    "the last horizon they trained on; each point's unit the members' spread there plus twice their median spread "
+    "over the calibration's points"
+)
 METHOD = (
     "conformal on the members' errors one part before (the validation part's, forecast by the trials' nets from the "
-    "end of training), each series' scale the geometric mean of its MASE scale, the same over its last horizon, and "
-    "the nets' error on the last horizon they trained on"
+    f"end of training), {SCALES}"
 )
 FUTURE_METHOD = (
     "conformal on the answer's errors on the test window (forecast by its nets continued through the validation "
-    "part, as the saved model's are through the test window), each series' scale the geometric mean of its MASE "
-    "scale, the same over its last horizon, and the nets' error on the last horizon they trained on"
+    f"part, as the saved model's are through the test window), {SCALES}"
 )
 
 
@@ -50,17 +55,32 @@ class AnswerIntervals:
     """(steps, S): their scaled errors, from which any level's half-widths come."""
 
 
-def scaled_errors(
-    history: Panel, part: Panel, forecast: np.ndarray, fitted: np.ndarray, horizon: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """(steps, S) the absolute errors of a flat `forecast` of `part` (NaN past a series' end), each divided by its
-    series' scale over `history` (the points before `part`; `fitted`, the nets' error on its last horizon), and those
-    scales (S,)."""
-    from forecaster.intervals import interval_scales
+@dataclasses.dataclass(frozen=True)
+class ScaledErrors:
+    """A part's errors as the intervals read them."""
+
+    errors: np.ndarray
+    """(steps, S) each absolute error over its series' scale and its point's unit; NaN past a series' end."""
+    scale: np.ndarray
+    """(S,) each series' scale over the points before the part (forecaster.intervals.interval_scales)."""
+    spread: np.ndarray
+    """(steps, S) the members' spread at each point, in its series' scale (forecaster.intervals.member_spread)."""
+    floor: float
+    """What each point's unit adds to its spread (forecaster.intervals.spread_floor)."""
+
+
+def scaled_errors(history: Panel, part: Panel, members: np.ndarray, fitted: np.ndarray, horizon: int) -> ScaledErrors:
+    """The absolute errors of the members' mean forecast of `part` (`members`: (members, n), each flat in the part's
+    row order), each divided by its series' scale over `history` (the points before `part`; `fitted`, the nets'
+    error on its last horizon) and by its point's unit (forecaster.intervals.spread_units)."""
+    from forecaster.intervals import interval_scales, member_spread, spread_floor, spread_units
 
     scale = interval_scales(history, horizon, fitted)
-    errors = grid(part, np.abs(part.values - forecast)) / scale[None, :]
-    return errors, scale
+    spread = member_spread(np.stack([grid(part, forecast) for forecast in members]), scale)
+    floor = spread_floor(spread)
+    forecast = np.mean(members, axis=0)
+    errors = grid(part, np.abs(part.values - forecast)) / scale[None, :] / spread_units(spread, floor)
+    return ScaledErrors(errors, scale, spread, floor)
 
 
 def members_mean(values: Sequence[np.ndarray | None]) -> np.ndarray:
@@ -80,45 +100,58 @@ def grid(part: Panel, flat: np.ndarray) -> np.ndarray:
 
 def test_intervals(
     plan: SweepPlan,
-    validation_forecast: np.ndarray,
-    test_forecast: np.ndarray,
+    validation_members: np.ndarray,
+    test_members: np.ndarray,
     fitted_before_validation: np.ndarray,
     fitted_before_test: np.ndarray,
-    members: int,
 ) -> AnswerIntervals:
-    """The intervals at the plan's distribution_levels around the answer's test forecast, calibrated on
-    `validation_forecast`'s errors (the mean of `members` trials' nets); `fitted_before_*`, the nets' errors on the
-    last horizon they trained on before each part (forecaster.intervals.fitted_error)."""
-    from forecaster.intervals import POOLED_BELOW, bands, conformal_quantiles, interval_scales
+    """The intervals at the plan's distribution_levels around the answer's test forecast (the mean of `test_members`,
+    (members, n): each member's forecast of the test part), calibrated on the errors of the members' mean forecast of
+    the validation part (`validation_members`, the trials' nets'); `fitted_before_*`, the nets' errors on the last
+    horizon they trained on before each part (forecaster.intervals.fitted_error)."""
+    from forecaster.intervals import (
+        POOLED_BELOW,
+        bands,
+        conformal_quantiles,
+        interval_scales,
+        member_spread,
+        spread_units,
+    )
 
     train, val, seen, test = plan.parts.train, plan.parts.val, plan.parts.seen, plan.parts.test
     assert test is not None, "the answer's intervals bound its test window"
     horizon = int(test.lengths.max())
-    errors, before = scaled_errors(train, val, validation_forecast, fitted_before_validation, horizon)
-    errors = reach(errors, horizon)
+    found = scaled_errors(train, val, validation_members, fitted_before_validation, horizon)
+    errors = reach(found.errors, horizon)
     quantiles = conformal_quantiles(errors, plan.distribution_levels)
     unbounded = [level for level, half in quantiles.items() if not np.isfinite(half).all()]
     calibration = {
         "method": METHOD,
-        "members": members,
+        "members": len(validation_members),
         "calibration_series": int(np.isfinite(errors).any(axis=0).sum()),
         "series": len(test),
         "horizon": horizon,
         "calibration_errors": int(np.isfinite(errors).sum()),
         "steps_pooled": errors.shape[1] < POOLED_BELOW,
+        "spread_floor": round(found.floor, 6),
         "unbounded_levels": unbounded,
     }
     points = val.to_frame()
     points["step"] = val.positions + 1
-    points["forecast"] = validation_forecast
-    points["scale"] = np.repeat(before, val.lengths)
+    points["forecast"] = np.mean(validation_members, axis=0)
+    points["scale"] = np.repeat(found.scale, val.lengths)
+    where = val.positions, np.repeat(np.arange(len(val)), val.lengths)
+    points["unit"] = spread_units(found.spread, found.floor)[where]
     bounded = {level: half for level, half in quantiles.items() if level not in unbounded}
     lowest = np.minimum.reduceat(seen.values, seen.offsets[:-1])
     scale = interval_scales(seen, horizon, fitted_before_test)
-    found = bands(grid(test, test_forecast), scale, bounded, floor=np.where(lowest >= 0, 0.0, -np.inf))
+    ahead = np.stack([grid(test, forecast) for forecast in test_members])
+    units = spread_units(member_spread(ahead, scale), found.floor)
+    forecast = grid(test, np.mean(test_members, axis=0))
+    widths = bands(forecast, scale, bounded, floor=np.where(lowest >= 0, 0.0, -np.inf), units=units)
     where = test.positions, np.repeat(np.arange(len(test)), test.lengths)
     return AnswerIntervals(
-        {level: (lower[where], upper[where]) for level, (lower, upper) in found.items()}, calibration, points, errors
+        {level: (lower[where], upper[where]) for level, (lower, upper) in widths.items()}, calibration, points, errors
     )
 
 
@@ -130,15 +163,15 @@ def reach(errors: np.ndarray, horizon: int) -> np.ndarray:
     return np.concatenate([errors, np.repeat(errors[-1:], horizon - len(errors), axis=0)])
 
 
-def future_errors(plan: SweepPlan, forecast: np.ndarray, fitted: np.ndarray) -> np.ndarray:
-    """(horizon, n) the scaled errors the saved model's intervals come from: `forecast`, the answer's of the test
-    window (of the validation part without one), with `fitted`, its nets' error on the last horizon before it, over
-    at least the future's horizon."""
+def future_errors(plan: SweepPlan, members: np.ndarray, fitted: np.ndarray) -> tuple[np.ndarray, float]:
+    """The scaled errors (horizon, n) the saved model's intervals come from, over at least the future's horizon, and
+    the floor of its units (forecaster.intervals.spread_floor): those of the answer's forecast of the test window (of
+    the validation part without one), `members` (members, n) each member's forecast of it, with `fitted`, its nets'
+    error on the last horizon before it."""
     parts = plan.parts
     history, part = (parts.seen, parts.test) if parts.test is not None else (parts.train, parts.val)
-    horizon = future_horizon(plan)
-    errors, _ = scaled_errors(history, part, forecast, fitted, horizon)
-    return reach(errors, horizon)
+    found = scaled_errors(history, part, members, fitted, future_horizon(plan))
+    return reach(found.errors, future_horizon(plan)), found.floor
 
 
 def future_horizon(plan: SweepPlan) -> int:
