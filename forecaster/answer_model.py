@@ -267,7 +267,8 @@ class AnswerModel:
         """(steps, S): the members' mean forecast after the end of every series of `panel`, in original units; a
         series is forecast by every member that can read it (one it never trained on, with transforms fit on its own
         history), SeriesError naming those no member can."""
-        return np.nanmean(self.member_forecasts(panel, steps), axis=0)
+        mean: np.ndarray = np.nanmean(self.member_forecasts(panel, steps), axis=0)
+        return mean
 
     def member_forecasts(self, panel: Panel, steps: int) -> np.ndarray:
         """(members, steps, S): each member's forecast after the end of every series of `panel`, in original units,
