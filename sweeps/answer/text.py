@@ -79,7 +79,8 @@ def _describe_intervals(intervals: dict[str, Any] | None) -> list[str]:
         lines.append(
             f"  the answer's: conformal, on the validation errors of its {calibration['members']} trials' nets "
             f"({calibration['calibration_errors']} errors of {calibration['calibration_series']} series{pooled}), in "
-            "each series' scale; no model trained for them"
+            f"each series' scale{', wider where the members disagree' if calibration.get('spread_floor') else ''}; "
+            "no model trained for them"
         )
         lines += [
             f"  no {level_name(level)} % interval for the answer: {calibration['calibration_errors']} calibration "
