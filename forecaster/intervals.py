@@ -149,13 +149,14 @@ def _conformal(errors: np.ndarray, level: float) -> float:
 
 def member_spread(forecasts: np.ndarray, scale: np.ndarray) -> np.ndarray:
     """(steps, S) how far the members' forecasts (members, steps, S) spread apart at each point (their standard
-    deviation; 0 where one member forecast it, NaN where none did), in units of each series' scale (S,)."""
+    deviation), in units of each series' scale (S,); NaN where fewer than two forecast it (a series too short for
+    the others to read): how sure they are there is unknown."""
     forecasts = np.asarray(forecasts, dtype=np.float64)
     present = np.isfinite(forecasts)
     count = present.sum(axis=0)
     mean = np.where(present, forecasts, 0.0).sum(axis=0) / np.maximum(count, 1)
     variance = np.where(present, (forecasts - mean) ** 2, 0.0).sum(axis=0) / np.maximum(count, 1)
-    return np.where(count > 0, np.sqrt(variance), np.nan) / scale[None, :]
+    return np.where(count > 1, np.sqrt(variance), np.nan) / scale[None, :]
 
 
 def spread_floor(spread: np.ndarray) -> float:
@@ -167,9 +168,12 @@ def spread_floor(spread: np.ndarray) -> float:
 
 
 def spread_units(spread: np.ndarray, floor: float) -> np.ndarray:
-    """Each point's unit (shaped as `spread`): its spread plus `floor` (spread_floor); 1 everywhere where the floor
-    is 0 (one member, or a model calibrated before the units)."""
-    return spread + floor if floor > 0 else np.ones_like(spread)
+    """Each point's unit (shaped as `spread`): its spread plus `floor` (spread_floor), a point of unknown spread
+    taking the calibration's median (floor / SPREAD_WEIGHT); 1 everywhere where the floor is 0 (one member, or a
+    model calibrated before the units)."""
+    if floor <= 0:
+        return np.ones_like(spread)
+    return np.where(np.isfinite(spread), spread, floor / SPREAD_WEIGHT) + floor
 
 
 def bands(

@@ -16,6 +16,7 @@ import pytest
 from forecaster.answer_model import AnswerModel, Calibration, SavedMember
 from forecaster.config import ForecasterConfig
 from forecaster.data import SeriesError, load_panel
+from forecaster.intervals import SPREAD_WEIGHT
 from forecaster.train import fit_through
 from sweeps.forecast import main as forecast_cli
 from tests.test_model import ROOT
@@ -100,6 +101,24 @@ def test_each_point_widens_with_its_members_spread_and_a_model_saved_before_the_
     del record["calibration"]["spread_floor"]
     (tmp_path / "model" / "model.json").write_text(json.dumps(record))
     pd.testing.assert_frame_equal(AnswerModel.load(tmp_path / "model").forecast(frame), model.forecast(frame))
+
+
+def test_a_series_only_one_member_reads_is_its_forecast_with_the_median_spread_as_its_unit(monthly):
+    """A new series too short for the member that reads 24 points: the other member's forecast alone, and its
+    half-widths those of the median spread (the floor over SPREAD_WEIGHT, plus the floor)."""
+    frame, model = monthly
+    panel = load_panel(frame)
+    longer = fit_through(SMALL.replace(input_chunk_length=24, training_length=28, random_state=2), 2, panel, threads=1)
+    members = [model.members[0], SavedMember(longer[0], "trial2", 2)]
+    plain = dataclasses.replace(model, members=members)
+    floored = dataclasses.replace(plain, calibration=dataclasses.replace(model.calibration, spread_floor=0.5))
+    short = frame[frame.unique_id == "s0"].tail(12).assign(unique_id="short")
+    alone = dataclasses.replace(model, members=members[:1]).forecast(short, levels=[])
+    found = {name: m.forecast(pd.concat([frame, short])) for name, m in (("plain", plain), ("floored", floored))}
+    rows = found["plain"].unique_id == "short"
+    np.testing.assert_allclose(found["floored"].answer[rows], alone.answer)
+    half = {name: (table["answer-hi-80"] - table["answer"])[rows] for name, table in found.items()}
+    np.testing.assert_allclose(half["floored"], (0.5 / SPREAD_WEIGHT + 0.5) * half["plain"])
 
 
 def test_a_series_the_model_never_saw_is_forecast_from_its_own_history_and_named(monthly, saved, tmp_path, capsys):

@@ -134,12 +134,12 @@ def test_bands_scale_with_each_series_and_keep_a_floor():
 def test_each_point_is_as_wide_as_its_unit_the_members_spread_there_plus_a_floor():
     members = np.array([[[10.0, 100.0], [12.0, 110.0]], [[12.0, 100.0], [12.0, np.nan]]])  # 2 members, 2 steps
     spread = member_spread(members, np.array([1.0, 10.0]))
-    assert spread.tolist() == [[1.0, 0.0], [0.0, 0.0]]  # one member alone at a point: no spread
+    np.testing.assert_array_equal(spread, [[1.0, 0.0], [0.0, np.nan]])  # one member alone at a point: unknown
     assert spread_floor(spread) == 0.0  # the median spread is 0: every unit 1
     assert spread_units(spread, 0.0).tolist() == [[1.0, 1.0], [1.0, 1.0]]
     assert spread_floor(np.array([[1.0, 3.0], [0.5, np.nan]])) == 2.0  # twice the median of 0.5, 1 and 3
     units = spread_units(spread, 2.0)
-    assert units.tolist() == [[3.0, 2.0], [2.0, 2.0]]
+    assert units.tolist() == [[3.0, 2.0], [2.0, 3.0]]  # an unknown spread taken as the median, 1
     lower, upper = bands(members.mean(0), np.array([1.0, 10.0]), {80: np.array([1.0, 1.0])}, units=units)[80]
     forecast = members.mean(0)  # half-width: the step's 1, times the series' scale, times the point's unit
     assert (upper - forecast)[0].tolist() == (forecast - lower)[0].tolist() == [3.0, 20.0]
