@@ -25,13 +25,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from forecaster.intervals import SPREAD_WEIGHT
 from forecaster.panel import Panel
 from sweeps.plan.sweep_plan import SweepPlan
 
 SCALES = (
     "each series' scale the geometric mean of its MASE scale, the same over its last horizon, and the nets' error on "
-    "the last horizon they trained on; each point's unit the members' spread there plus twice their median spread "
-    "over the calibration's points"
+    f"the last horizon they trained on; each point's unit the members' spread there plus {SPREAD_WEIGHT:g} times their "
+    "median spread over the calibration's points"
 )
 METHOD = (
     "conformal on the members' errors one part before (the validation part's, forecast by the trials' nets from the "
@@ -50,7 +51,8 @@ class AnswerIntervals:
     calibration: dict[str, Any]
     """How they were calibrated, or why they could not be ({"unavailable": ...})."""
     points: pd.DataFrame | None = None
-    """The points that calibrated them, with the members' mean forecast and each series' scale (calibration.parquet)."""
+    """The points that calibrated them, with the members' mean forecast, each series' scale and each point's unit
+    (calibration.parquet)."""
     errors: np.ndarray | None = None
     """(steps, S): their scaled errors, from which any level's half-widths come."""
 
