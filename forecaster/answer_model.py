@@ -252,7 +252,7 @@ class AnswerModel:
         forecast = np.nanmean(members, axis=0)
         table = pd.DataFrame({"unique_id": np.repeat(panel.ids, h), "ds": panel.future_times(h).reshape(-1)})
         table[ANSWER] = forecast.T.reshape(-1)
-        found = self.bounds(panel, members, sorted(set(levels) | set(needed)))
+        found = self.bounds(panel, forecast, members, sorted(set(levels) | set(needed)))
         for level in levels:
             table[f"{ANSWER}-lo-{level_name(level)}"] = found[level][0].T.reshape(-1)
             table[f"{ANSWER}-hi-{level_name(level)}"] = found[level][1].T.reshape(-1)
@@ -302,12 +302,12 @@ class AnswerModel:
         return found
 
     def bounds(
-        self, panel: Panel, members: np.ndarray, levels: Sequence[float]
+        self, panel: Panel, forecast: np.ndarray, members: np.ndarray, levels: Sequence[float]
     ) -> dict[float, tuple[np.ndarray, np.ndarray]]:
-        """{level: (lower, upper)}, each (steps, S), around the mean of `members` (members, steps, S: each member's
-        forecast of `panel`'s series): each step's conformal quantile of the calibration's scaled errors times each
-        series' scale, over its history given here, and each point's unit (the members' spread there plus the
-        calibration's floor); a lower bound no lower than 0 for a series never below 0."""
+        """{level: (lower, upper)}, each (steps, S), around `forecast` (steps, S), the mean of `members` (members,
+        steps, S: each member's forecast of `panel`'s series): each step's conformal quantile of the calibration's
+        scaled errors times each series' scale, over its history given here, and each point's unit (the members'
+        spread there plus the calibration's floor); a lower bound no lower than 0 for a series never below 0."""
         if not levels:
             return {}
         calibration = self.calibration
@@ -318,7 +318,6 @@ class AnswerModel:
         lowest = np.minimum.reduceat(panel.values, panel.offsets[:-1])
         scale = interval_scales(panel, calibration.horizon, missed)
         units = spread_units(member_spread(members, scale), calibration.spread_floor)
-        forecast = np.nanmean(members, axis=0)
         return bands(forecast, scale, quantiles, floor=np.where(lowest >= 0, 0.0, -np.inf), units=units)
 
     def _levels(self, levels: Sequence[float] | None, h: int) -> tuple[float, ...]:
