@@ -105,7 +105,7 @@ def grid(part, flat) -> np.ndarray:
     """A part's flat values as (H, S), NaN past a series' end."""
     h = int(part.lengths.max())
     out = np.full((h, len(part)), np.nan)
-    out[part.positions, np.repeat(np.arange(len(part)), part.lengths)] = flat
+    out[part.cells] = flat
     return out
 
 

@@ -232,7 +232,7 @@ class RNNNet(nn.Module):
         """The forecast of every point of `part`, the points that follow each series of `history` (the same series,
         in the same order): flat, one value per row of `part`."""
         forecasts = self.forecast_columns(history, int(part.lengths.max()))
-        flat: np.ndarray = forecasts[part.positions, np.repeat(np.arange(len(part)), part.lengths)]
+        flat: np.ndarray = forecasts[part.cells]
         return flat
 
     @property

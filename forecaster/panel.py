@@ -79,6 +79,11 @@ class Panel:
         return positions
 
     @property
+    def cells(self) -> tuple[np.ndarray, np.ndarray]:
+        """(positions, series): where each row sits in a (steps, S) grid of the panel, one column per series."""
+        return self.positions, np.repeat(np.arange(len(self)), self.lengths)
+
+    @property
     def label(self) -> str:
         return self.source or "the data"
 

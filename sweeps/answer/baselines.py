@@ -201,7 +201,7 @@ def gather_baselines(plan: SweepPlan, runner: Runner, jobs: BaselineJobs) -> Bas
             pieces = [result["parts"][part_name] for result in results]
             whole = _joined(pieces)
             part = wanted[part_name]
-            where = part.positions, np.repeat(np.arange(len(part)), part.lengths)
+            where = part.cells
             forecasts[part_name][method] = whole.values[where]
             if whole.bounds:
                 bounds[method] = {level: (lo[where], hi[where]) for level, (lo, hi) in whole.bounds.items()}

@@ -96,7 +96,7 @@ def members_mean(values: Sequence[np.ndarray | None]) -> np.ndarray:
 def grid(part: Panel, flat: np.ndarray) -> np.ndarray:
     """A part's flat values as (steps, S), NaN past a series' end."""
     values = np.full((int(part.lengths.max()), len(part)), np.nan)
-    values[part.positions, np.repeat(np.arange(len(part)), part.lengths)] = flat
+    values[part.cells] = flat
     return values
 
 
@@ -142,8 +142,7 @@ def test_intervals(
     points["step"] = val.positions + 1
     points["forecast"] = np.mean(validation_members, axis=0)
     points["scale"] = np.repeat(found.scale, val.lengths)
-    where = val.positions, np.repeat(np.arange(len(val)), val.lengths)
-    points["unit"] = spread_units(found.spread, found.floor)[where]
+    points["unit"] = spread_units(found.spread, found.floor)[val.cells]
     bounded = {level: half for level, half in quantiles.items() if level not in unbounded}
     lowest = np.minimum.reduceat(seen.values, seen.offsets[:-1])
     scale = interval_scales(seen, horizon, fitted_before_test)
@@ -151,9 +150,11 @@ def test_intervals(
     units = spread_units(member_spread(ahead, scale), found.floor)
     forecast = grid(test, np.mean(test_members, axis=0))
     widths = bands(forecast, scale, bounded, floor=np.where(lowest >= 0, 0.0, -np.inf), units=units)
-    where = test.positions, np.repeat(np.arange(len(test)), test.lengths)
     return AnswerIntervals(
-        {level: (lower[where], upper[where]) for level, (lower, upper) in widths.items()}, calibration, points, errors
+        {level: (lower[test.cells], upper[test.cells]) for level, (lower, upper) in widths.items()},
+        calibration,
+        points,
+        errors,
     )
 
 

@@ -22,6 +22,7 @@ from forecaster.metrics import (
 from forecaster.panel import Panel
 from sweeps.answer import Answer
 from sweeps.answer.combination import COMBINATION, COMBINED
+from sweeps.answer.intervals import grid
 from sweeps.plan.sweep_plan import SweepPlan
 
 PARTS = ("validation", "test")
@@ -134,20 +135,13 @@ def interval_scores(answer: Answer, plan: SweepPlan) -> dict[str, Any]:
     assert test is not None, "intervals are scored on the test window"
     scales = mase_scales(seen)
     scales = np.where(scales > 0, scales, np.nan)  # MSIS is undefined where MASE is
-    steps, columns = int(test.lengths.max()), np.repeat(np.arange(len(test)), test.lengths)
-
-    def grid(flat: np.ndarray) -> np.ndarray:
-        values = np.full((steps, len(test)), np.nan)
-        values[test.positions, columns] = flat
-        return values
-
-    actual, count = grid(test.values), len(test.values)
+    actual, count = grid(test, test.values), len(test.values)
     methods = {}
     for method, by_level in answer.bounds.items():
         found: dict[str, float | None] = {}
         for level, (lower, upper) in by_level.items():
             name = level_name(level)
-            result = scored(actual, grid(lower), grid(upper), scales, level)
+            result = scored(actual, grid(test, lower), grid(test, upper), scales, level)
             inside = (test.values >= lower) & (test.values <= upper)
             found[f"coverage_{name}"] = float(inside.sum() / count)
             found[f"width_{name}"] = mean(pd.Series(result["width"]))
@@ -161,11 +155,11 @@ def part_scores(part: Panel, forecast: np.ndarray, scales: np.ndarray) -> dict[s
     has no seasonal naive error: a constant series) of a flat forecast."""
     import torch
 
-    steps, columns = int(part.lengths.max()), np.repeat(np.arange(len(part)), part.lengths)
+    steps, cells = int(part.lengths.max()), part.cells
     actual, predicted, weights = np.ones((steps, len(part))), np.ones((steps, len(part))), np.zeros((steps, len(part)))
-    actual[part.positions, columns] = part.values
-    predicted[part.positions, columns] = forecast
-    weights[part.positions, columns] = 1.0
+    actual[cells] = part.values
+    predicted[cells] = forecast
+    weights[cells] = 1.0
     found = series_scores(
         torch.as_tensor(actual),
         torch.as_tensor(predicted),
