@@ -115,6 +115,17 @@ def ray_command(*args: str, env: dict, timeout: float) -> subprocess.CompletedPr
 class RayHead:
     address: str  # the GCS, as `ray start --address` takes it
     dashboard: str  # the dashboard's URL, where `ray job submit --address` goes
+    agent_port: int  # the head's dashboard agent's HTTP port, through which the dashboard starts a job
+
+    def wait_for_job_agent(self, timeout_s: float = 120) -> None:
+        """Until the head's dashboard agent listens: `ray start` returns before it does, and a job submitted before
+        it registers is refused after 10 s ("No available agent to submit job"), which a busy machine can exceed."""
+        deadline = time.time() + timeout_s
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.agent_port), timeout=5):
+                return
+            assert time.time() < deadline, f"the head's dashboard agent is not listening after {timeout_s} s"
+            time.sleep(0.5)
 
 
 @contextlib.contextmanager
@@ -144,7 +155,7 @@ def ray_head(env: dict, *options: str, num_cpus: int = 0, port: int | None = Non
     try:
         assert started.returncode == 0, started.stderr[-2000:]
         address = re.search(r"ray start --address='([^']+)'", started.stdout + started.stderr).group(1)
-        yield RayHead(address, f"http://127.0.0.1:{dashboard}")
+        yield RayHead(address, f"http://127.0.0.1:{dashboard}", agent)
     finally:
         stop_ray(port)
 

@@ -159,6 +159,7 @@ def test_a_gcp_node_on_the_default_network_and_a_file_ray_refuses_are_caught(tmp
 
 
 def submit(env: dict, head: RayHead, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    head.wait_for_job_agent()
     return ray_command(
         "job",
         "submit",
@@ -329,6 +330,7 @@ def test_the_dashboard_in_a_real_browser_shows_the_running_sweep(tmp_path):
     env = ray_env(RAY_AUTH_MODE="disabled")
     with ray_head(env) as head:
         ray_worker_node(env, head, num_cpus=1)
+        head.wait_for_job_agent()
         args = [
             "air_rnn",
             "--num-samples",
