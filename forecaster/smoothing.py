@@ -12,7 +12,8 @@ season, so that a history that starts in another month still finds its own. Past
 stays and the factors repeat its last season: the factors of the points a forecast reaches.
 
 A series with a value at or below 0 is logged after a shift (`log_shifts`): the series plus 1 % of its mean absolute
-value more than its lowest value. The recursion is one loop over time, every series of a batch at once.
+value more than its lowest value. The recursion runs a season at a time, the seasons by a scan (`smooth`), every
+series of a batch at once.
 """
 
 from __future__ import annotations
@@ -57,28 +58,66 @@ def smooth(z: Tensor, lengths: Tensor, alpha: Tensor, gamma: Tensor, initial: Te
     """Levels (B, T) and seasonal factors (B, T + m) of the series z (B, T), each left-aligned with `lengths` points:
     alpha, gamma (B,) in (0, 1); initial (B, m) the factors of points 0..m-1 (m = 1: no season, factors of 0).
 
-    Each step is a lerp whose weight is the coefficient, or 0 past a series' end (where the level stays and the
-    factors repeat): two operations a step instead of a blend and a select, the loop's cost on long series."""
+    The recursion is linear with constant coefficients, so it runs a season at a time (the factors a season reads
+    were all made in the season before) and the seasons by a scan: log2(T / m) batched products of the
+    (m + 1)-state transition, instead of a loop over points (the same values, tests/test_hybrid.py compares them
+    with the loop). Past a series' end the level stays and the factors repeat its last season."""
     rows, steps = z.shape
     season = initial.shape[1]
-    live = (torch.arange(steps, device=z.device)[None, :] < lengths[:, None]).to(z.dtype)
-    level_weights, values = (alpha[:, None] * live).unbind(1), z.unbind(1)
+    if season == 1:  # a level alone: factors that stay 0
+        gamma, initial = torch.zeros_like(gamma), torch.zeros_like(initial)
+    seasons = -(-steps // season)
+    blocks = nn.functional.pad(z, (0, seasons * season - steps)).view(rows, seasons, season)
+    within, carried, transition, inputs = _season_maps(alpha, gamma, season)
+    start = torch.cat([(z[:, 0] - initial[:, 0])[:, None], initial], 1)  # level_-1 such that level_0 = z_0 - s_0
+    states = _linear_scan(transition, torch.cat([start[:, None], blocks @ inputs.transpose(1, 2)], 1))
+    before, factors = states[..., 0], states[..., 1:]  # per season: the level before it, its m factors
+    levels = before[:, :seasons, None] * carried[:, None, :] + (blocks - factors[:, :seasons]) @ within.transpose(1, 2)
+    levels, factors = levels.reshape(rows, -1), factors.reshape(rows, -1)
+    last = (lengths - 1)[:, None]
+    levels = levels.gather(1, torch.arange(steps, device=z.device)[None, :].minimum(last))
     if season == 1:
-        level, levels = values[0], [values[0]]
-        for t in range(1, steps):
-            level = torch.lerp(level, values[t], level_weights[t])
-            levels.append(level)
-        return torch.stack(levels, 1), z.new_zeros(rows, steps + 1)
-    season_weights = (gamma[:, None] * live).unbind(1)
-    factors = list(initial.unbind(1))
-    level = values[0] - factors[0]
-    levels = [level]
-    for t in range(steps):
-        if t > 0:
-            level = torch.lerp(level, values[t] - factors[t], level_weights[t])
-            levels.append(level)
-        factors.append(torch.lerp(factors[t], values[t] - level, season_weights[t]))
-    return torch.stack(levels, 1), torch.stack(factors, 1)
+        return levels, z.new_zeros(rows, steps + 1)
+    places = torch.arange(steps + season, device=z.device)[None, :]
+    repeated = torch.where(places <= last, places, last + 1 + (places - last - 1) % season)
+    return levels, factors.gather(1, repeated)
+
+
+def _season_maps(alpha: Tensor, gamma: Tensor, season: int) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """The maps of one season of the recursion, per series. Within a season of values x (m,) whose factors s are
+    known, the levels are carried * level_before + within @ (x - s) (within: alpha (1 - alpha)^(p - j), j <= p;
+    carried: (1 - alpha)^(p + 1)). The state (level before the season, its m factors) then moves to the next season
+    as transition @ state + inputs @ x."""
+    keep = 1 - alpha
+    ones = torch.ones_like(alpha)[:, None]
+    powers = torch.cumprod(torch.cat([ones, keep[:, None].expand(-1, season - 1)], 1), 1)  # keep^p, p < m
+    lag = torch.arange(season, device=alpha.device)[:, None] - torch.arange(season, device=alpha.device)[None, :]
+    within = torch.where(lag >= 0, alpha[:, None, None] * powers[:, lag.clamp(min=0)], 0.0)
+    carried = powers * keep[:, None]
+    last_row = within[:, -1]
+    identity = torch.eye(season, device=alpha.device, dtype=alpha.dtype)
+    g = gamma[:, None, None]
+    transition = torch.cat(
+        [
+            torch.cat([carried[:, -1:, None], -last_row[:, None, :]], 2),
+            torch.cat([-g * carried[:, :, None], (1 - g) * identity + g * within], 2),
+        ],
+        1,
+    )
+    inputs = torch.cat([last_row[:, None, :], g * (identity - within)], 1)
+    return within, carried, transition, inputs
+
+
+def _linear_scan(transition: Tensor, pushes: Tensor) -> Tensor:
+    """(B, K, n): the states x_k = transition @ x_(k-1) + pushes_k, x_0 = pushes_0, of transitions (B, n, n) and
+    pushes (B, K, n), by doubling: after round r each state holds the sum of its last 2^r pushes, each carried by
+    its power of the transition (Hillis and Steele's scan): log2(K) batched products."""
+    states, power, shift = pushes, transition, 1
+    while shift < pushes.shape[1]:
+        carried = states[:, :-shift] @ power.transpose(1, 2)
+        states = torch.cat([states[:, :shift], states[:, shift:] + carried], 1)
+        power, shift = power @ power, shift * 2
+    return states
 
 
 def factors_ahead(factors: Tensor, lengths: Tensor, steps: int, season: int) -> Tensor:
