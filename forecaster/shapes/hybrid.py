@@ -98,38 +98,44 @@ class Hybrid(Direct):
         scale = module.config.series_lr
         return [{"params": shared}, {"params": per_series, "lr": module.config.lr * scale, "lr_scale": scale}]
 
+    def smoothed(
+        self, net: RNNNet, z: Tensor, lengths: Tensor, rows: Tensor, phases: Tensor, new_factors: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """The levels (B, T) and seasonal factors (B, T + m) of the series z (B, T) with `lengths` points, smoothed
+        through all of them (`rows`, `phases` and `new_factors` as in `SeasonalSmoothing.coefficients`)."""
+        alpha, gamma, initial = net.smoothing.coefficients(rows, phases, new_factors)
+        return smooth(z, lengths, alpha, gamma, initial)
+
     def window(
         self,
         net: RNNNet,
         z: Tensor,
-        lengths: Tensor,
+        levels: Tensor,
+        factors: Tensor,
+        columns: Tensor,
         ends: Tensor,
-        rows: Tensor,
-        phases: Tensor,
-        new_factors: Tensor | None = None,
         beside: Tensor | None = None,
-    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-        """The hybrid's view of windows ending at `ends` of the series z (B, T) with `lengths` points (smoothed
-        through all of them; `rows`, `phases` and `new_factors` as in `SeasonalSmoothing.coefficients`): the net's
-        inputs (input_chunk_length, B, 2), each window's last level (B,), the seasonal factors of the output block's
-        points (B, output_chunk_length), and the levels (B, T). With covariates (`beside`, (B, W, C): what each
-        row reads beside its value), the inputs are (input_chunk_length + output_chunk_length - 1, B, 2 + C): the
-        value, the covariates and the mask of each row of the window, then the rows of the block's points, whose
-        known-ahead covariates the head reads (Direct.forward)."""
-        alpha, gamma, initial = net.smoothing.coefficients(rows, phases, new_factors)
-        levels, factors = smooth(z, lengths, alpha, gamma, initial)
-        last_level = levels.gather(1, ends[:, None])[:, 0]
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """The hybrid's view of windows ending at `ends` (E,) of the series `columns` (E,) of z (B, T), smoothed
+        (`smoothed`: levels, factors): the net's inputs (input_chunk_length, E, 2), each window's last level (E,)
+        and the seasonal factors of the output block's points (E, output_chunk_length). A series is smoothed once
+        however many windows it gives. With covariates (`beside`, (B, W, C): what each row of a series reads beside
+        its value), the inputs are (input_chunk_length + output_chunk_length - 1, E, 2 + C): the value, the
+        covariates and the mask of each row of the window, then the rows of the block's points, whose known-ahead
+        covariates the head reads (Direct.forward)."""
+        last_level = levels[columns, ends]
         places = ends[:, None] + torch.arange(1 - net.config.input_chunk_length, 1, device=z.device)[None, :]
         real = places >= 0
         safe = places.clamp(min=0)
-        values = z.gather(1, safe) - factors.gather(1, safe) - last_level[:, None]
+        series = columns[:, None]
+        values = z[series, safe] - factors[series, safe] - last_level[:, None]
         mask = real.to(values.dtype)
         window = torch.stack([torch.where(real, values, 0.0), mask], -1)
         if beside is not None:
-            size, width = net.config.output_chunk_length, beside.shape[-1]
-            read = beside.gather(1, safe[..., None].expand(-1, -1, width)) * mask[..., None]
+            size = net.config.output_chunk_length
+            read = beside[series, safe] * mask[..., None]
             block = (ends[:, None] + torch.arange(1, size, device=z.device)[None, :]).clamp(max=beside.shape[1] - 1)
-            known = beside.gather(1, block[..., None].expand(-1, -1, width))
+            known = beside[series, block]
             empty = known.new_zeros(*known.shape[:2], 1)
             window = torch.cat(
                 [
@@ -138,9 +144,8 @@ class Hybrid(Direct):
                 ],
                 1,
             )
-        window = window.transpose(0, 1)
-        ahead = factors_ahead(factors, ends + 1, net.config.output_chunk_length, net.smoothing.season)
-        return window, last_level, ahead, levels
+        ahead = factors_ahead(factors[columns], ends + 1, net.config.output_chunk_length, net.smoothing.season)
+        return window.transpose(0, 1), last_level, ahead
 
     # --- training ---------------------------------------------------------------------------------------------------
     def training_data(
@@ -161,26 +166,28 @@ class Hybrid(Direct):
     def loss(
         self, module: RNNForecaster, batch: Tensor, originals: tuple[ForecastInputs, Tensor] | None, epoch: EpochBatch
     ) -> Tensor:
-        """The loss of the windows (series, origin) in `batch`: each series smoothed with its current coefficients,
-        the output block's points less the window's last level and their seasonal factors scored over the real
-        points, plus level_penalty times the mean squared second difference of the smoothed log levels."""
+        """The loss of the windows (series, origin) in `batch`: each series of the batch smoothed once with its
+        current coefficients, the output block's points less the window's last level and their seasonal factors
+        scored over the real points, plus level_penalty times the mean squared second difference of the smoothed log
+        levels (each series counted once per window it gives, as if each window smoothed its own)."""
         data = epoch.source
         assert isinstance(data, HybridWindows), "the hybrid's epochs carry the series its windows are cut from"
         series, origins = batch
-        z, lengths = data.z[series], data.lengths[series]
-        beside = None if data.beside is None else data.beside[series]
-        window, last_level, ahead, levels = self.window(
-            module, z, lengths, origins - 1, series, data.phases[series], beside=beside
-        )
+        drawn, columns = torch.unique(series, return_inverse=True)
+        z, lengths = data.z[drawn], data.lengths[drawn]
+        beside = None if data.beside is None else data.beside[drawn]
+        levels, factors = self.smoothed(module, z, lengths, drawn, data.phases[drawn])
+        window, last_level, ahead = self.window(module, z, levels, factors, columns, origins - 1, beside)
         places = origins[:, None] + torch.arange(ahead.shape[1], device=z.device)[None, :]
-        real = (places < lengths[:, None]).to(z.dtype)
-        targets = z.gather(1, places.clamp(max=z.shape[1] - 1)) - last_level[:, None] - ahead
+        real = (places < lengths[columns, None]).to(z.dtype)
+        targets = z[columns[:, None], places.clamp(max=z.shape[1] - 1)] - last_level[:, None] - ahead
         errors = module.unit_errors(module(window).T, targets)
         loss = (errors * real).sum() / real.sum()
         penalty = module.config.level_penalty
         if penalty and levels.shape[1] > 2:
             wiggle = levels[:, 2:] - 2 * levels[:, 1:-1] + levels[:, :-2]
             inside = (torch.arange(2, levels.shape[1], device=z.device)[None, :] < lengths[:, None]).to(z.dtype)
+            inside = inside * torch.bincount(columns, minlength=len(drawn)).to(z.dtype)[:, None]
             loss = loss + penalty * (wiggle**2 * inside).sum() / inside.sum().clamp(min=1)
         return loss
 
@@ -195,10 +202,10 @@ class Hybrid(Direct):
         after each column's end, fed back as points of its series (and smoothed) for the next block."""
         z, lengths, blocks = inputs.z, inputs.lengths, []
         size = net.config.output_chunk_length
+        columns = torch.arange(len(z), device=z.device)
         for done in range(0, steps, size):
-            window, last_level, ahead, _ = self.window(
-                net, z, lengths, lengths - 1, inputs.rows, inputs.phases, inputs.new_factors, inputs.beside
-            )
+            levels, factors = self.smoothed(net, z, lengths, inputs.rows, inputs.phases, inputs.new_factors)
+            window, last_level, ahead = self.window(net, z, levels, factors, columns, lengths - 1, inputs.beside)
             block = net(window).T + last_level[:, None] + ahead  # (B, size), logs
             blocks.append(block)
             if done + size < steps:
