@@ -21,9 +21,11 @@ Forecasts are (steps, S): one column per series of the history, `steps` points a
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import statistics
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -36,10 +38,26 @@ BASELINES = (SEASONAL_NAIVE, *STATISTICAL)
 """The baselines of every panel; `panel_baselines` adds those of data with several seasons."""
 MSTL = "MSTL"
 MSTL_TREND = "ZZN"
+"""AutoETS's form for MSTL's seasonally adjusted series: chosen automatically, without a season (MSTL took them)."""
 ARIMA_COVARIATES = "AutoARIMA with covariates"
 """statsforecast's AutoARIMA given the known-ahead covariates as regressors (its X and X_future), on panels that have
 any: the statistical peer of a net told of them."""
-"""AutoETS's form for MSTL's seasonally adjusted series: chosen automatically, without a season (MSTL took them)."""
+ARIMA_EXACT_SEASON = 12
+"""AutoARIMA chooses its orders by the exact likelihood up to this season, by its approximation (CSS) above it, as R's
+auto.arima (`approximation = length(x) > 150 | frequency(x) > 12`; statsforecast's default is exact): on a year of
+hourly data, 5-12 times faster at the same inner-window sMAPE (docs/design-notes.md, "Long series")."""
+ETS_LONGEST_SEASON = 24
+"""The longest season statsforecast's AutoETS fits, as R's ets: its forecast of a seasonal model of a longer one is
+empty (statsforecast/ets.py, `etsforecast`: `if m > 24 and season != Nothing: return`), and on half-hourly data it
+forecast a flat line. Beyond it AutoETS forecasts the series less its season, which STL takes off and adds back (R's
+stlf; statsforecast's MSTL with that one season)."""
+FIT_POINTS = 2500
+"""A statistical baseline fits each series' last FIT_POINTS points at least, as AutoGluon-TimeSeries' local models
+(`default_max_ts_length = 2500`): the whole of any monthly or quarterly series, a few months of hourly data."""
+FIT_CYCLES = 10
+"""...and at least FIT_CYCLES cycles of the longest season it reads (10 weeks for MSTL on half-hourly data). On the
+inner windows of a year of hourly data and of taylor, fits on these many points scored as well as fits on the whole
+history at a fraction of the cost (docs/design-notes.md, "Long series")."""
 
 
 class BaselineUnavailable(RuntimeError):
@@ -65,6 +83,10 @@ class PanelBaselines:
     """The seasons MSTL takes off, shortest first; () where it does not run."""
     not_run: dict[str, str] = dataclasses.field(default_factory=dict)
     """Baselines of the data's seasons that its series are too short for, and why."""
+    fit_points: dict[str, int] = dataclasses.field(default_factory=dict)
+    """Per statistical baseline: how many of each series' last points it fits on (`fit_points`)."""
+    notes: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Per baseline fit otherwise than on its series as they are: how, for the summary."""
 
 
 def panel_baselines(history: Panel, shortest_length: int | None = None) -> PanelBaselines:
@@ -93,7 +115,47 @@ def panel_baselines(history: Panel, shortest_length: int | None = None) -> Panel
             f"it needs two cycles of at least two seasons ({', '.join(map(str, every))} points), and the shortest "
             f"series' {shortest} points hold {held}"
         )
-    return PanelBaselines(tuple(names), two_cycles if MSTL in names else (), not_run)
+    mstl_seasons = two_cycles if MSTL in names else ()
+    fitted = [name for name in names if name in (*STATISTICAL, MSTL, ARIMA_COVARIATES)]
+    points = {name: fit_points(name, history.season, mstl_seasons) for name in fitted}
+    longest = int(history.lengths.max()) if len(history) else 0
+    notes = {
+        name: f"fit on each series' last {count:,} points (of up to {longest:,})"
+        for name, count in points.items()
+        if count < longest
+    }
+    if "AutoETS" in names and deseasonalised("AutoETS", history.season):
+        notes["AutoETS"] = "; ".join(
+            [
+                f"the series less its season of {history.season} (STL), added back: statsforecast's AutoETS takes "
+                f"seasons of up to {ETS_LONGEST_SEASON}",
+                *([notes["AutoETS"]] if "AutoETS" in notes else []),
+            ]
+        )
+    return PanelBaselines(tuple(names), mstl_seasons, not_run, points, notes)
+
+
+def seasons_read(method: str, season: int, mstl_seasons: Sequence[int] = ()) -> tuple[int, ...]:
+    """The seasons a baseline reads, of data whose models' season is `season`: MSTL's own, seasonal naive's at
+    another season its own, the others the data's (none where it is 1)."""
+    if method == MSTL:
+        return tuple(mstl_seasons)
+    other = naive_season(method)
+    if other is not None:
+        return (other,)
+    return (season,) if season > 1 else ()
+
+
+def fit_points(method: str, season: int, mstl_seasons: Sequence[int] = ()) -> int:
+    """How many of each series' last points baseline `method` fits on: FIT_POINTS, or FIT_CYCLES cycles of the
+    longest season it reads where that is more."""
+    return max(FIT_POINTS, FIT_CYCLES * max(seasons_read(method, season, mstl_seasons), default=1))
+
+
+def deseasonalised(method: str, season: int) -> bool:
+    """Whether `method` forecasts the series less its season rather than reading the season itself (AutoETS beyond
+    ETS_LONGEST_SEASON)."""
+    return method == "AutoETS" and season > ETS_LONGEST_SEASON
 
 
 def seasonal_naive_name(season: int) -> str:
@@ -152,12 +214,12 @@ def statistical(
     seasons: Sequence[int] | None = None,
 ) -> BaselineForecast:
     """statsforecast's `method` (AutoETS, Theta or AutoCES with the data's season; MSTL with `seasons`, by default
-    those of `panel_baselines`), fit on each series' whole history, every series in parallel; with `levels`, its own
-    prediction intervals at them."""
+    those of `panel_baselines`), fit on each series' last `fit_points` points, every series in parallel; with
+    `levels`, its own prediction intervals at them."""
     model = _statistical_model(method, history, seasons)
     import statsforecast
 
-    frame = history.to_frame()
+    frame = history.last(_points(method, history, seasons, None)).to_frame()
     engine = statsforecast.StatsForecast(models=[model], freq=history.freq or 1, n_jobs=n_jobs)
     named = {level: int(level) if float(level).is_integer() else level for level in levels}  # statsforecast's names
     try:
@@ -210,15 +272,23 @@ class FittedBaseline:
     a seasonal naive, which fits nothing."""
     season: int | None = None
     """The season of the seasonal naive that forecasts or stands in; None: the panel's."""
+    left_out: np.ndarray | None = None
+    """(S,) the points at the start of each series that the fit did not read (`fit_points`): a forward over newer
+    points starts where the fit did. None: none."""
 
 
 def fit_baseline(
-    method: str, history: Panel, steps: int, levels: Sequence[float] = (), seasons: Sequence[int] | None = None
+    method: str,
+    history: Panel,
+    steps: int,
+    levels: Sequence[float] = (),
+    seasons: Sequence[int] | None = None,
+    points: int | None = None,
 ) -> tuple[BaselineForecast, FittedBaseline | None]:
-    """Baseline `method` fit on each series of `history` in turn, forecasting `steps` points after it (with its
-    intervals at `levels`; MSTL at `seasons`, by default those of `panel_baselines`); seasonal naive, which fits
-    nothing, and the series a model cannot fit take seasonal naive's forecast (those named in `fell_back`). The fitted
-    models go with it, for `forward_baseline`."""
+    """Baseline `method` fit on each series of `history` in turn, on its last `points` points (default: `fit_points`),
+    forecasting `steps` points after it (with its intervals at `levels`; MSTL at `seasons`, by default those of
+    `panel_baselines`); seasonal naive, which fits nothing, and the series a model cannot fit take seasonal naive's
+    forecast (those named in `fell_back`). The fitted models go with it, for `forward_baseline`."""
     season = naive_season(method)
     values = seasonal_naive(history, steps, season)
     bounds = {
@@ -230,20 +300,41 @@ def fit_baseline(
     if season is not None:
         return BaselineForecast(values, bounds=bounds), FittedBaseline(method, history.ids, None, season)
     model = _statistical_model(method, history, seasons)
+    fit_on = history.last(_points(method, history, seasons, points))
     fitted, fell_back = [], []
     regressors = method == ARIMA_COVARIATES
     for index, series_id in enumerate(history.ids):
         try:
-            known, ahead = _known_ahead(history, index, steps) if regressors else (None, None)
-            found = model.new().fit(y=history.series(index).to_numpy(np.float64), X=known)
-            _fill(_predicted(found, steps, levels, ahead=ahead), index, values, bounds, levels)
+            known, ahead = _known_ahead(fit_on, index, steps) if regressors else (None, None)
+            with _doubts_unsaid():
+                found = model.new().fit(y=fit_on.series(index).to_numpy(np.float64), X=known)
+                _fill(_predicted(found, steps, levels, ahead=ahead), index, values, bounds, levels)
         except Exception:  # statsforecast raises bare Exceptions on series it cannot fit: seasonal naive stands in
             found = None
             fell_back.append(str(series_id))
         fitted.append(found)
     if len(history) == 1 and fell_back:
         raise BaselineUnavailable(f"{method} could not fit this series")
-    return BaselineForecast(values, fell_back, bounds), FittedBaseline(method, history.ids, fitted)
+    left_out = history.lengths - fit_on.lengths
+    return BaselineForecast(values, fell_back, bounds), FittedBaseline(method, history.ids, fitted, left_out=left_out)
+
+
+@contextlib.contextmanager
+def _doubts_unsaid() -> Iterator[None]:
+    """statsforecast's AutoARIMA warns of every optimisation it doubts ("possible convergence problem"), hundreds of
+    lines on a long series, in the sweep's console: the fit it gives is what it is, scored like any other."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="possible convergence problem")
+        yield
+
+
+def _points(method: str, history: Panel, seasons: Sequence[int] | None, points: int | None) -> int:
+    """`points`, or by default `fit_points` of `method` on `history` (MSTL at `seasons` or those it would take)."""
+    if points is not None:
+        return points
+    if method == MSTL and seasons is None:
+        seasons = panel_baselines(history).mstl_seasons
+    return fit_points(method, history.season, seasons or ())
 
 
 def forward_baseline(
@@ -262,13 +353,16 @@ def forward_baseline(
     if list(map(str, fitted.ids)) != list(map(str, newer.ids)):
         raise ValueError(f"{fitted.method} was fit on other series than these: forward it over the same series")
     fell_back = []
+    if fitted.left_out is not None:
+        newer = newer.split_at(np.minimum(fitted.left_out, newer.lengths))[1]
     regressors = fitted.method == ARIMA_COVARIATES
     for index, model in enumerate(fitted.models):
         try:
             if model is None:
                 raise ValueError("not fit")
             known, ahead = _known_ahead(newer, index, steps) if regressors else (None, None)
-            found = _predicted(model, steps, levels, newer.series(index).to_numpy(np.float64), known, ahead)
+            with _doubts_unsaid():
+                found = _predicted(model, steps, levels, newer.series(index).to_numpy(np.float64), known, ahead)
             _fill(found, index, values, bounds, levels)
         except Exception:  # not fit before, or its states do not run on over these points: seasonal naive stands in
             fell_back.append(str(newer.ids[index]))
@@ -357,7 +451,10 @@ def _statistical_model(method: str, history: Panel, seasons: Sequence[int] | Non
     except ImportError:
         raise BaselineUnavailable(f"{method} needs statsforecast: pip install '.[baselines]'") from None
     if method == ARIMA_COVARIATES:
-        return models.AutoARIMA(season_length=history.season)
+        return models.AutoARIMA(season_length=history.season, approximation=history.season > ARIMA_EXACT_SEASON)
+    if deseasonalised(method, history.season):
+        trend = models.AutoETS(model=MSTL_TREND)
+        return models.MSTL(season_length=[history.season], trend_forecaster=trend, alias=method)
     if method != MSTL:
         return getattr(models, method)(season_length=history.season)
     if seasons is None:

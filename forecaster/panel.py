@@ -134,6 +134,10 @@ class Panel:
         """Each series' last `points` points apart: (the rest, the last points)."""
         return self.split_at(self.lengths - points)
 
+    def last(self, points: int) -> Panel:
+        """Each series' last `points` points (all of a shorter one), with their covariates and place in the season."""
+        return self.split_at(np.maximum(self.lengths - points, 0))[1]
+
     def points_up_to(self, when: Any) -> np.ndarray:
         """(S,) how many points of each series lie at or before `when` (a date, or an integer time)."""
         at_or_before = (self.times <= when).astype(np.int64)
