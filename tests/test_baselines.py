@@ -9,9 +9,9 @@ import pytest
 from forecaster.baselines import (
     ARIMA_COVARIATES,
     BASELINES,
+    FIT_POINTS,
     STATISTICAL,
     BaselineUnavailable,
-    PanelBaselines,
     fit_baseline,
     forecast,
     forward_baseline,
@@ -226,7 +226,9 @@ def test_data_of_one_season_get_the_baselines_they_always_had():
     nothing said about MSTL, so their answers stay as they were."""
     plain = (panel(np.arange(1.0, 60.0), season=4), panel(np.arange(1.0, 9.0), season=1))
     for history in (monthly(range(1, 100)), *plain):
-        assert panel_baselines(history) == PanelBaselines(BASELINES)
+        found = panel_baselines(history)
+        assert (found.names, found.mstl_seasons, found.not_run, found.notes) == (BASELINES, (), {}, {})
+        assert found.fit_points == dict.fromkeys(STATISTICAL, FIT_POINTS)  # more than any of these series holds
 
 
 @pytest.mark.parametrize("weeks, ran", [(2, ("seasonal naive (168)", "MSTL")), (0, ())])
@@ -277,3 +279,90 @@ def test_autoarima_given_the_promotions_ahead_forecasts_them_and_runs_on_with_ne
     _, refit = fit_baseline(ARIMA_COVARIATES, shorter, 10)
     again = forward_baseline(refit, history, 10)  # run on over 10 newer points and their promotions
     assert not again.fell_back and mape(truth, again.values) < 0.3 * mape(truth, untold.values)
+
+
+def half_hourly(points: int, seed: int = 0) -> Panel:
+    """One series of half-hourly demand: a daily profile, lower at weekends, a slow drift, noise."""
+    generator = np.random.default_rng(seed)
+    step = np.arange(points)
+    day = 1 + 0.3 * np.sin(2 * np.pi * step / 48) * np.where((step // 48) % 7 >= 5, 0.5, 1.0)
+    values = 1000 * day * (1 + 0.05 * np.sin(2 * np.pi * step / 4000)) + generator.normal(0, 10, points)
+    dates = pd.date_range("2024-01-01", periods=points, freq="30min")
+    return load_panel(pd.DataFrame({"unique_id": "demand", "ds": dates, "y": values}))
+
+
+def test_a_long_series_baselines_fit_on_the_points_their_seasons_need_and_run_on_from_there():
+    """12 weeks of half-hourly points (seasons 48 and 336): each statistical model fits the last FIT_POINTS, MSTL ten
+    weeks (its longest season ten times), AutoETS the series less its day (it takes seasons up to 24), and a run on
+    over newer points starts where its fit did: the forecast of a fit on those points alone."""
+    pytest.importorskip("statsforecast")
+    from statsforecast.models import Theta
+
+    whole = half_hourly(12 * 336)
+    history = whole.split_last(48)[0]
+    found = panel_baselines(history)
+    assert found.fit_points == {"AutoETS": FIT_POINTS, "Theta": FIT_POINTS, "AutoCES": FIT_POINTS, "MSTL": 3360}
+    assert found.notes["MSTL"] == f"fit on each series' last 3,360 points (of up to {len(history.values):,})"
+    assert found.notes["AutoETS"].startswith("the series less its season of 48 (STL)")
+
+    theta, fitted = fit_baseline("Theta", history, 48)
+    assert fitted.left_out.tolist() == [len(history.values) - FIT_POINTS]
+    alone = Theta(season_length=48).fit(history.values[-FIT_POINTS:]).predict(48)["mean"]
+    np.testing.assert_allclose(theta.values[:, 0], alone, rtol=1e-9)
+    onward = forward_baseline(fitted, whole, 24)  # 48 newer points: run on from the fit's first point
+    model = Theta(season_length=48).fit(history.values[-FIT_POINTS:])
+    np.testing.assert_allclose(onward.values[:, 0], model.forward(whole.values[-FIT_POINTS - 48 :], h=24)["mean"])
+
+    _, mstl = fit_baseline("MSTL", history, 48, seasons=found.mstl_seasons)
+    assert mstl.left_out.tolist() == [len(history.values) - 3360]
+    ets = forecast("AutoETS", history, 48).values[:, 0]
+    last_day = history.values[-48:]
+    assert np.corrcoef(ets, last_day)[0, 1] > 0.9  # its season added back: not the flat line of AutoETS at 48
+    flat = forecast("Theta", history.last(40), 48, n_jobs=1)  # a series shorter than FIT_POINTS is fit whole
+    np.testing.assert_allclose(flat.values[:, 0], Theta(season_length=48).fit(history.values[-40:]).predict(48)["mean"])
+
+
+def test_a_sweeps_baseline_whose_fits_would_outlast_its_budget_fits_on_fewer_points_or_does_not_run(tmp_path):
+    """AutoARIMA with covariates on a year of hourly points: at the 2,500 points its seasons need, its fits would take
+    minutes a series, so the sweep fits it on as many as a minute allows; under a tight --time-limit, on fewer; and
+    one whose least would still take too long is not run, the summary saying why with the estimate."""
+    from sweeps.answer.baselines import SERIES_SECONDS, plan_baselines, prior_seconds_per_series
+    from sweeps.plan.sweep_plan import make_plan
+
+    hours = 365 * 24
+    dates = pd.date_range("2025-01-06", periods=hours + 48, freq="h")
+    generator = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {
+            "unique_id": "demand",
+            "ds": dates,
+            "y": 100 + 10 * np.sin(2 * np.pi * np.arange(hours + 48) / 24) + generator.normal(0, 1, hours + 48),
+            "workday": (dates.dayofweek < 5).astype(float),
+        }
+    )
+    frame.iloc[:hours].to_csv(tmp_path / "hourly.csv", index=False)
+    frame.iloc[hours:].drop(columns="y").to_csv(tmp_path / "future.csv", index=False)
+
+    def planned(**options):
+        plan = make_plan(
+            "panel",
+            data=str(tmp_path / "hourly.csv"),
+            horizon=48,
+            futr_exog=("workday",),
+            futr_data=str(tmp_path / "future.csv"),
+            storage_path=str(tmp_path / "sweeps"),
+            **options,
+        )
+        return plan, plan_baselines(plan)
+
+    plan, fitting = planned()
+    assert fitting.fit_points["AutoETS"] == fitting.fit_points["MSTL"] == FIT_POINTS  # a minute's work or less
+    points = fitting.fit_points[ARIMA_COVARIATES]
+    assert 48 * 2 < points < FIT_POINTS
+    assert prior_seconds_per_series(ARIMA_COVARIATES, plan.panel, points, 3) <= SERIES_SECONDS
+    assert fitting.notes[ARIMA_COVARIATES].startswith(f"fit on each series' last {points:,} points, not the 2,500")
+    _, tight = planned(time_limit=300.0)  # 5 % of it: 15 s a series
+    assert tight.fit_points[ARIMA_COVARIATES] < points
+    _, tightest = planned(time_limit=60.0)
+    assert ARIMA_COVARIATES not in tightest.names
+    assert "too few for it" in tightest.not_run[ARIMA_COVARIATES]

@@ -38,12 +38,27 @@ PRIOR_SECONDS_PER_SERIES = {
 """A baseline's seconds per series on one CPU, fit and run on, intervals included, before any chunk of it has ended:
 what --time-limit expects of it until its own chunks say (M3 monthly, 2 CPUs, 2026-11-29 and, AutoCES's with its
 intervals in closed form, 2026-12-01; MSTL: 4 weeks of hourly points at seasons 24 and 168, fit 0.8 s and run on
-0.6 s, 2026-12-02). Seasonal naive at another season costs nothing either; AutoARIMA's grows with the series
-(ARIMA_SECONDS_PER_POINT)."""
+0.6 s, 2026-12-02). Seasonal naive at another season costs nothing either. On long series each fit costs
+SECONDS_PER_POINT more; AutoARIMA's grows with the series (ARIMA_SECONDS_PER_POINT)."""
+SECONDS_PER_POINT = {"AutoETS": 0.0005, "AutoCES": 0.00003, "Theta": 0.00006, "MSTL": 0.0002}
+"""A fit's seconds per point of a long series on one CPU, its intervals included (a year of hourly data and taylor,
+bench/fit_points.py, 2026-12-06): where PRIOR_SECONDS_PER_SERIES is less, this times the points of its fits."""
 ARIMA_SECONDS_PER_POINT = 0.0035
 """AutoARIMA with covariates' seconds per point of a series of season 7 or less, on one CPU; times (season / 7) ** 1.5
 above: its seasonal orders cost more the longer the season (generated series with a 0/1 covariate, 2026-12-05: daily,
-0.0035 s a point at 160 points and 0.0032 at 730; hourly, 0.026 at 672 and 0.015 at 1,440, where this gives 0.022)."""
+0.0035 s a point at 160 points and 0.0032 at 730)."""
+ARIMA_APPROXIMATE_SECONDS_PER_POINT = 0.0105
+"""The same where its orders are chosen by the approximation (seasons over forecaster.baselines.ARIMA_EXACT_SEASON), at
+a season of 24, times (season / 24) ** 1.5 (bench/long_series.py's year of hourly data with two covariates, 2026-12-06:
+26 s a fit of 2,500 points, 6.4 s of 900, 2.1 s of 500)."""
+SERIES_SECONDS = 60.0
+"""The most one series' work of a baseline (its fits and its run on for the future) is planned to take on one CPU:
+on a long series, a baseline whose estimate at the points its seasons need is more fits on fewer points
+(`within_budget`), so that its task holds a slot for about a minute at most, not the tens of minutes the trials would
+wait for."""
+TIME_LIMIT_SHARE = 0.05
+"""Under --time-limit, one series' work of a baseline is planned to take at most this share of the limit, where that
+is less than SERIES_SECONDS."""
 SERIES_PER_CHUNK = 20
 """A chunk holds at least this many series: fewer would cost more in tasks than in fits."""
 CHUNKS_PER_SLOT = 4
@@ -119,32 +134,73 @@ def submit_baselines(plan: SweepPlan, runner: Runner, future_steps: int | None) 
                 plan.distribution_levels,
                 plan.future_levels,
                 fitting.mstl_seasons,
+                fitting.fit_points.get(name),
                 trains=False,
             )
             for rows, chunk in zip(chunks, inputs)
         ]
     parts = tuple(name for name, _, _ in jobs)
-    priors = {name: prior_seconds_per_series(name, plan.panel) for name in fitting.names}
+    fits = len(jobs) + bool(future_steps)
+    priors = {
+        name: prior_seconds_per_series(name, plan.panel, fitting.fit_points.get(name), fits) for name in fitting.names
+    }
     return BaselineJobs(handles, chunks, parts, bool(future_steps), not_run=dict(fitting.not_run), priors=priors)
 
 
-def prior_seconds_per_series(method: str, panel: Panel) -> float:
-    """What a baseline is expected to take per series of `panel` on one CPU, before any of its chunks has ended."""
-    from forecaster.baselines import ARIMA_COVARIATES
+def prior_seconds_per_series(method: str, panel: Panel, points: int | None = None, fits: int = 2) -> float:
+    """What a baseline is expected to take per series of `panel` on one CPU, before any of its chunks has ended:
+    `fits` fits (and runs on) of each series' last `points` points (default: all of them)."""
+    from forecaster.baselines import ARIMA_COVARIATES, ARIMA_EXACT_SEASON
 
+    mean_length = len(panel.values) / max(len(panel), 1)
+    read = mean_length if points is None else min(mean_length, points)
+    if method == ARIMA_COVARIATES and panel.season > ARIMA_EXACT_SEASON:
+        return fits * ARIMA_APPROXIMATE_SECONDS_PER_POINT * read * (panel.season / 24) ** 1.5
     if method == ARIMA_COVARIATES:
-        mean_length = len(panel.values) / max(len(panel), 1)
-        return ARIMA_SECONDS_PER_POINT * mean_length * max(1.0, panel.season / 7) ** 1.5
-    return PRIOR_SECONDS_PER_SERIES.get(method, 0.0)
+        return fits * ARIMA_SECONDS_PER_POINT * read * max(1.0, panel.season / 7) ** 1.5
+    return max(PRIOR_SECONDS_PER_SERIES.get(method, 0.0), fits * SECONDS_PER_POINT.get(method, 0.0) * read)
 
 
 def plan_baselines(plan: SweepPlan) -> PanelBaselines:
     """The baselines that fit the plan's seasons (forecaster.baselines.panel_baselines), decided on the shortest
-    history any part fits them on, so that every chunk and part runs the same ones."""
+    history any part fits them on, so that every chunk and part runs the same ones, each on the points its seasons
+    need or fewer, within its budget (`within_budget`)."""
     from forecaster.baselines import panel_baselines
 
     shortest = min(int(history.lengths.min()) for _, history, _ in scored_parts(plan))
-    return panel_baselines(plan.panel, shortest)
+    return within_budget(panel_baselines(plan.panel, shortest), plan)
+
+
+def within_budget(fitting: PanelBaselines, plan: SweepPlan) -> PanelBaselines:
+    """`fitting` with each baseline whose work per series would take longer than SERIES_SECONDS (or TIME_LIMIT_SHARE of
+    --time-limit) fit on fewer points, as many as the budget allows; one that would need fewer than two cycles of its
+    longest season and two horizons is not run. The summary says which, and the estimate."""
+    from forecaster.baselines import seasons_read
+
+    limit = plan.options.time_limit
+    budget = SERIES_SECONDS if limit is None else min(SERIES_SECONDS, TIME_LIMIT_SHARE * limit)
+    parts = scored_parts(plan)
+    fits = len(parts) + 1  # each part, and the run on for the future
+    horizon = max(int(part.lengths.max()) for _, _, part in parts)
+    longest_series = int(plan.panel.lengths.max())
+    points, notes, not_run = dict(fitting.fit_points), dict(fitting.notes), dict(fitting.not_run)
+    for name, wanted in fitting.fit_points.items():
+        planned = prior_seconds_per_series(name, plan.panel, wanted, fits)
+        read = min(wanted, longest_series)
+        if planned <= budget or read <= 0:
+            continue
+        affordable = int(read * budget / planned)
+        least = 2 * max((*seasons_read(name, plan.panel.season, fitting.mstl_seasons), horizon))
+        estimate = f"about {planned:.0f} s a series on {read:,} points, more than its {budget:.0f} s"
+        if affordable < least:
+            not_run[name] = f"{estimate}, and fewer than {least} points are too few for it"
+            points.pop(name)
+            notes.pop(name, None)
+            continue
+        points[name] = affordable
+        notes[name] = f"fit on each series' last {affordable:,} points, not the {read:,} its seasons need: {estimate}"
+    names = tuple(name for name in fitting.names if name not in not_run)
+    return dataclasses.replace(fitting, names=names, not_run=not_run, fit_points=points, notes=notes)
 
 
 def _mask(rows: np.ndarray, series: int) -> np.ndarray:
@@ -160,11 +216,12 @@ def baseline_chunk(
     levels: tuple[float, ...],
     future_levels: tuple[float, ...] = (),
     mstl_seasons: tuple[int, ...] = (),
+    points: int | None = None,
 ) -> dict[str, Any]:
     """One baseline on one chunk ((part name, history, steps) of each part, and the chunk's every point or None): its
     forecast of each part (the test window with its intervals at `levels`), then of `future_steps` points after
     every point with its intervals at `future_levels`, from the models fit for the last part (MSTL at
-    `mstl_seasons`, the plan's, not the chunk's own).
+    `mstl_seasons`, the plan's, not the chunk's own), each fit on each series' last `points` points (the plan's).
     {"unavailable": why} where it cannot run."""
     from forecaster.baselines import BaselineUnavailable, fit_baseline, forward_baseline
 
@@ -174,7 +231,7 @@ def baseline_chunk(
     try:
         for name, history, steps in scored:
             bounded = levels if name == "test" else ()
-            found["parts"][name], fitted = fit_baseline(method, history, steps, bounded, mstl_seasons or None)
+            found["parts"][name], fitted = fit_baseline(method, history, steps, bounded, mstl_seasons or None, points)
         if newer is not None:
             found["future"] = forward_baseline(fitted, newer, future_steps, future_levels)
     except BaselineUnavailable as error:
@@ -336,31 +393,36 @@ def _seconds_per_series(jobs: BaselineJobs, runner: Runner, method: str, done: l
 
 
 def within_the_trials_time(jobs: BaselineJobs, runner: Runner, trials_seconds: float) -> BaselineJobs:
-    """The jobs without AutoARIMA with covariates where its fits would take longer than the trials did, its tasks
-    cancelled: it runs where it fits in the time the trials take. Its cost grows with the series' length, their
-    season and the covariates (minutes a series on long hourly data), where the other baselines' stays within
-    seconds; the summary says why it did not run. Judged when the trials end, on its whole work (what ran and what
-    is left) over the cluster's slots, at the pace of its ended chunks."""
-    from forecaster.baselines import ARIMA_COVARIATES
+    """The jobs without the statistical baselines whose fits would take longer than the trials did, their tasks
+    cancelled: a baseline runs where it fits in the time the trials take (its tasks hold slots the trials could use).
+    Their budget (`within_budget`) keeps them to about a minute a series; AutoARIMA with covariates, whose cost grows
+    with the series' length, their season and the covariates, is the one this cuts most. The summary says why it did
+    not run. Judged when the trials end, on each one's whole work (what ran and what is left) over the cluster's slots,
+    at the pace of its ended chunks."""
+    from forecaster.baselines import ARIMA_COVARIATES, MSTL, STATISTICAL
 
-    handles = jobs.handles.get(ARIMA_COVARIATES)
-    if not handles:
+    slots, cut = runner.slots(), {}
+    for name in (*STATISTICAL, MSTL, ARIMA_COVARIATES):
+        handles = jobs.handles.get(name)
+        if not handles:
+            continue
+        done = [runner.done(handle) for handle in handles]
+        if all(done):
+            continue
+        per_series = _seconds_per_series(jobs, runner, name, done)
+        whole = per_series * sum(len(rows) for rows in jobs.chunks) / slots
+        if whole <= trials_seconds:
+            continue
+        for handle in handles:
+            runner.cancel(handle)
+        cut[name] = (
+            f"its fits would take about {whole:.0f} s on {slots} task slot(s) ({per_series:.2f} s a series), longer "
+            f"than the trials' {trials_seconds:.0f} s: it runs where it fits in the time the trials take"
+        )
+    if not cut:
         return jobs
-    done = [runner.done(handle) for handle in handles]
-    if all(done):
-        return jobs
-    per_series, slots = _seconds_per_series(jobs, runner, ARIMA_COVARIATES, done), runner.slots()
-    whole = per_series * sum(len(rows) for rows in jobs.chunks) / slots
-    if whole <= trials_seconds:
-        return jobs
-    for handle in handles:
-        runner.cancel(handle)
-    why = (
-        f"its fits would take about {whole:.0f} s on {slots} task slot(s) ({per_series:.2f} s a series), longer "
-        f"than the trials' {trials_seconds:.0f} s: it runs where it fits in the time the trials take"
-    )
-    kept = {name: value for name, value in jobs.handles.items() if name != ARIMA_COVARIATES}
-    return dataclasses.replace(jobs, handles=kept, not_run={**jobs.not_run, ARIMA_COVARIATES: why})
+    kept = {name: value for name, value in jobs.handles.items() if name not in cut}
+    return dataclasses.replace(jobs, handles=kept, not_run={**jobs.not_run, **cut})
 
 
 def cancel_baselines(jobs: BaselineJobs, runner: Runner, names: tuple[str, ...], why: str) -> BaselineJobs:

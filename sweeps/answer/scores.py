@@ -21,6 +21,7 @@ from forecaster.metrics import (
 )
 from forecaster.panel import Panel
 from sweeps.answer import Answer
+from sweeps.answer.baselines import plan_baselines
 from sweeps.answer.combination import COMBINATION, COMBINED
 from sweeps.answer.intervals import grid
 from sweeps.plan.sweep_plan import SweepPlan
@@ -91,8 +92,11 @@ def scores(answer: Answer, plan: SweepPlan) -> dict[str, Any]:
 
     ours = judged_scores("answer")
     names = [name for name in answer.forecasts[judged] if name not in ("answer", COMBINATION)]
+    notes = plan_baselines(plan).notes
     baselines: dict[str, Any] = {
-        name: flat(name) | {f"{judged}_beaten_by_answer": shares(ours, name), "fell_back": answer.fell_back[name]}
+        name: flat(name)
+        | {f"{judged}_beaten_by_answer": shares(ours, name), "fell_back": answer.fell_back[name]}
+        | ({"fit": notes[name]} if name in notes else {})
         for name in names
     }
     baselines.update({name: {"unavailable": why} for name, why in answer.unavailable.items()})

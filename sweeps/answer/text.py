@@ -182,7 +182,17 @@ def _describe_one(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
             + f"   the answer is {abs(theirs - ours):.{3 if metric == 'mase' else 2}f} points "
             f"{'better' if ours <= theirs else 'worse'} on {window} ({ours / theirs:.2f}x its error)"
         )
-    return lines
+    return lines + _fit_notes(scores)
+
+
+def _fit_notes(scores: dict[str, Any]) -> list[str]:
+    """How the baselines fit otherwise than on the series as they are were fit (the points their seasons need,
+    fewer within their budget, a season taken off first), each baseline sharing a note named once."""
+    notes: dict[str, list[str]] = {}
+    for name, baseline in scores["baselines"].items():
+        if "fit" in baseline:
+            notes.setdefault(baseline["fit"], []).append(name)
+    return [f"  {', '.join(names)}: {note}" for note, names in notes.items()]
 
 
 def _describe_panel(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
@@ -229,6 +239,7 @@ def _describe_panel(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
             + (f"{100 * share:.0f} % of series" if share is not None else "-")
             + fell_back
         )
+    lines += _fit_notes(scores)
     if COMBINATION in scores:
         combined = scores[COMBINATION]
         beats = [
