@@ -4,8 +4,9 @@ The phases follow one another and add up to the whole: the start (imports, the d
 the trials (Tuner.fit), the wait for the tasks of the answer after the last trial, scoring and writing the results,
 and saving the future and the model. The tasks of the answer (sweeps.answer.tasks) run beside those phases, the
 baselines from the start of the trials: for each kind (refit, future, baselines), when its first task started and its
-last ended, its tasks' seconds added up, how many of them ran before the last trial ended, and on which nodes. How
-parallel the work after the trials was: the seconds its tasks ran after the last trial, over that wall time.
+last ended, its tasks' seconds added up, how many of them ran before the last trial ended, and on which nodes; and
+each task's seconds (how long a baseline held its slot). How parallel the work after the trials was: the seconds its
+tasks ran after the last trial, over that wall time.
 """
 
 from __future__ import annotations
@@ -101,6 +102,9 @@ class Clock:
                 "nodes": sorted({t.node for t in self.tasks if t.ended > trials_ended}),
             },
             "tasks": kinds,
+            "each_task": [
+                {"kind": task.kind, "label": task.label, "seconds": round(task.seconds, 2)} for task in self.tasks
+            ],
         }
 
 
