@@ -146,6 +146,39 @@ def test_a_panel_trains_its_per_series_smoothing_at_its_own_rate_within_range_an
         assert forecast.loc[forecast["unique_id"] == series_id, "forecast"].between(0.5 * level, 2 * level).all()
 
 
+def test_a_batch_smoothing_each_series_once_has_the_loss_and_gradients_of_each_window_smoothing_its_own(trained):
+    """A batch of more windows than the panel has series smooths each series once (a long series' hundreds of
+    windows); the same windows beside series they never draw from, more than the windows, each smooth their own row:
+    the loss, its level penalty included, and its gradients are the same."""
+    import dataclasses
+    import types
+
+    from forecaster.smoothing import HybridWindows
+
+    model, train = trained.model, trained.parts.train
+    windows = HybridWindows.of(train, model.log_shifts, 0)
+    series = torch.tensor([0, 0, 2, 1, 2, 0])
+    batch = torch.stack([series, windows.first[series] + torch.tensor([3, 40, 7, 0, 25, 12])])
+    many = dataclasses.replace(  # seven more series than windows: never drawn from, they make each window its own row
+        windows,
+        z=windows.z.repeat(4, 1),
+        lengths=windows.lengths.repeat(4),
+        phases=windows.phases.repeat(4),
+        first=windows.first.repeat(4),
+        counts=windows.counts.repeat(4),
+    )
+    losses, gradients = [], []
+    for source in (windows, many):
+        model.zero_grad()
+        loss = model.shape.loss(model, batch, None, types.SimpleNamespace(source=source))
+        loss.backward()
+        losses.append(loss.detach())
+        gradients.append([parameter.grad.clone() for parameter in model.smoothing.parameters()])
+    torch.testing.assert_close(losses[0], losses[1])
+    for once, each in zip(*gradients):
+        torch.testing.assert_close(once, each)
+
+
 def test_a_hybrid_checkpoint_forecasts_the_same_in_rnnnet_as_in_the_lightning_module(trained, tmp_path):
     path = checkpoint_of(trained.model, tmp_path / "best_model.ckpt")
     expected = trained.forecast["forecast"].to_numpy()

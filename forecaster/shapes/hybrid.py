@@ -166,14 +166,21 @@ class Hybrid(Direct):
     def loss(
         self, module: RNNForecaster, batch: Tensor, originals: tuple[ForecastInputs, Tensor] | None, epoch: EpochBatch
     ) -> Tensor:
-        """The loss of the windows (series, origin) in `batch`: each series of the batch smoothed once with its
-        current coefficients, the output block's points less the window's last level and their seasonal factors
-        scored over the real points, plus level_penalty times the mean squared second difference of the smoothed log
-        levels (each series counted once per window it gives, as if each window smoothed its own)."""
+        """The loss of the windows (series, origin) in `batch`: the series smoothed with their current coefficients,
+        the output block's points less the window's last level and their seasonal factors scored over the real
+        points, plus level_penalty times the mean squared second difference of the smoothed log levels (each series
+        counted once per window it gives).
+
+        Where the panel has no more series than the batch has windows (a long series' hundreds of windows), every
+        series is smoothed once and the windows read theirs; otherwise each window smooths its own series' row. Either
+        way the shapes depend on the batch's size alone, never on the draw (an XLA device compiles them once)."""
         data = epoch.source
         assert isinstance(data, HybridWindows), "the hybrid's epochs carry the series its windows are cut from"
         series, origins = batch
-        drawn, columns = torch.unique(series, return_inverse=True)
+        if len(data.lengths) <= len(series):
+            drawn, columns = torch.arange(len(data.lengths), device=series.device), series
+        else:
+            drawn, columns = series, torch.arange(len(series), device=series.device)
         z, lengths = data.z[drawn], data.lengths[drawn]
         beside = None if data.beside is None else data.beside[drawn]
         levels, factors = self.smoothed(module, z, lengths, drawn, data.phases[drawn])
@@ -187,7 +194,9 @@ class Hybrid(Direct):
         if penalty and levels.shape[1] > 2:
             wiggle = levels[:, 2:] - 2 * levels[:, 1:-1] + levels[:, :-2]
             inside = (torch.arange(2, levels.shape[1], device=z.device)[None, :] < lengths[:, None]).to(z.dtype)
-            inside = inside * torch.bincount(columns, minlength=len(drawn)).to(z.dtype)[:, None]
+            given = torch.zeros(len(drawn), device=z.device, dtype=z.dtype)  # each series' windows in the batch
+            given = given.index_add_(0, columns, torch.ones_like(columns, dtype=z.dtype))
+            inside = inside * given[:, None]
             loss = loss + penalty * (wiggle**2 * inside).sum() / inside.sum().clamp(min=1)
         return loss
 
