@@ -120,10 +120,11 @@ def _linear_scan(transition: Tensor, pushes: Tensor) -> Tensor:
     return states
 
 
-def factors_ahead(factors: Tensor, lengths: Tensor, steps: int, season: int) -> Tensor:
-    """(B, steps): the seasonal factors of the `steps` points after each series' end (its last season repeated)."""
+def factors_ahead(factors: Tensor, lengths: Tensor, steps: int, season: int, rows: Tensor | None = None) -> Tensor:
+    """(B, steps): the seasonal factors of the `steps` points after each series' end (its last season repeated); with
+    `rows` (B,), of factors' row rows[i] for the i-th end (several ends may read one series' row, none copied)."""
     places = lengths[:, None] + torch.arange(steps, device=factors.device)[None, :] % season
-    return factors.gather(1, places)
+    return factors.gather(1, places) if rows is None else factors[rows[:, None], places]
 
 
 class SeasonalSmoothing(nn.Module):

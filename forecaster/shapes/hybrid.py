@@ -118,8 +118,8 @@ class Hybrid(Direct):
     ) -> tuple[Tensor, Tensor, Tensor]:
         """The hybrid's view of windows ending at `ends` (E,) of the series `columns` (E,) of z (B, T), smoothed
         (`smoothed`: levels, factors): the net's inputs (input_chunk_length, E, 2), each window's last level (E,)
-        and the seasonal factors of the output block's points (E, output_chunk_length). A series is smoothed once
-        however many windows it gives. With covariates (`beside`, (B, W, C): what each row of a series reads beside
+        and the seasonal factors of the output block's points (E, output_chunk_length). Several windows may read one
+        series' row, none copying it. With covariates (`beside`, (B, W, C): what each row of a series reads beside
         its value), the inputs are (input_chunk_length + output_chunk_length - 1, E, 2 + C): the value, the
         covariates and the mask of each row of the window, then the rows of the block's points, whose known-ahead
         covariates the head reads (Direct.forward)."""
@@ -144,7 +144,7 @@ class Hybrid(Direct):
                 ],
                 1,
             )
-        ahead = factors_ahead(factors[columns], ends + 1, net.config.output_chunk_length, net.smoothing.season)
+        ahead = factors_ahead(factors, ends + 1, net.config.output_chunk_length, net.smoothing.season, columns)
         return window.transpose(0, 1), last_level, ahead
 
     # --- training ---------------------------------------------------------------------------------------------------

@@ -186,8 +186,8 @@ def _describe_one(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
 
 
 def _fit_notes(scores: dict[str, Any]) -> list[str]:
-    """How the baselines fit otherwise than on the series as they are were fit (the points their seasons need,
-    fewer within their budget, a season taken off first), each baseline sharing a note named once."""
+    """How the baselines were fit where not on the series as given (on the points their seasons need, on fewer
+    within their budget, with a season taken off first): one line per note, naming every baseline it holds for."""
     notes: dict[str, list[str]] = {}
     for name, baseline in scores["baselines"].items():
         if "fit" in baseline:
