@@ -181,6 +181,7 @@ def within_budget(fitting: PanelBaselines, plan: SweepPlan) -> PanelBaselines:
 
     limit = plan.options.time_limit
     budget = SERIES_SECONDS if limit is None else min(SERIES_SECONDS, TIME_LIMIT_SHARE * limit)
+    whose = f"{100 * TIME_LIMIT_SHARE:.0f} % of --time-limit" if budget < SERIES_SECONDS else "its budget"
     parts = scored_parts(plan)
     fits = len(parts) + 1  # each part, and the run on for the future
     horizon = max(int(part.lengths.max()) for _, _, part in parts)
@@ -193,7 +194,7 @@ def within_budget(fitting: PanelBaselines, plan: SweepPlan) -> PanelBaselines:
             continue
         affordable = int(read * budget / planned)
         least = 2 * max((*seasons_read(name, plan.panel.season, fitting.mstl_seasons), horizon))
-        estimate = f"about {planned:.0f} s a series on {read:,} points, more than its {budget:.0f} s"
+        estimate = f"about {planned:.0f} s a series on {read:,} points, more than the {budget:.0f} s of {whose}"
         if affordable < least:
             not_run[name] = f"{estimate}, and fewer than {least} points are too few for it"
             points.pop(name)
