@@ -27,6 +27,7 @@ import pandas as pd
 
 from sweeps.answer.baselines import BaselineForecasts, BaselineJobs, finished_baselines, gather_baselines
 from sweeps.answer.combination import COMBINED, STATISTICAL_COMBINATION, combinations
+from sweeps.answer.ensemble import ENSEMBLE, Ensemble, choose_ensemble
 from sweeps.answer.intervals import AnswerIntervals, future_horizon, members_mean, test_intervals
 from sweeps.answer.members import Member, ranking, selection
 from sweeps.answer.refits import AS_TRAINED, FutureMember, RefitMember, continued_epochs, future_member, refit_member
@@ -181,6 +182,12 @@ class Answer:
     member_forecasts: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
     """Per part: each member's forecast of it (members, n), whose mean is the answer's; how far they spread apart
     sets each point's unit in the intervals (forecaster.intervals.spread_units)."""
+    ensemble: Ensemble | None = None
+    """The weighted ensemble of the members' nets and the baselines, chosen on the validation parts
+    (sweeps.answer.ensemble); its forecasts are in `forecasts` as ENSEMBLE."""
+    seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+    """Per member (by trial id) and baseline: what it took, a net its trial and its tasks after, a baseline its
+    tasks."""
 
     def long_table(self, plan: SweepPlan) -> pd.DataFrame:
         """Every validation and test point with its truth and every forecast: unique_id, ds, y, part, answer and one
@@ -244,6 +251,10 @@ def build_answer(plan: SweepPlan, results: SweepResults, tail: Tail) -> Answer:
     for part_name, by_name in baselines.forecasts.items():
         forecasts[part_name].update(by_name)
     bounds.update(baselines.bounds)
+    ensemble = choose_ensemble(plan, [member.trial_id for member in refits], members, baselines.forecasts)
+    if ensemble is not None:
+        for part_name, forecast in ensemble.forecasts.items():
+            forecasts[part_name][ENSEMBLE] = forecast
     quantiles = distributions(plan, forecasts.get("test", {}), bounds)
     bounds = asked_bounds(plan, bounds)
     fell_back = dict(baselines.fell_back)
@@ -267,7 +278,24 @@ def build_answer(plan: SweepPlan, results: SweepResults, tail: Tail) -> Answer:
         refit=refit,
         intervals=intervals,
         member_forecasts=members,
+        ensemble=ensemble,
+        seconds=candidate_seconds(results, tail),
     )
+
+
+def candidate_seconds(results: SweepResults, tail: Tail) -> dict[str, float]:
+    """Per member (by trial id): its trial's training seconds and its tasks' after it; per baseline: its tasks'."""
+    found: dict[str, float] = {}
+    for timing in tail.timings:
+        if timing.kind in ("refit", "future", "baselines"):
+            name = timing.label.rsplit(", series ", 1)[0]
+            found[name] = found.get(name, 0.0) + timing.seconds
+    trials = results.trials
+    if len(trials) and "seconds" in trials:
+        for trial_id, seconds in zip(trials["trial_id"], trials["seconds"]):
+            if trial_id in found and np.isfinite(seconds):
+                found[trial_id] += float(seconds)
+    return found
 
 
 def refit_record(tail: Tail) -> dict[str, Any]:

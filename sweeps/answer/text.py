@@ -12,6 +12,7 @@ from typing import Any
 
 from forecaster.metrics import METRIC_LABELS, METRIC_NAMES, format_score
 from sweeps.answer.combination import COMBINATION, COMBINED
+from sweeps.answer.ensemble import ENSEMBLE
 from sweeps.answer.members import FAR_BEHIND
 from sweeps.answer.refits import AS_TRAINED
 from sweeps.plan.sweep_plan import SweepPlan
@@ -22,7 +23,38 @@ def describe(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
     every metric's mean over series, and the share of series on which the answer beats each baseline; with
     intervals, their coverage, width and MSIS."""
     lines = _describe_one(scores, plan) if scores["series"] == 1 else _describe_panel(scores, plan)
+    lines += _describe_leaderboard(scores)
     return lines + _describe_distributions(scores) + _describe_intervals(scores.get("intervals"))
+
+
+def _describe_leaderboard(scores: dict[str, Any]) -> list[str]:
+    """The leaderboard: every candidate of the ensemble, the nets' mean (the answer) and the ensemble, best on the
+    validation parts first, with their test scores, weights and seconds."""
+    rows = scores.get("leaderboard")
+    if not rows:
+        return []
+    metric = scores["metric"]
+    label = METRIC_NAMES[metric]
+
+    def cell(value: float | None, width: int) -> str:
+        return f"{'-':>{width}}" if value is None else f"{format_score(metric, value).rstrip(' %'):>{width}}"
+
+    width = max(len(row["model"]) for row in rows) + 2
+    lines = [
+        "Leaderboard: the ensemble's candidates, weighed by greedy selection on the validation parts "
+        f"(best there first; {label})",
+        f"  {'model':<{width}}{'kind':<13}{'validation':>11}{'test':>9}{'weight':>8}{'seconds':>9}",
+    ]
+    for row in rows:
+        weight = "" if row["weight"] is None else f"{row['weight']:.2f}"
+        seconds = "" if row["seconds"] is None else f"{row['seconds']:.1f}"
+        lines.append(
+            f"  {row['model']:<{width}}{row['kind']:<13}{cell(row[f'validation_{metric}'], 11)}"
+            f"{cell(row[f'test_{metric}'], 9)}{weight:>8}{seconds:>9}"
+        )
+    left_out = scores.get("ensemble", {}).get("left_out", {})
+    lines += [f"  {name} left out of the ensemble: {why}" for name, why in left_out.items()]
+    return lines
 
 
 def _describe_distributions(scores: dict[str, Any]) -> list[str]:
@@ -222,9 +254,12 @@ def _describe_panel(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
         row = "".join(cell(scores[f"{part}_{name}"], name) for name in ("smape", "mase", "mape"))
         lines.append(f"  {'answer, ' + part:<38}{row}")
     lines += _describe_refit(scores)
-    if COMBINATION in scores:
-        row = "".join(cell(scores[COMBINATION][f"{judged}_{name}"], name) for name in ("smape", "mase", "mape"))
-        lines.append(f"  {'combination, ' + judged:<38}{row}")
+    for name in (ENSEMBLE, COMBINATION):
+        if name in scores:
+            row = "".join(
+                cell(scores[name][f"{judged}_{metric_name}"], metric_name) for metric_name in ("smape", "mase", "mape")
+            )
+            lines.append(f"  {name + ', ' + judged:<38}{row}")
     for name, baseline in scores["baselines"].items():
         if "unavailable" in baseline:
             lines.append(f"  {name:<15} not run: {baseline['unavailable']}")
