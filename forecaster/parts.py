@@ -11,6 +11,7 @@ changes; `check_parts` checks what one configuration needs of the parts. `fit_pa
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -35,11 +36,15 @@ class Cut:
     split_after: str | int | None = None
     test_size: int = 0
     test_after: str | int | None = None
+    windows: int = 1
+    """The backtest windows the validation part is cut into, each `val_size / windows` points, earliest first: each
+    forecast from the points before it, as neuralforecast's and statsforecast's cross_validation forecast theirs."""
 
     @classmethod
-    def last(cls, horizon: int) -> Cut:
-        """Each series' last `horizon` points held out, the `horizon` before them validating."""
-        return cls(val_size=horizon, test_size=horizon)
+    def last(cls, horizon: int, windows: int = 1) -> Cut:
+        """Each series' last `horizon` points held out, the `windows` horizons before them validating, one backtest
+        window each."""
+        return cls(val_size=windows * horizon, test_size=horizon, windows=windows)
 
     @property
     def has_test(self) -> bool:
@@ -88,6 +93,41 @@ class FitParts:
         """Pickled (into Ray's object store, for a sweep's trials) as the seen parts and where each series splits: the
         training and validation parts are rebuilt from them on load, not sent twice, and not checked again."""
         return _from_seen, (self.seen, self.train.lengths, self.metric, self.test, self.untrained, self.cut)
+
+    @property
+    def windows(self) -> int:
+        """How many backtest windows the validation part is cut into (Cut.windows)."""
+        return self.cut.windows
+
+    @property
+    def window_size(self) -> int:
+        """The points each validation forecast scores: a backtest window's, or without windows the validation part's
+        (that of the longest series)."""
+        return int(self.val.lengths.max()) // self.windows
+
+    def backtest_windows(self) -> list[tuple[Panel, Panel]]:
+        """(history, window) of each backtest window of the validation part, earliest first: its points, and every
+        point of each series before them. One window: (the training part, the validation part)."""
+        if self.windows == 1:
+            return [(self.train, self.val)]
+        size = self.val.lengths // self.windows
+        found = []
+        for window in range(self.windows):
+            history, after = self.seen.split_at(self.train.lengths + window * size)
+            found.append((history, after.split_at(size)[0]))
+        return found
+
+    def backtest(self, forecast: Callable[[Panel, Panel], np.ndarray]) -> np.ndarray:
+        """Every point of the validation part forecast window by window (`backtest_windows`): `forecast(history,
+        window)` gives a window's points, flat in its order; the result is flat in the validation part's order."""
+        found = np.empty(len(self.val.values))
+        row_window = (
+            self.val.positions
+            // (self.val.lengths // self.windows)[np.repeat(np.arange(len(self.val)), self.val.lengths)]
+        )
+        for window, (history, part) in enumerate(self.backtest_windows()):
+            found[row_window == window] = forecast(history, part)
+        return found
 
     def without_test(self) -> FitParts:
         """What a fit may be given: everything but the test windows."""
@@ -175,6 +215,13 @@ def cut_parts(panel: Panel, cut: Cut, metric: str | None = None) -> FitParts:
     for name, size, minimum in (("val_size", cut.val_size, 1), ("test_size", cut.test_size, 0)):
         if size is not None and (isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < minimum):
             raise SeriesError(f"{name}={size!r} must be a whole number of points, at least {minimum}")
+    if isinstance(cut.windows, bool) or not isinstance(cut.windows, (int, np.integer)) or cut.windows < 1:
+        raise SeriesError(f"windows={cut.windows!r} must be a whole number of backtest windows, at least 1")
+    if cut.windows > 1 and (cut.val_size is None or cut.val_size % cut.windows):
+        raise SeriesError(
+            f"windows={cut.windows} cuts the validation part into windows of a horizon each: give the horizon "
+            "(--horizon H; val_size=windows * H), not a date"
+        )
     if cut.test_after is not None:
         seen_lengths = _cut_test_after(panel, cut.test_after)
     else:
@@ -203,6 +250,11 @@ def check_parts(config: ForecasterConfig, parts: FitParts, drop_short: bool = Fa
     cut, seen = parts.cut, parts.seen
     lengths = parts.lengths
     _check_season(config, seen)
+    if cut.windows > 1 and config.val_origins > 1:
+        raise SeriesError(
+            f"val_origins={config.val_origins} and {cut.windows} backtest windows both set where the validation "
+            "forecasts start: keep val_origins=1 with backtest windows"
+        )
     if cut.val_size is not None and config.val_origins > cut.val_size:
         raise SeriesError(
             f"val_origins={config.val_origins} is more than the {cut.val_size} points of the validation part: each "

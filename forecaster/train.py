@@ -229,14 +229,15 @@ class PanelDataModule(L.LightningDataModule):
         super().__init__()
         self.config = config
         train, val, seen = parts.train, parts.val, parts.seen
-        seen_points = validation_origins(val.lengths, config.val_origins)  # (origins, S)
+        origins = parts.windows if parts.windows > 1 else config.val_origins
+        seen_points = validation_origins(val.lengths, origins)  # (origins, S)
         columns = seen_points.T.reshape(-1)  # series after series, origins within
-        series = np.repeat(np.arange(len(train)), config.val_origins)
+        series = np.repeat(np.arange(len(train)), origins)
         ends = seen.offsets[series] + train.lengths[series] - 1 + columns
-        steps = int(val.lengths.max())
+        steps = parts.window_size  # an origin forecasts to the part's end; a backtest window's, its window only
         shape = shape_of(config.shape)
         self.windows, inputs = shape.training_data(config, parts, transform, ends, **shape_state)
-        left = val.lengths[series] - columns  # validation points after each origin
+        left = np.minimum(val.lengths[series] - columns, steps)  # validation points after each origin it scores
         ahead = np.arange(steps)[:, None]
         scored = ahead < left[None, :]
         rows = np.minimum(val.offsets[series] + columns + ahead, len(val.values) - 1)
@@ -415,7 +416,7 @@ def fit(
     if threads is not None:
         torch.set_num_threads(threads)
     shape = shape_of(config.shape)
-    config = shape.prepared(config, int(parts.val.lengths.max()))
+    config = shape.prepared(config, parts.window_size)
 
     train = parts.train
     transform = TargetTransform.fit(config, train, parts.seen)
@@ -517,8 +518,8 @@ def start_from(model: RNNForecaster, initial: RNNNet) -> None:
 
 
 def validation_forecast(model: RNNForecaster, parts: FitParts) -> pd.DataFrame:
-    """The model's forecast of every series' validation part from the end of its training part: unique_id, ds, y
-    and forecast, one row per validation point."""
+    """The model's forecast of every series' validation part from the end of its training part (with backtest windows,
+    each window from the points before it): unique_id, ds, y and forecast, one row per validation point."""
     frame = parts.val.to_frame()
-    frame["forecast"] = model.forecast_part(parts.train, parts.val)
+    frame["forecast"] = parts.backtest(model.forecast_part)
     return frame

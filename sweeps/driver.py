@@ -282,7 +282,13 @@ def _value_lines(plan: SweepPlan) -> list[str]:
             f"; {len(untrained)} shorter than the recurrent shape's training window "
             f"({panel.id_list(list(untrained))}): its trials forecast them without training on them"
         )
-    if sweep.horizon:
+    if sweep.horizon and sweep.val_windows > 1:
+        cut = (
+            f"per series: the last {sweep.horizon} held out (no trial sees them), the {sweep.val_windows} backtest "
+            f"windows of {sweep.horizon} before them validate (each forecast from the points before it), the "
+            f"{_span(train.lengths)} before those train"
+        )
+    elif sweep.horizon:
         cut = (
             f"per series: the last {sweep.horizon} held out (no trial sees them), the {sweep.horizon} before them "
             f"validate, the {_span(train.lengths)} before those train"
@@ -296,7 +302,8 @@ def _value_lines(plan: SweepPlan) -> list[str]:
     return [
         f"  data       {plan.data_label}: {len(panel)} series of {_span(lengths)} points (median "
         f"{int(np.median(lengths))}), {time}{dropped}",
-        f"             {cut}; ranked by validation {METRIC_NAMES[sweep.metric]} (mean over series)",
+        f"             {cut}; ranked by validation {METRIC_NAMES[sweep.metric]} (mean over series"
+        + (" and windows)" if sweep.val_windows > 1 else ")"),
     ]
 
 

@@ -72,8 +72,8 @@ class Shape:
         """Raise forecaster.config.ConfigError for what this shape cannot take in `config`."""
 
     def prepared(self, config: ForecasterConfig, horizon: int) -> ForecasterConfig:
-        """The configuration a fit trains: its defaults that depend on the data set (`horizon`: the validation
-        part's longest length)."""
+        """The configuration a fit trains: its defaults that depend on the data set (`horizon`: the points a
+        validation forecast scores, FitParts.window_size)."""
         return config
 
     def window_points(self, config: ForecasterConfig) -> int:
@@ -203,14 +203,14 @@ class Shape:
         self, config: ForecasterConfig, parts: FitParts, transform: TargetTransform, ends: np.ndarray, **state: Any
     ) -> tuple[TrainingWindows | HybridWindows, ForecastInputs | HybridInputs]:
         """The training windows of `parts.train`, and the inputs of the validation forecasts from each row `ends` of
-        `parts.seen` to the end of its validation part."""
+        `parts.seen`, `parts.window_size` points each."""
         windows = TrainingWindows.of(transform, parts.train, config, self)
         inputs = forecast_inputs(
             transform,
             parts.seen,
             ends,
             config.input_chunk_length,
-            int(parts.val.lengths.max()),
+            parts.window_size,
             config.calendar,
             padded=self.padded,
         )

@@ -158,7 +158,7 @@ class Hybrid(Direct):
         size = config.output_chunk_length
         every = np.arange(len(parts.train))
         windows.beside = step_rows(inputs, parts.train, train_ends, windows.z.shape[1] + size, every)
-        steps = int(parts.val.lengths.max())
+        steps = parts.window_size
         validation = hybrid_inputs(parts.seen, ends, steps, shifts, np.arange(len(parts.seen)), None)
         validation.beside = step_rows(inputs, parts.seen, ends, validation.z.shape[1] + size, every, steps)
         return windows, validation

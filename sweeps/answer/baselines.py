@@ -2,9 +2,9 @@
 Theta, AutoCES, and where the data hold several seasons seasonal naive at the longest and MSTL), as Ray tasks that
 wait on nothing but the data: a sweep submits them before its trials, and they take a trial's CPUs as they come free.
 
-Each task fits one baseline on one chunk of the series: on everything before the test window, forecasting it with
-the baseline's own intervals at the plan's levels (and on the training parts for the validation parts too where that
-is cheap: one series, or no test window); then, without fitting again, it runs the fitted models on over the newer
+Each task fits one baseline on one chunk of the series: on the training parts, forecasting the validation parts (on
+which the ensemble weighs it), and on everything before the test window, forecasting it with the baseline's own
+intervals at the plan's levels; then, without fitting again, it runs the fitted models on over the newer
 points to forecast the future (forecaster.baselines.forward_baseline, statsforecast's forward). A baseline is fit
 once per series.
 """
@@ -35,7 +35,8 @@ PRIOR_SECONDS_PER_SERIES = {
     "seasonal naive": 0.0,
     "MSTL": 1.4,
 }
-"""A baseline's seconds per series on one CPU, fit and run on, intervals included, before any chunk of it has ended:
+"""A baseline's seconds per series on one CPU, one fit and its run on, intervals included (a task's fits and runs on
+cost half of it each), before any chunk of it has ended:
 what --time-limit expects of it until its own chunks say (M3 monthly, 2 CPUs, 2026-11-29 and, AutoCES's with its
 intervals in closed form, 2026-12-01; MSTL: 4 weeks of hourly points at seasons 24 and 168, fit 0.8 s and run on
 0.6 s, 2026-12-02). Seasonal naive at another season costs nothing either. On long series each fit costs
@@ -102,12 +103,19 @@ class BaselineForecasts:
 
 
 def scored_parts(plan: SweepPlan) -> list[tuple[str, Panel, Panel]]:
-    """(part name, history, part) of every part the baselines forecast, in the order fit."""
+    """(part name, history, part) of every part the baselines forecast, in the order fit: the validation part, which
+    the ensemble weighs every candidate on (sweeps.answer.ensemble), then the test window where there is one."""
     parts = plan.parts
-    jobs = [("test", parts.seen, parts.test)] if parts.test is not None else []
-    if parts.test is None or len(parts.val) == 1:
-        jobs.insert(0, ("validation", parts.train, parts.val))
+    jobs = [("validation", parts.train, parts.val)]
+    if parts.test is not None:
+        jobs.append(("test", parts.seen, parts.test))
     return jobs
+
+
+def later_windows(plan: SweepPlan) -> list[Panel]:
+    """The histories of the validation part's backtest windows after its first (FitParts.backtest_windows): a
+    baseline fit for the first runs on over each to forecast the next, without fitting again."""
+    return [history for history, _ in plan.parts.backtest_windows()[1:]]
 
 
 def submit_baselines(plan: SweepPlan, runner: Runner, future_steps: int | None) -> BaselineJobs:
@@ -120,10 +128,15 @@ def submit_baselines(plan: SweepPlan, runner: Runner, future_steps: int | None) 
     fitting = plan_baselines(plan)
     handles: dict[str, list[Handle]] = {}
     inputs = []
+    later, size = later_windows(plan), plan.parts.window_size
     for rows in chunks:
-        taken = [(name, history.take(_mask(rows, series)), int(part.lengths.max())) for name, history, part in jobs]
-        newer = plan.panel.take(_mask(rows, series)) if future_steps else None
-        inputs.append(runner.put((taken, newer)))
+        mask = _mask(rows, series)
+        taken = [
+            (name, history.take(mask), size if name == "validation" else int(part.lengths.max()))
+            for name, history, part in jobs
+        ]
+        newer = plan.panel.take(mask) if future_steps else None
+        inputs.append(runner.put((taken, [history.take(mask) for history in later], newer)))
     for name in fitting.names:
         handles[name] = [
             runner.submit(
@@ -142,7 +155,7 @@ def submit_baselines(plan: SweepPlan, runner: Runner, future_steps: int | None) 
             for rows, chunk in zip(chunks, inputs)
         ]
     parts = tuple(name for name, _, _ in jobs)
-    fits = len(jobs) + bool(future_steps)
+    fits = len(jobs) + bool(future_steps)  # a run on over a later window costs a few % of a fit: not counted
     priors = {
         name: prior_seconds_per_series(name, plan.panel, fitting.fit_points.get(name), fits) for name in fitting.names
     }
@@ -160,7 +173,8 @@ def prior_seconds_per_series(method: str, panel: Panel, points: int | None = Non
         return fits * ARIMA_APPROXIMATE_SECONDS_PER_POINT * read * (panel.season / 24) ** 1.5
     if method == ARIMA_COVARIATES:
         return fits * ARIMA_SECONDS_PER_POINT * read * max(1.0, panel.season / 7) ** 1.5
-    return max(PRIOR_SECONDS_PER_SERIES.get(method, 0.0), fits * SECONDS_PER_POINT.get(method, 0.0) * read)
+    prior = PRIOR_SECONDS_PER_SERIES.get(method, 0.0) * fits / 2  # measured on a fit and its run on
+    return max(prior, fits * SECONDS_PER_POINT.get(method, 0.0) * read)
 
 
 def plan_baselines(plan: SweepPlan) -> PanelBaselines:
@@ -183,7 +197,7 @@ def within_budget(fitting: PanelBaselines, plan: SweepPlan) -> PanelBaselines:
     budget = SERIES_SECONDS if limit is None else min(SERIES_SECONDS, TIME_LIMIT_SHARE * limit)
     whose = f"{100 * TIME_LIMIT_SHARE:.0f} % of --time-limit" if budget < SERIES_SECONDS else "its budget"
     parts = scored_parts(plan)
-    fits = len(parts) + 1  # each part, and the run on for the future
+    fits = len(parts) + 1  # each part, and the run on for the future (one over a later window costs a few % of a fit)
     horizon = max(int(part.lengths.max()) for _, _, part in parts)
     longest_series = int(plan.panel.lengths.max())
     points, notes, not_run = dict(fitting.fit_points), dict(fitting.notes), dict(fitting.not_run)
@@ -221,20 +235,24 @@ def baseline_chunk(
     mstl_seasons: tuple[int, ...] = (),
     points: int | None = None,
 ) -> dict[str, Any]:
-    """One baseline on one chunk ((part name, history, steps) of each part, and the chunk's every point or None): its
-    forecast of each part (the test window with its intervals at `levels`), then of `future_steps` points after
-    every point with its intervals at `future_levels`, from the models fit for the last part (MSTL at
-    `mstl_seasons`, the plan's, not the chunk's own), each fit on each series' last `points` points (the plan's).
-    {"unavailable": why} where it cannot run."""
+    """One baseline on one chunk ((part name, history, steps) of each part, the histories of the later backtest
+    windows, and the chunk's every point or None): its forecast of each part (the validation part window by window,
+    the models fit for the first run on over the later ones; the test window with its intervals at `levels`), then
+    of `future_steps` points after every point with its intervals at `future_levels`, from the models fit for the last
+    part (MSTL at `mstl_seasons`, the plan's, not the chunk's own), each fit on each series' last `points` points (the
+    plan's). {"unavailable": why} where it cannot run."""
     from forecaster.baselines import BaselineUnavailable, fit_baseline, forward_baseline
 
-    scored, newer = chunk
+    scored, later, newer = chunk
     found: dict[str, Any] = {"parts": {}}
     fitted = None
     try:
         for name, history, steps in scored:
             bounded = levels if name == "test" else ()
             found["parts"][name], fitted = fit_baseline(method, history, steps, bounded, mstl_seasons or None, points)
+            if name == "validation" and later:
+                windows = [forward_baseline(fitted, grown, steps) for grown in later]
+                found["parts"][name] = _one_after_another([found["parts"][name], *windows])
         if newer is not None:
             found["future"] = forward_baseline(fitted, newer, future_steps, future_levels)
     except BaselineUnavailable as error:
@@ -272,6 +290,16 @@ def gather_baselines(plan: SweepPlan, runner: Runner, jobs: BaselineJobs) -> Bas
             failed.update(whole.fell_back)
         fell_back[method] = sorted(failed)
     return BaselineForecasts(forecasts, bounds, unavailable, fell_back, future)
+
+
+def _one_after_another(windows: list) -> Any:
+    """The backtest windows' forecasts (no intervals) as one forecast of the validation part, (windows * steps, S)."""
+    from forecaster.baselines import BaselineForecast
+
+    return BaselineForecast(
+        np.concatenate([window.values for window in windows], axis=0),
+        sorted({series for window in windows for series in window.fell_back}),
+    )
 
 
 def _joined(pieces: list) -> Any:

@@ -124,7 +124,7 @@ def test_intervals(
     assert test is not None, "the answer's intervals bound its test window"
     horizon = int(test.lengths.max())
     found = scaled_errors(train, val, validation_members, fitted_before_validation, horizon)
-    errors = reach(found.errors, horizon)
+    errors = reach(side_by_side(found.errors, plan.parts.windows), horizon)
     quantiles = conformal_quantiles(errors, plan.distribution_levels)
     unbounded = [level for level, half in quantiles.items() if not np.isfinite(half).all()]
     calibration = {
@@ -139,7 +139,8 @@ def test_intervals(
         "unbounded_levels": unbounded,
     }
     points = val.to_frame()
-    points["step"] = val.positions + 1
+    points["step"] = val.positions % plan.parts.window_size + 1
+    points["window"] = val.positions // plan.parts.window_size + 1
     points["forecast"] = np.mean(validation_members, axis=0)
     points["scale"] = np.repeat(found.scale, val.lengths)
     points["unit"] = spread_units(found.spread, found.floor)[val.cells]
@@ -158,6 +159,15 @@ def test_intervals(
     )
 
 
+def side_by_side(errors: np.ndarray, windows: int) -> np.ndarray:
+    """A validation part's errors (windows * steps, S), window after window, as (steps, windows * S): each backtest
+    window's errors at each step ahead are more calibration points of that step."""
+    if windows == 1:
+        return errors
+    steps = len(errors) // windows
+    return errors.reshape(windows, steps, -1).transpose(1, 0, 2).reshape(steps, -1)
+
+
 def reach(errors: np.ndarray, horizon: int) -> np.ndarray:
     """`errors` (steps, n) for `horizon` steps: a step past the calibration's last one takes its errors (a test
     window longer than the validation part, cut by dates)."""
@@ -174,9 +184,10 @@ def future_errors(plan: SweepPlan, members: np.ndarray, fitted: np.ndarray) -> t
     parts = plan.parts
     history, part = (parts.seen, parts.test) if parts.test is not None else (parts.train, parts.val)
     found = scaled_errors(history, part, members, fitted, future_horizon(plan))
-    return reach(found.errors, future_horizon(plan)), found.floor
+    windows = 1 if parts.test is not None else parts.windows
+    return reach(side_by_side(found.errors, windows), future_horizon(plan)), found.floor
 
 
 def future_horizon(plan: SweepPlan) -> int:
     """How many points the future forecast reaches: the sweep's horizon, or without one the longest validation part."""
-    return int(plan.sweep.horizon or plan.parts.val.lengths.max())
+    return int(plan.sweep.horizon or plan.parts.window_size)

@@ -54,7 +54,8 @@ class RefitMember:
     """The net that forecasts the test window (forecaster.net.RNNNet): the trial's best continued through the
     validation part, or without a test window or a continuation the trial's net itself."""
     validation: np.ndarray
-    """The trial's net forecasting the validation part from the end of training, flat in its row order."""
+    """The trial's net forecasting the validation part from the end of training (each backtest window from the points
+    before it), flat in its row order."""
     as_trained: np.ndarray | None
     """The trial's net forecasting the test window from the end of the validation part (None: no test window)."""
     test: np.ndarray | None
@@ -89,8 +90,8 @@ def refit_member(
 
     as_a_trial(fit_options)
     trial_net = RNNNet.load_best_model(io.BytesIO(best_model))
-    validation = trial_net.forecast_part(parts.train, parts.val)
-    before_validation = fitted_error(trial_net, parts.train, int(parts.val.lengths.max()))
+    validation = parts.backtest(trial_net.forecast_part)
+    before_validation = fitted_error(trial_net, parts.train, parts.window_size)
     if parts.test is None:
         return RefitMember(trial_id, trial_net, validation, None, None, 0, "", before_validation, None)
     as_trained = trial_net.forecast_part(parts.seen, parts.test)

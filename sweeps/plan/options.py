@@ -382,6 +382,16 @@ class SweepOptions:
         goes="data",
         type=int,
     )
+    val_windows: int | None = _option(
+        None,
+        "backtest windows of a horizon each before the test window: every trial, baseline and the ensemble is scored "
+        "on their mean (default: as many as the series hold, up to the number the sweep's rule gives for this many "
+        "series)",
+        group="data",
+        goes="data",
+        type=int,
+        metavar="N",
+    )
     split_after: str | None = _option(
         None,
         "without a horizon: the last date of every series' training part (default: the sweep's own on its own data)",

@@ -66,6 +66,9 @@ class Sweep:
     """Points per series: each series' last `horizon` points are its test window and the `horizon` before them its
     validation part (split_after and test_after then play no part). A plan sets it from --horizon or from a benchmark
     panel's official hold-out."""
+    val_windows: int = 1
+    """With a horizon: the backtest windows, a horizon each, that the validation part is cut into, stepping back from
+    the test window (forecaster.parts.Cut.windows). A plan sets it from --val-windows or by `default_windows`."""
     answer_top_k: int = 1
     """The sweep's answer: the mean forecast of the best models of its top k trials (1: the best trial's)."""
     answer_scope: str = "all"

@@ -365,7 +365,15 @@ def _with_data(sweep: Sweep, panel: Panel, given: SweepOptions, own_data: bool) 
                     f"{option} {value} and a horizon of {horizon} points both cut the series: with a horizon, each "
                     "series' last points are its test window and the ones before them its validation part; give one"
                 )
-        return dataclasses.replace(sweep, horizon=horizon, metric=metric, split_after=None, test_after=None)
+        windows = _windows(panel, horizon, given.val_windows)
+        return dataclasses.replace(
+            sweep, horizon=horizon, metric=metric, split_after=None, test_after=None, val_windows=windows
+        )
+    if given.val_windows is not None and given.val_windows != 1:
+        raise PlanError(
+            f"--val-windows {given.val_windows} cuts the validation part into windows of a horizon each: give "
+            "--horizon H (the data is cut by dates here)"
+        )
     if not panel.dated:
         raise PlanError(
             f"{panel.label} has a plain time index: give --horizon H (each series' last H points are its test "
@@ -384,6 +392,46 @@ def _with_data(sweep: Sweep, panel: Panel, given: SweepOptions, own_data: bool) 
             "between them"
         )
     return dataclasses.replace(sweep, horizon=None, metric=metric, split_after=split_after, test_after=test_after)
+
+
+WINDOWS_BY_SERIES = ((20, 5), (100, 3), (None, 2))
+"""The default number of backtest windows by the panel's number of series (fewer than 20: 5; fewer than 100: 3;
+else 2), as AutoGluon-TimeSeries' best_quality chooses num_val_windows, capped by what the shortest series holds
+(`windows_held`)."""
+
+
+def windows_held(panel: Panel, horizon: int) -> np.ndarray:
+    """(S,) how many backtest windows of `horizon` points each series holds before its test window (its last
+    `horizon` points) while keeping a training part of at least two horizons and two seasons: at least 1 (the one
+    validation part a horizon cut always had)."""
+    least = 2 * max(horizon, panel.season)
+    seen = panel.lengths - horizon
+    return np.maximum(1, (seen - least) // horizon)
+
+
+def _windows(panel: Panel, horizon: int, asked: int | None) -> int:
+    """The backtest windows of a sweep cut by `horizon`: `asked` (--val-windows), refused where a series cannot hold
+    them, else by WINDOWS_BY_SERIES up to what the shortest usable series holds (a series that could not fill even one
+    window and its test window is dropped or refused by the checks after)."""
+    usable = panel.lengths > 2 * horizon
+    held = windows_held(panel, horizon)
+    if not usable.any():
+        return 1
+    shortest = int(np.flatnonzero(usable)[np.argmin(held[usable])])
+    if asked is None:
+        wanted = next(windows for below, windows in WINDOWS_BY_SERIES if below is None or len(panel) < below)
+        return int(min(wanted, held[shortest]))
+    if asked < 1:
+        raise PlanError(f"--val-windows {asked} must be at least 1")
+    if asked > held[shortest]:
+        name = "the series" if len(panel) == 1 else f"series {panel.ids[shortest]!r}"
+        raise PlanError(
+            f"--val-windows {asked}: {name} ({panel.lengths[shortest]} points) holds at most {held[shortest]} "
+            f"backtest window(s) of {horizon} points before its test window, keeping a training part of two horizons "
+            f"and two seasons ({2 * max(horizon, panel.season)} points); give --val-windows {held[shortest]} or fewer"
+            + ("" if len(panel) == 1 else ", or leave that series out")
+        )
+    return asked
 
 
 def _validation_before(test_after: str | None, panel: Panel) -> str | None:
@@ -431,7 +479,7 @@ def _before(test_after: str, split_after: str) -> bool:
 def cut_of(sweep: Sweep) -> Cut:
     """How every series is cut for this sweep: by its horizon, or by its dates."""
     if sweep.horizon:
-        return Cut.last(sweep.horizon)
+        return Cut.last(sweep.horizon, sweep.val_windows)
     return Cut(split_after=sweep.split_after, test_after=sweep.test_after)
 
 
