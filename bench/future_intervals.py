@@ -3,11 +3,12 @@ the truth is known. Nothing is trained: each sweep folder was run on a competiti
 (`bench/panel.py --inner K --storage DIR` keeps them), its saved model (model/) forecasts the next horizon from the
 sweep's data, and that horizon is the panel's (K-1)-th from its end (K = 1: the official hold-out).
 
-Each folder's model is scored with two calibrations, both rebuilt here from the sweep's kept nets as the sweep builds
-them (sweeps.answer.intervals.future_errors: the test window's errors of the nets continued through the validation
-part): every point's unit 1, and each point's unit the members' spread plus its floor (forecaster.intervals
-.spread_units, the sweep's since 2026-12-05). Coverage at 80 % and 95 % and WQL over q = 0.1, ..., 0.9, pooled over
-every point of the series the sweep kept (it drops those too short for its space). Prints JSON.
+Each folder's model is scored with two calibrations, both rebuilt here from the sweep's kept nets as the sweep built
+them before its answer became an ensemble (2026-12-06: the test window's errors of the nets' mean, continued through
+the validation part): every point's unit 1, and each point's unit the members' spread plus its floor
+(forecaster.intervals.spread_units, the sweep's since 2026-12-05), around the nets' mean. Coverage at 80 % and 95 %
+and WQL over q = 0.1, ..., 0.9, pooled over every point of the series the sweep kept (it drops those too short for
+its space). Prints JSON.
 
     python bench/future_intervals.py DIR [DIR ...]    # sweep folders of --inner runs
 """
@@ -30,7 +31,7 @@ def calibrations(folder: str):
     """The folder's saved model and its calibrations {rule: Calibration}, rebuilt from the test model's nets."""
     from forecaster.answer_model import AnswerModel
     from forecaster.intervals import fitted_error
-    from sweeps.answer.intervals import future_errors, members_mean
+    from sweeps.answer.intervals import members_mean, reach, scaled_errors
     from sweeps.plan.record import read_plan
     from sweeps.plan.storage import TEST_MODEL_FOLDER
     from sweeps.report import saved_model
@@ -45,11 +46,11 @@ def calibrations(folder: str):
     horizon = int(test.lengths.max())
     forecasts = np.array([member.net.forecast_part(seen, test) for member in tested.members])
     fitted = members_mean([fitted_error(member.net, seen, horizon) for member in tested.members])
-    errors, floor = future_errors(plan, forecasts, fitted)
-    unit_one, _ = future_errors(plan, forecasts.mean(axis=0, keepdims=True), fitted)  # one "member": no spread
-    assert np.allclose(unit_one, model.calibration.errors, equal_nan=True) or model.calibration.spread_floor > 0, (
-        f"{folder}: the rebuilt calibration is the one the sweep saved"
-    )
+    equal = np.full(len(forecasts), 1.0 / len(forecasts))
+    spread = scaled_errors(seen, test, forecasts, equal, fitted, horizon)
+    errors, floor = reach(spread.errors, horizon), spread.floor
+    alone = scaled_errors(seen, test, forecasts.mean(axis=0, keepdims=True), np.ones(1), fitted, horizon)
+    unit_one = reach(alone.errors, horizon)  # one "member": no spread
     found = {
         "unit 1": dataclasses.replace(model.calibration, errors=unit_one, spread_floor=0.0),
         "spread + 2": dataclasses.replace(model.calibration, errors=errors, spread_floor=floor),
@@ -74,7 +75,8 @@ def scored(folder: Path) -> dict:
     truth = truth_panel.values.reshape(len(truth_panel), whole.horizon).T
     row = {}
     for rule, calibration in found.items():
-        table = dataclasses.replace(model, calibration=calibration).forecast(
+        nets = [dataclasses.replace(member, weight=None) for member in model.members]
+        table = dataclasses.replace(model, members=nets, statistical=[], calibration=calibration).forecast(
             plan.panel, whole.horizon, levels=[80, 95], quantiles=WQL_QUANTILES
         )
 

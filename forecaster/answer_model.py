@@ -1,9 +1,11 @@
 """`AnswerModel`: a sweep's answer as one model a user keeps, loads and forecasts with again next month.
 
-It holds the answer's members (each a trained `RNNNet`: its configuration, its weights, and what its transforms learnt
-per series: scalers, seasonal indices and shifts, which series it logs), the interval calibration (the scaled errors
-of forecasts made as the answer makes them, on points that ranked no trial: forecaster.intervals), and the data's
-description (its columns, frequency, season, horizon and the series it trained on).
+It holds the answer's members with their weights in its ensemble: nets (each a trained `RNNNet`: its configuration,
+its weights, and what its transforms learnt per series: scalers, seasonal indices and shifts, which series it logs) and
+statistical models (their names and settings: statsforecast fits them on each series of the data at each forecast, as
+the sweep fit them on its data); the interval calibration (the scaled errors of forecasts made as the answer makes
+them, on points that ranked no trial: forecaster.intervals), and the data's description (its columns, frequency,
+season, horizon and the series it trained on).
 
     model = AnswerModel.load("results/panel-20261128-101500/model")
     future = model.forecast(newer_frame, h=12, levels=[80, 95])   # unique_id, ds, answer, answer-lo-95, ...
@@ -34,6 +36,7 @@ import pandas as pd
 import torch
 
 from forecaster.data import SeriesError, load_panel
+from forecaster.ensemble import weighted_mean
 from forecaster.intervals import (
     bands,
     check_levels,
@@ -91,6 +94,31 @@ class SavedMember:
     continued: tuple[tuple[str, int], ...] = ()
     """How that net was trained on after its trial, in order: (on which points, how many epochs), e.g.
     (("the validation part", 9), ("the test window", 9)); empty for the trial's net as it trained it."""
+    weight: float | None = None
+    """Its weight in the answer's ensemble (0: kept with its trial, not forecast); None: the answer is the nets'
+    plain mean (a model saved before 2026-12-06)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class StatisticalMember:
+    """A statistical model of the answer's ensemble (forecaster.baselines), fit by statsforecast on each series of the
+    data it is given, at each forecast: nothing of it is learnt once and kept."""
+
+    name: str
+    """A baseline's name (forecaster.baselines.BASELINES, MSTL, AutoARIMA with covariates)."""
+    weight: float
+    seasons: tuple[int, ...] = ()
+    """MSTL's seasons (empty: the data's)."""
+    points: int | None = None
+    """Each series' last points it is fit on (None: as many as its seasons need, forecaster.baselines.fit_points)."""
+
+    def forecast(self, panel: Panel, steps: int) -> np.ndarray:
+        """(steps, S): its forecast after the end of every series of `panel`, fit on each."""
+        from forecaster.baselines import fit_baseline
+
+        found, _ = fit_baseline(self.name, panel, steps, (), self.seasons or None, self.points)
+        values: np.ndarray = found.values
+        return values
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,6 +137,8 @@ class AnswerModel:
     """None where the sweep calibrated no intervals (no --levels): the model then forecasts points only."""
     versions: dict[str, str] = dataclasses.field(default_factory=dict)
     trained_on: list[str] = dataclasses.field(default_factory=list)
+    statistical: list[StatisticalMember] = dataclasses.field(default_factory=list)
+    """The statistical models of its ensemble, beside the nets (`members`)."""
 
     # --- what it knows ------------------------------------------------------------------------------------------
     @property
@@ -138,12 +168,26 @@ class AnswerModel:
         return self._read_by_members("hist_exog")
 
     def _read_by_members(self, kind: str) -> list[str]:
+        from forecaster.baselines import ARIMA_COVARIATES
+
+        given = (self.data.get("covariates") or {}).get(kind, [])
+        if kind == "futr_exog" and any(member.name == ARIMA_COVARIATES for member in self.statistical):
+            return list(given)  # its regressors: every known-ahead covariate of the sweep
         read: set[str] = set()
         for member in self.members:
+            if member.weight == 0:
+                continue
             inputs = member.net.transform.inputs
             if inputs is not None:
                 read |= set(inputs.futr_names if kind == "futr_exog" else inputs.hist_names)
-        return [name for name in (self.data.get("covariates") or {}).get(kind, []) if name in read]
+        return [name for name in given if name in read]
+
+    def weights(self) -> np.ndarray:
+        """(nets + statistical members,): each member's weight in the answer, the nets first; the nets' plain mean for
+        a model saved before the ensemble."""
+        if not self.statistical and any(member.weight is None for member in self.members):
+            return np.full(len(self.members), 1.0 / len(self.members))
+        return np.array([*(m.weight or 0.0 for m in self.members), *(m.weight for m in self.statistical)])
 
     def read(
         self,
@@ -218,6 +262,7 @@ class AnswerModel:
         futr_data: pd.DataFrame | str | os.PathLike[str] | None = None,
         static_data: pd.DataFrame | str | os.PathLike[str] | None = None,
         quantiles: Sequence[float] = (),
+        statistical_forecasts: Mapping[str, np.ndarray] | None = None,
     ) -> pd.DataFrame:
         """`h` points after the end of every series of `data`, with their bounds, as statsforecast names its columns.
 
@@ -228,6 +273,8 @@ class AnswerModel:
             futr_data: The known-ahead covariates of the `h` points after each series' end, where it reads any.
             static_data: The statics of series it never trained on, where it reads any.
             quantiles: Forecasts at these quantiles (in (0, 1)), read from the calibrated intervals they bound.
+            statistical_forecasts: Its statistical members' forecasts of these `h` points, (h, S) by name, where
+                already made (the sweep's tasks, fitting them as this would); otherwise each is fit here.
 
         Returns:
             A long table: unique_id, ds, answer, and answer-lo-95, answer-lo-80, answer-hi-80, answer-hi-95 for levels
@@ -248,8 +295,8 @@ class AnswerModel:
         needed = quantile_levels(quantiles)
         if needed:
             self._levels(needed, h)
-        members = self.member_forecasts(panel, h)
-        forecast = np.nanmean(members, axis=0)
+        members = self.ensemble_forecasts(panel, h, statistical_forecasts)
+        forecast = weighted_mean(members, self.weights())
         table = pd.DataFrame({"unique_id": np.repeat(panel.ids, h), "ds": panel.future_times(h).reshape(-1)})
         table[ANSWER] = forecast.T.reshape(-1)
         found = self.bounds(panel, forecast, members, sorted(set(levels) | set(needed)))
@@ -264,18 +311,30 @@ class AnswerModel:
         return table[["unique_id", "ds", ANSWER, *ordered]]
 
     def forecast_columns(self, panel: Panel, steps: int) -> np.ndarray:
-        """(steps, S): the members' mean forecast after the end of every series of `panel`, in original units; a
-        series is forecast by every member that can read it (one it never trained on, with transforms fit on its own
-        history), SeriesError naming those no member can."""
-        mean: np.ndarray = np.nanmean(self.member_forecasts(panel, steps), axis=0)
-        return mean
+        """(steps, S): the answer's forecast after the end of every series of `panel`, in original units: its members'
+        weighted mean; a series is forecast by every member that can read it (one it never trained on, with
+        transforms fit on its own history), SeriesError naming those no member can."""
+        return weighted_mean(self.ensemble_forecasts(panel, steps), self.weights())
 
-    def member_forecasts(self, panel: Panel, steps: int) -> np.ndarray:
-        """(members, steps, S): each member's forecast after the end of every series of `panel`, in original units,
-        NaN for a series too short for it to read; SeriesError naming the series no member can read."""
+    def ensemble_forecasts(
+        self, panel: Panel, steps: int, statistical_forecasts: Mapping[str, np.ndarray] | None = None
+    ) -> np.ndarray:
+        """(nets + statistical members, steps, S): every member's forecast, the nets first (`member_forecasts`),
+        then the statistical members' (`statistical_forecasts` where given, else fit here)."""
+        given = statistical_forecasts or {}
+        fitted = [given[m.name] if m.name in given else m.forecast(panel, steps) for m in self.statistical]
+        nets = self.member_forecasts(panel, steps, read_by_others=bool(fitted))
+        return np.concatenate([nets, np.asarray(fitted, dtype=np.float64).reshape(-1, steps, len(panel))])
+
+    def member_forecasts(self, panel: Panel, steps: int, read_by_others: bool = False) -> np.ndarray:
+        """(nets, steps, S): each net's forecast after the end of every series of `panel`, in original units,
+        NaN for a series too short for it to read (and everywhere for a net of weight 0 in the ensemble); SeriesError
+        naming the series no net can read (unless `read_by_others`: statistical members forecast every series)."""
         found = np.full((len(self.members), steps, len(panel)), np.nan)
         fitted: dict[tuple[Any, ...], TargetTransform] = {}
         for index, member in enumerate(self.members):
+            if member.weight == 0:  # kept with the trials it came from, not forecast
+                continue
             net = member.net
             readable = panel.lengths >= net.points_read
             if not readable.any():
@@ -292,7 +351,7 @@ class AnswerModel:
             read = np.minimum(some.lengths, net.config.input_chunk_length + transform.lag)
             found[index][:, readable] = net.forecast_columns(some.split_at(some.lengths - read)[1], steps, transform)
         unread = ~np.isfinite(found).any(axis=(0, 1))
-        if unread.any():
+        if unread.any() and not read_by_others:
             needed = min(member.net.points_read for member in self.members)
             raise SeriesError(
                 f"{panel.label}: series {panel.id_list(panel.ids[unread])} "
@@ -441,6 +500,7 @@ class AnswerModel:
                 {
                     "trial_id": member.trial_id,
                     "epochs": member.epochs,
+                    "weight": member.weight,
                     "continued": [{"on": on, "epochs": epochs} for on, epochs in member.continued],
                     "config": hyperparameters["config"],
                     "season": hyperparameters["season"],
@@ -459,9 +519,10 @@ class AnswerModel:
             }
         record = {
             "format": FORMAT,
-            "kind": "the answer of a sweep: the mean forecast of its members",
+            "kind": "the answer of a sweep: the weighted mean forecast of its members, nets and statistical models",
             "data": self.data,
             "members": members,
+            "statistical": [dataclasses.asdict(member) for member in self.statistical],
             "calibration": calibration,
             "trained_on": self.trained_on,
             "versions": self.versions or library_versions(),
@@ -497,7 +558,20 @@ class AnswerModel:
             state = {name[len(prefix) + 6 :]: t for name, t in tensors.items() if name.startswith(prefix + "state.")}
             net.load_state_dict(state)
             continued = tuple((step["on"], int(step["epochs"])) for step in saved.get("continued", []))
-            members.append(SavedMember(net.eval(), saved.get("trial_id", ""), int(saved.get("epochs", 0)), continued))
+            weight = saved.get("weight")
+            members.append(
+                SavedMember(
+                    net.eval(),
+                    saved.get("trial_id", ""),
+                    int(saved.get("epochs", 0)),
+                    continued,
+                    None if weight is None else float(weight),
+                )
+            )
+        statistical = [
+            StatisticalMember(m["name"], float(m["weight"]), tuple(m.get("seasons", ())), m.get("points"))
+            for m in record.get("statistical", [])
+        ]
         calibration = None
         if record.get("calibration") is not None:
             calibration = Calibration(
@@ -510,7 +584,9 @@ class AnswerModel:
                 method=record["calibration"].get("method", ""),
                 spread_floor=float(record["calibration"].get("spread_floor", 0.0)),
             )
-        return cls(members, record["data"], calibration, record.get("versions", {}), record.get("trained_on", []))
+        return cls(
+            members, record["data"], calibration, record.get("versions", {}), record.get("trained_on", []), statistical
+        )
 
     def save(self, path: str | os.PathLike[str]) -> str:
         """Write the model to a folder: model.json and tensors.pt, nothing that runs code when loaded.

@@ -63,3 +63,15 @@ def greedy_weights(
         if errors[chosen] < best:
             best, weights = errors[chosen], counts / step
     return weights
+
+
+def weighted_mean(forecasts: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """(n,) or (steps, S): the weighted mean of `forecasts` (members, ...), over the members that forecast each point
+    (a net may not read a series too short for it)."""
+    present = np.isfinite(forecasts)
+    weight = np.where(present, weights.reshape(-1, *([1] * (forecasts.ndim - 1))), 0.0)
+    total = weight.sum(axis=0)
+    found: np.ndarray = np.where(
+        total > 0, (np.where(present, forecasts, 0.0) * weight).sum(axis=0) / np.where(total > 0, total, 1.0), np.nan
+    )
+    return found

@@ -491,7 +491,7 @@ def run_sweep(
             written.update(write_test_model(plan, tail))
         clock.mark("scoring")
         if found is not None and tail is not None and tail.future:
-            future = build_future(plan, found, tail)
+            future = build_future(plan, found, tail, runner)
             written.update(write_future(plan, future))
         clock.mark("saving")
         record = clock.record(ended=clock.marks["saving"])

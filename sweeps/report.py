@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         answer = build_answer(plan, results, tail)
         scores = score(answer, plan)
         if plan.options.future and (model is not None or tail.future):
-            future = build_future(plan, answer, tail, model)
+            future = build_future(plan, answer, tail, runner, model)
     written = write_results(plan, results, answer, scores)
     if future is not None:
         written.update(write_future(plan, future))

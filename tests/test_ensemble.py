@@ -1,9 +1,15 @@
-"""Greedy selection with replacement (forecaster.ensemble), worked by hand."""
+"""The answer as an ensemble: greedy selection with replacement (forecaster.ensemble) worked by hand, and a sweep
+whose ensemble weighs the baseline that is right, with its saved model."""
+
+import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
+from forecaster.answer_model import AnswerModel
 from forecaster.ensemble import greedy_weights, series_errors
+from tests.test_sweep_cli import sweeps_run
 
 
 def test_series_errors_pool_each_series_points_as_the_sweep_scores_them():
@@ -49,3 +55,65 @@ def test_the_kept_ensemble_is_never_worse_than_its_best_member_where_it_was_chos
     assert weights.sum() == pytest.approx(1.0) and (weights >= 0).all()
     ensemble = series_errors(actual, (weights @ candidates)[None, :], offsets, "smape").mean()
     assert ensemble <= series_errors(actual, candidates, offsets, "smape").mean(axis=1).min()
+
+
+def periodic_panel(path) -> str:
+    """Six monthly series, each one random pattern of 12 months repeated exactly at its own level: seasonal naive
+    forecasts every point right, and no net trained for a few epochs can."""
+    generator = np.random.default_rng(0)
+    frames = []
+    for number in range(6):
+        pattern = 10.0 ** (1 + number % 3) * (1 + generator.uniform(0, 1, 12))
+        length = 72 + 6 * number
+        frames.append(
+            pd.DataFrame(
+                {
+                    "unique_id": f"shop{number}",
+                    "ds": pd.date_range("2015-01-01", periods=length, freq="MS").strftime("%Y-%m-%d"),
+                    "y": np.resize(pattern, length),
+                }
+            )
+        )
+    pd.concat(frames).to_csv(path, index=False)
+    return str(path)
+
+
+@pytest.mark.slow
+def test_where_seasonal_naive_is_right_the_ensemble_weighs_it_and_its_saved_model_forecasts_the_future(tmp_path):
+    """A smoke sweep on data seasonal naive forecasts exactly, with 2 backtest windows: the answer puts its weight on
+    seasonal naive and scores as it does on the test window; the leaderboard lists every candidate (each net, each
+    baseline, the nets' mean and the answer) with weights summing to 1, as best_config.json does; and the saved
+    model, fitting its statistical member itself, forecasts what future.parquet holds."""
+    path = periodic_panel(tmp_path / "shops.csv")
+    arguments = ["panel", "--data", path, "--horizon", "6", "--val-windows", "2", "--smoke-test", "--levels", "80"]
+    done = sweeps_run(*arguments, "--storage-path", str(tmp_path), "--name", "shops", timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    folder = tmp_path / "shops"
+    answer = json.loads((folder / "best_config.json").read_text())["answer"]
+    weights = answer["ensemble"]["weights"]
+    assert weights["seasonal naive"] >= 0.8 and sum(weights.values()) == pytest.approx(1.0)
+    naive = answer["baselines"]["seasonal naive"]["test_smape"]
+    assert answer["test_smape"] <= naive * 1.02 + 1e-9
+    assert answer["baselines"]["mean of the nets"]["test_smape"] > answer["test_smape"]
+    board = {row["model"]: row for row in answer["leaderboard"]}
+    ran = {name for name, baseline in answer["baselines"].items() if "unavailable" not in baseline}
+    assert set(board) == {*answer["trials"], *(ran & set(weights)), "mean of the nets", "answer (the ensemble)"}
+    assert set(weights) == {*answer["trials"], *(ran & set(weights))} and "AutoETS" in weights
+    assert sum(row["weight"] for row in board.values() if row["kind"] != "ensemble" and row["weight"]) == (
+        pytest.approx(1.0)
+    )
+    assert [row["validation_smape"] for row in answer["leaderboard"]] == sorted(
+        row["validation_smape"] for row in answer["leaderboard"]
+    )
+    out = done.stdout
+    assert "Leaderboard: the ensemble's candidates" in out and "answer (the ensemble)" in out
+    assert "2 backtest windows of 6 before them validate" in out
+    # The validation part holds both windows, 12 points a series, each forecast by every candidate.
+    validation = pd.read_parquet(folder / "forecasts.parquet").query("part == 'validation'")
+    assert validation.groupby("unique_id").size().eq(12).all() and validation["seasonal naive"].notna().all()
+    model = AnswerModel.load(folder)
+    assert [member.name for member in model.statistical] == ["seasonal naive"]
+    future = pd.read_parquet(folder / "future.parquet")
+    again = model.forecast(path, levels=[80])
+    np.testing.assert_allclose(again["answer"], future["answer"], rtol=1e-12)
+    np.testing.assert_allclose(again["answer-hi-80"], future["answer-hi-80"], rtol=1e-12)

@@ -73,7 +73,7 @@ def test_the_answer_and_the_baselines_are_scored_on_the_test_window(holdout):
     best = json.loads(Path(plan.experiment_path, "best_config.json").read_text())
     answer = best["answer"]
     assert best["test_after"] == "1959-01-01" and answer["test_points"] == 23
-    # The answer is the mean forecast of the two best trials' best models, forecasting on from 1959-01.
+    # The nets' mean: the mean forecast of the two best trials' best models, forecasting on from 1959-01.
     top = run.results.trials.trial_id.head(2).tolist()
     assert answer["trials"] == top
     models = []
@@ -81,8 +81,17 @@ def test_the_answer_and_the_baselines_are_scored_on_the_test_window(holdout):
         folder = next(Path(plan.experiment_path).glob(f"*{trial_id}*"))
         checkpoint = max(folder.glob("checkpoint_*"))
         models.append(RNNForecaster.load_from_checkpoint(checkpoint / BEST_MODEL_FILE, map_location="cpu"))
-    forecast = np.mean([model.forecast(plan.parts.seen.series(0), 23) for model in models], axis=0)
-    assert answer["test_mape"] == pytest.approx(float(mape(plan.parts.test.values, forecast)), rel=1e-6)
+    nets = [model.forecast(plan.parts.seen.series(0), 23) for model in models]
+    actual = plan.parts.test.values
+    mean_of_nets = answer["baselines"]["mean of the nets"]["test_mape"]
+    assert mean_of_nets == pytest.approx(float(mape(actual, np.mean(nets, axis=0))), rel=1e-6)
+    # The answer: those nets and the baselines, weighed as best_config.json says (chosen on the validation part).
+    weights = answer["ensemble"]["weights"]
+    assert set(weights) >= {*top, "seasonal naive", "AutoETS"} and sum(weights.values()) == pytest.approx(1.0)
+    test = pd.read_parquet(Path(plan.experiment_path, "forecasts.parquet")).query("part == 'test'")
+    candidates = dict(zip(top, nets)) | {name: test[name].to_numpy() for name in weights if name in test}
+    ensemble = sum(weight * candidates[name] for name, weight in weights.items())
+    assert answer["test_mape"] == pytest.approx(float(mape(actual, ensemble)), rel=1e-6)
     # Seasonal naive on this window is the reference figure.
     assert answer["baselines"]["seasonal naive"]["test_mape"] == pytest.approx(15.75, abs=0.005)
     assert "combination" not in answer  # one series: the answer and its baselines, as before panels
@@ -143,6 +152,7 @@ def test_the_answer_of_one_series_has_ordered_intervals_in_its_units_calibrated_
     # One series: its validation part's 23 errors, every step pooled, from the answer's members as their trials kept
     # them (no model trained for them).
     assert calibration["steps_pooled"] and calibration["calibration_series"] == 1
-    assert calibration["calibration_errors"] == 23 and calibration["members"] == len(run.scores["trials"])
+    chosen = [name for name, weight in run.scores["ensemble"]["weights"].items() if weight > 0]
+    assert calibration["calibration_errors"] == 23 and calibration["members"] == len(chosen)
     for baseline in ("seasonal naive", "AutoETS", "Theta", "AutoCES"):
         assert 0 <= intervals[baseline]["coverage_80"] <= intervals[baseline]["coverage_95"] <= 1

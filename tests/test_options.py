@@ -140,7 +140,30 @@ def test_data_with_no_cut_of_its_own_is_asked_for_one(tmp_path, capsys, sweep):
     assert not ray.is_initialized() and not list(tmp_path.glob(f"{sweep}-*"))
     if sweep == "panel":  # air_rnn's windows are longer than these series
         plan = make_plan(sweep, data=path, horizon=6, storage_path=str(tmp_path))
-        assert plan.parts.cut.val_size == 6 and len(plan.panel) == 2
+        assert plan.parts.cut.val_size == 6 * plan.sweep.val_windows and len(plan.panel) == 2
+
+
+def test_more_backtest_windows_than_the_shortest_series_holds_exit_2_naming_it(tmp_path, capsys):
+    """60 months, 6 held out: 54 before the test window, of which 24 (two seasons, and more than two horizons)
+    stay for training, so 5 windows of 6 at most; the shorter store of 46 months holds 2. Asked for more, the
+    command names the series and the most it holds before Ray starts; windows need a horizon, not dates."""
+    path = monthly_stores(tmp_path)
+    frame = pd.read_csv(path)
+    frame = frame[(frame["unique_id"] == "north") | (frame.groupby("unique_id").cumcount() < 46)]
+    frame.to_csv(path, index=False)
+    plan = make_plan("panel", data=path, horizon=6, val_windows=2, storage_path=str(tmp_path))
+    assert plan.parts.windows == 2 and (plan.parts.val.lengths == 12).all()
+    assert make_plan("panel", data=path, horizon=6, storage_path=str(tmp_path)).parts.windows == 2  # its default
+    assert main(["panel", "--data", path, "--horizon", "6", "--val-windows", "3", "--storage-path", str(tmp_path)]) == 2
+    error = capsys.readouterr().err
+    assert "--val-windows 3: series 'south' (46 points) holds at most 2 backtest window(s) of 6 points" in error
+    assert "give --val-windows 2 or fewer" in error
+    assert not ray.is_initialized() and not list(tmp_path.glob("panel-*"))
+    dated = ["--split-after", "2021-12-01", "--test-after", "2022-06-01", "--val-windows", "2"]
+    assert main(["panel", "--data", path, *dated, "--storage-path", str(tmp_path)]) == 2
+    assert "--val-windows 2 cuts the validation part into windows of a horizon each: give --horizon H" in (
+        capsys.readouterr().err
+    )
 
 
 def test_the_fit_command_asks_for_a_cut_too_and_air_passengers_keeps_its_own(tmp_path, capsys):

@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from forecaster.ensemble import weighted_mean
 from sweeps.answer.baselines import BaselineForecasts, BaselineJobs, finished_baselines, gather_baselines
 from sweeps.answer.combination import COMBINED, STATISTICAL_COMBINATION, combinations
-from sweeps.answer.ensemble import ENSEMBLE, Ensemble, choose_ensemble
+from sweeps.answer.ensemble import NETS_MEAN, Ensemble, choose_ensemble
 from sweeps.answer.intervals import AnswerIntervals, future_horizon, members_mean, test_intervals
 from sweeps.answer.members import Member, ranking, selection
 from sweeps.answer.refits import AS_TRAINED, FutureMember, RefitMember, continued_epochs, future_member, refit_member
@@ -184,7 +185,8 @@ class Answer:
     sets each point's unit in the intervals (forecaster.intervals.spread_units)."""
     ensemble: Ensemble | None = None
     """The weighted ensemble of the members' nets and the baselines, chosen on the validation parts
-    (sweeps.answer.ensemble); its forecasts are in `forecasts` as ENSEMBLE."""
+    (sweeps.answer.ensemble), whose forecasts are the answer's; None where no candidate could be weighed (the answer
+    is then the nets' mean)."""
     seconds: dict[str, float] = dataclasses.field(default_factory=dict)
     """Per member (by trial id) and baseline: what it took, a net its trial and its tasks after, a baseline its
     tasks."""
@@ -217,56 +219,64 @@ class Answer:
 
 
 def build_answer(plan: SweepPlan, results: SweepResults, tail: Tail) -> Answer:
-    """The answer of a sweep from what its tasks after the trials gave (`run_tail`)."""
+    """The answer of a sweep from what its tasks after the trials gave (`run_tail`): the ensemble of its members' nets
+    and its baselines, weighed on the validation parts (sweeps.answer.ensemble), with the nets' plain mean beside it
+    (NETS_MEAN)."""
     parts, refits = plan.parts, tail.refits
+    trial_ids = [member.trial_id for member in refits]
     members = {"validation": np.array([member.validation for member in refits])}
-    forecasts: dict[str, dict[str, np.ndarray]] = {"validation": {"answer": members["validation"].mean(axis=0)}}
-    bounds: dict[str, dict[float, tuple[np.ndarray, np.ndarray]]] = {}
-    calibration: dict[str, Any] = {}
-    calibration_points = None
+    as_trained = None
     refit: dict[str, Any] = {}
-    intervals = None
     if parts.test is not None:
-        members["test"] = np.array(present([member.as_trained for member in refits]))
-        as_trained = members["test"].mean(axis=0)
-        forecasts["test"] = {"answer": as_trained}
+        members["test"] = as_trained = np.array(present([member.as_trained for member in refits]))
         if any(tail.plan.refit_epochs) or any(member.read_from for member in refits):
             members["test"] = np.array(present([member.test for member in refits]))
-            forecasts["test"] = {"answer": members["test"].mean(axis=0), AS_TRAINED: as_trained}
             refit = refit_record(tail)
-        if plan.distribution_levels:
-            intervals = test_intervals(
-                plan,
-                members["validation"],
-                members["test"],
-                members_mean([member.fitted_before_validation for member in refits]),
-                members_mean([member.fitted_before_test for member in refits]),
-            )
-            if "unavailable" not in intervals.calibration:
-                bounds["answer"] = intervals.bounds
-            calibration = intervals.calibration
-            if plan.options.levels or plan.options.quantiles:
-                calibration_points = intervals.points
     baselines = tail.baselines
+    forecasts: dict[str, dict[str, np.ndarray]] = {
+        part_name: {NETS_MEAN: forecast.mean(axis=0)} for part_name, forecast in members.items()
+    }
     for part_name, by_name in baselines.forecasts.items():
         forecasts[part_name].update(by_name)
+    ensemble = choose_ensemble(plan, trial_ids, members, baselines.forecasts)
+    for part_name in forecasts:
+        answer = forecasts[part_name][NETS_MEAN] if ensemble is None else ensemble.forecast(part_name)
+        forecasts[part_name] = {"answer": answer, **forecasts[part_name]}
+    fell_back = dict(baselines.fell_back) | {NETS_MEAN: []}
+    if refit and as_trained is not None:
+        trained = as_trained.mean(axis=0)
+        if ensemble is not None:
+            candidates = ensemble.candidates["test"] | dict(zip(trial_ids, as_trained))
+            trained = weighted_mean(*dataclasses.replace(ensemble, candidates={"test": candidates}).members("test"))
+        forecasts["test"][AS_TRAINED], fell_back[AS_TRAINED] = trained, []
+    bounds: dict[str, dict[float, tuple[np.ndarray, np.ndarray]]] = {}
+    calibration: dict[str, Any] = {}
+    calibration_points = intervals = None
+    if parts.test is not None and plan.distribution_levels:
+        chosen, weights = answer_members(ensemble, members)
+        intervals = test_intervals(
+            plan,
+            chosen["validation"],
+            chosen["test"],
+            weights,
+            members_mean([member.fitted_before_validation for member in refits]),
+            members_mean([member.fitted_before_test for member in refits]),
+        )
+        if "unavailable" not in intervals.calibration:
+            bounds["answer"] = intervals.bounds
+        calibration = intervals.calibration
+        if plan.options.levels or plan.options.quantiles:
+            calibration_points = intervals.points
     bounds.update(baselines.bounds)
-    ensemble = choose_ensemble(plan, [member.trial_id for member in refits], members, baselines.forecasts)
-    if ensemble is not None:
-        for part_name, forecast in ensemble.forecasts.items():
-            forecasts[part_name][ENSEMBLE] = forecast
     quantiles = distributions(plan, forecasts.get("test", {}), bounds)
     bounds = asked_bounds(plan, bounds)
-    fell_back = dict(baselines.fell_back)
-    if refit:
-        fell_back[AS_TRAINED] = []
     if parts.test is not None and len(parts.test) > 1:
         combined = combinations(forecasts["test"])
         forecasts["test"].update(combined)
         if combined:
             fell_back[STATISTICAL_COMBINATION] = sorted({s for name in COMBINED for s in fell_back[name]})
     return Answer(
-        trial_ids=[member.trial_id for member in refits],
+        trial_ids=trial_ids,
         forecasts=forecasts,
         unavailable=baselines.unavailable,
         fell_back=fell_back,
@@ -281,6 +291,18 @@ def build_answer(plan: SweepPlan, results: SweepResults, tail: Tail) -> Answer:
         ensemble=ensemble,
         seconds=candidate_seconds(results, tail),
     )
+
+
+def answer_members(
+    ensemble: Ensemble | None, members: dict[str, np.ndarray]
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The answer's members' forecasts, per part (members, n), and their weights: the ensemble's chosen candidates,
+    or without an ensemble the nets, alike (`members`, per part)."""
+    if ensemble is None:
+        count = len(members["validation"])
+        return members, np.full(count, 1.0 / count)
+    weights = ensemble.members("validation")[1]
+    return {part: ensemble.members(part)[0] for part in ensemble.candidates}, weights
 
 
 def candidate_seconds(results: SweepResults, tail: Tail) -> dict[str, float]:

@@ -99,7 +99,11 @@ class BaselineForecasts:
     fell_back: dict[str, list[str]]
     """Per baseline that ran: the series it could not fit (seasonal naive's forecast stands in for them)."""
     future: dict[str, Any] = dataclasses.field(default_factory=dict)
-    """Per baseline that ran: its forecast after every series' end (forecaster.baselines.BaselineForecast, (H, S))."""
+    """Per baseline that ran: its forecast after every series' end (forecaster.baselines.BaselineForecast, (H, S)):
+    run on from its fit for the test window, or for the answer's statistical members fit on every point."""
+    read_back: bool = False
+    """Read from the sweep's folder (`saved_baselines`), where the answer's statistical members' future is their fit on
+    every point (sweeps.answer.future), not made again here."""
 
 
 def scored_parts(plan: SweepPlan) -> list[tuple[str, Panel, Panel]]:
@@ -198,7 +202,7 @@ def within_budget(fitting: PanelBaselines, plan: SweepPlan) -> PanelBaselines:
     whose = f"{100 * TIME_LIMIT_SHARE:.0f} % of --time-limit" if budget < SERIES_SECONDS else "its budget"
     parts = scored_parts(plan)
     fits = len(parts) + 1  # each part, and the run on for the future (one over a later window costs a few % of a fit)
-    horizon = max(int(part.lengths.max()) for _, _, part in parts)
+    horizon = max([plan.parts.window_size, *(int(part.lengths.max()) for name, _, part in parts if name == "test")])
     longest_series = int(plan.panel.lengths.max())
     points, notes, not_run = dict(fitting.fit_points), dict(fitting.notes), dict(fitting.not_run)
     for name, wanted in fitting.fit_points.items():
@@ -257,6 +261,57 @@ def baseline_chunk(
             found["future"] = forward_baseline(fitted, newer, future_steps, future_levels)
     except BaselineUnavailable as error:
         return {"unavailable": str(error)}
+    return found
+
+
+def future_fits(plan: SweepPlan, runner: Runner, names: list[str]) -> dict[str, Any]:
+    """The answer's statistical members (`names`) fit on every point of every series, as the saved model fits them
+    (forecaster.answer_model.StatisticalMember), each forecasting the future with its intervals at the plan's
+    future_levels: tasks chunk by chunk, as the baselines'. Per name, a forecaster.baselines.BaselineForecast of
+    (horizon, S)."""
+    from sweeps.answer.intervals import future_horizon
+
+    if not names:
+        return {}
+    series = len(plan.panel)
+    count = min(math.ceil(series / SERIES_PER_CHUNK), CHUNKS_PER_SLOT * runner.slots())
+    chunks = np.array_split(np.arange(series), max(1, count))
+    fitting = plan_baselines(plan)
+    panels = [runner.put(plan.panel.take(_mask(rows, series))) for rows in chunks]
+    handles = {
+        name: [
+            runner.submit(
+                "future",
+                f"{name}, series {rows[0] + 1}-{rows[-1] + 1}",
+                fitted_future,
+                name,
+                panel,
+                future_horizon(plan),
+                plan.future_levels,
+                fitting.mstl_seasons,
+                fitting.fit_points.get(name),
+                trains=False,
+            )
+            for rows, panel in zip(chunks, panels)
+        ]
+        for name in names
+    }
+    return {name: _joined([runner.get(handle) for handle in found]) for name, found in handles.items()}
+
+
+def fitted_future(
+    method: str,
+    panel: Panel,
+    steps: int,
+    levels: tuple[float, ...],
+    mstl_seasons: tuple[int, ...] = (),
+    points: int | None = None,
+) -> Any:
+    """One statistical member on one chunk: fit on every point of each series (its last `points`), forecasting
+    `steps` after it with its intervals at `levels`."""
+    from forecaster.baselines import fit_baseline
+
+    found, _ = fit_baseline(method, panel, steps, levels, mstl_seasons or None, points)
     return found
 
 
@@ -372,7 +427,7 @@ def saved_baselines(plan: SweepPlan, future: bool) -> BaselineForecasts | None:
                 return None
             found_future[name] = BaselineForecast(grid(name), bounds=future_bounds)
         fell_back[name] = list(recorded.get(name, {}).get("fell_back", []))
-    return BaselineForecasts(forecasts, bounds, unavailable, fell_back, found_future)
+    return BaselineForecasts(forecasts, bounds, unavailable, fell_back, found_future, read_back=True)
 
 
 def _column(frame: pd.DataFrame, column: str) -> np.ndarray:

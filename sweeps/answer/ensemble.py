@@ -1,8 +1,9 @@
-"""The ensemble of the answer's candidates, weighed where no trial was scored on the test window: the top trials'
-nets, each on its own, and every statistical baseline the sweep ran, chosen by greedy selection with replacement
-(forecaster.ensemble) on their forecasts of the validation parts, in the sweep's metric, as AutoGluon-TimeSeries
-chooses its WeightedEnsemble. Its forecast of each part is the weighted sum of its candidates' forecasts of it: on the
-test window the nets continued through the validation part and the baselines fit on every point before it.
+"""The answer: an ensemble of the sweep's candidates, weighed where no trial was scored on the test window. The
+candidates are the top trials' nets, each on its own, and every statistical baseline the sweep ran; greedy selection
+with replacement (forecaster.ensemble) weighs them on their forecasts of the validation parts (every backtest window),
+in the sweep's metric, as AutoGluon-TimeSeries chooses its WeightedEnsemble. Its forecast of each part is the weighted
+mean of its candidates' forecasts of it: on the test window, the nets continued through the validation part and the
+baselines fit on every point before it.
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ import time
 
 import numpy as np
 
+from forecaster.ensemble import weighted_mean
 from forecaster.metrics import mase_scales
 from sweeps.plan.sweep_plan import SweepPlan
 
-ENSEMBLE = "ensemble"
-"""The ensemble's column and key, beside the answer's and each baseline's."""
+NETS_MEAN = "mean of the nets"
+"""The column and key of the nets' plain mean (the answer before the ensemble), beside the answer's and each
+baseline's: what the ensemble adds to it stays in sight."""
 NET, STATISTICAL = "net", "statistical"
 
 
@@ -27,12 +30,27 @@ class Ensemble:
     then the baselines by name."""
     kinds: dict[str, str]
     """Per candidate: NET or STATISTICAL."""
-    forecasts: dict[str, np.ndarray]
-    """Per part ("validation", "test"): the ensemble's forecast of every point, flat in the part's row order."""
+    candidates: dict[str, dict[str, np.ndarray]]
+    """Per part ("validation", "test"): each candidate's forecast of every point, flat in the part's row order."""
     left_out: dict[str, str] = dataclasses.field(default_factory=dict)
     """Candidates that could not be weighed, and why."""
     seconds: float = 0.0
     """What the selection took."""
+
+    @property
+    def chosen(self) -> list[str]:
+        """The candidates of a weight above 0, in `weights`' order."""
+        return [name for name, weight in self.weights.items() if weight > 0]
+
+    def members(self, part: str) -> tuple[np.ndarray, np.ndarray]:
+        """The chosen candidates' forecasts of `part` (chosen, n) and their weights (chosen,)."""
+        chosen = self.chosen
+        forecasts = np.stack([np.asarray(self.candidates[part][name], dtype=np.float64) for name in chosen])
+        return forecasts, np.array([self.weights[name] for name in chosen])
+
+    def forecast(self, part: str) -> np.ndarray:
+        """The ensemble's forecast of `part`, flat: its chosen candidates' weighted mean."""
+        return weighted_mean(*self.members(part))
 
 
 def choose_ensemble(
@@ -48,41 +66,31 @@ def choose_ensemble(
 
     started = time.perf_counter()
     val = plan.parts.val
-    candidates = {trial_id: forecast for trial_id, forecast in zip(trial_ids, members["validation"])}
-    kinds = dict.fromkeys(trial_ids, NET)
-    for name, forecast in baselines.get("validation", {}).items():
-        candidates[name], kinds[name] = forecast, STATISTICAL
+    candidates: dict[str, dict[str, np.ndarray]] = {}
+    for part_name, forecasts in members.items():
+        candidates[part_name] = dict(zip(trial_ids, forecasts)) | baselines.get(part_name, {})
+    kinds = dict.fromkeys(trial_ids, NET) | dict.fromkeys(baselines.get("validation", {}), STATISTICAL)
+    validation = candidates["validation"]
     left_out = {
         name: "its forecast of the validation part is missing points"
-        for name, f in candidates.items()
-        if not np.isfinite(f).all()
+        for name, forecast in validation.items()
+        if not np.isfinite(forecast).all()
     }
-    weighed = [name for name in candidates if name not in left_out]
+    weighed = [name for name in validation if name not in left_out]
     if not weighed:
         return None
     found = greedy_weights(
         val.values,
-        np.stack([candidates[name] for name in weighed]),
+        np.stack([validation[name] for name in weighed]),
         val.offsets,
         plan.parts.metric,
         mase_scales(plan.parts.train),
     )
-    weights = {name: float(weight) for name, weight in zip(weighed, found)}
-    forecasts = {"validation": _weighted(weights, candidates)}
-    if plan.parts.test is not None and "test" in members:
-        tested = {trial_id: forecast for trial_id, forecast in zip(trial_ids, members["test"])}
-        tested |= baselines.get("test", {})
-        forecasts["test"] = _weighted(weights, tested)
+    weights = dict(zip(weighed, map(float, found)))
     return Ensemble(
-        {name: weights.get(name, 0.0) for name in candidates},
-        {name: kinds[name] for name in candidates},
-        forecasts,
+        {name: weights.get(name, 0.0) for name in validation},
+        {name: kinds[name] for name in validation},
+        candidates,
         left_out,
         time.perf_counter() - started,
     )
-
-
-def _weighted(weights: dict[str, float], forecasts: dict[str, np.ndarray]) -> np.ndarray:
-    """The sum of the chosen candidates' forecasts, each times its weight."""
-    chosen = [(weight, forecasts[name]) for name, weight in weights.items() if weight > 0]
-    return np.sum([weight * np.asarray(forecast, dtype=np.float64) for weight, forecast in chosen], axis=0)

@@ -13,10 +13,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from sweeps.answer import Answer, Tail
+from forecaster.baselines import MSTL
+from sweeps.answer import Answer, Tail, answer_members
+from sweeps.answer.baselines import future_fits
 from sweeps.answer.combination import COMBINATION, COMBINED
+from sweeps.answer.ensemble import STATISTICAL
 from sweeps.answer.intervals import FUTURE_METHOD, METHOD, future_errors, future_horizon, members_mean
 from sweeps.answer.refits import FutureMember, RefitMember
+from sweeps.answer.tasks import Runner
 from sweeps.plan.sweep_plan import SweepPlan
 
 if TYPE_CHECKING:
@@ -35,16 +39,22 @@ class Future:
 
 
 def future_model(plan: SweepPlan, answer: Answer, tail: Tail):
-    """The members' nets continued on every point of the plan's panel, as one model with the calibration of its
-    intervals (at any level or quantile asked of it later; by default at the sweep's levels); and how it was made."""
-    from forecaster.answer_model import AnswerModel, Calibration, SavedMember, library_versions
+    """The answer as one model: its nets continued on every point of the plan's panel, each with its weight in the
+    ensemble, and its statistical members (statsforecast fits them on the data at each forecast), with the
+    calibration of its intervals (at any level or quantile asked of it later; by default at the sweep's levels); and
+    how it was made."""
+    from forecaster.answer_model import AnswerModel, Calibration, SavedMember, StatisticalMember, library_versions
     from forecaster.intervals import conformal_quantiles
+    from sweeps.answer.baselines import plan_baselines
 
-    tested = plan.parts.test is not None
-    fitted = [member.fitted_before_test if tested else member.fitted_before_validation for member in tail.refits]
-    calibrating = answer.member_forecasts["test" if tested else "validation"]
-    errors, floor = future_errors(plan, calibrating, members_mean(fitted))
+    ensemble = answer.ensemble
+    parts, weights = answer_members(ensemble, answer.member_forecasts)
+    fitted = {"validation": members_mean([member.fitted_before_validation for member in tail.refits])}
+    if plan.parts.test is not None:
+        fitted["test"] = members_mean([member.fitted_before_test for member in tail.refits])
+    errors, floor = future_errors(plan, parts, weights, fitted)
     quantiles = conformal_quantiles(errors, plan.options.levels)
+    tested = plan.parts.test is not None
     calibration = Calibration(
         errors=errors,
         fitted_error=members_mean([member.fitted for member in tail.future]),
@@ -60,15 +70,28 @@ def future_model(plan: SweepPlan, answer: Answer, tail: Tail):
             if tested:
                 newer = "the test window" if steps else "the validation part and the test window"
             steps.append((newer, future.epochs))
-        members.append(SavedMember(future.net, future.trial_id, best.epochs, tuple(steps)))
+        weight = None if ensemble is None else ensemble.weights.get(future.trial_id, 0.0)
+        members.append(SavedMember(future.net, future.trial_id, best.epochs, tuple(steps), weight))
+    statistical = []
+    if ensemble is not None:
+        fitting = plan_baselines(plan)
+        for name in ensemble.chosen:
+            if ensemble.kinds[name] == STATISTICAL:
+                seasons = fitting.mstl_seasons if name == MSTL else ()
+                statistical.append(
+                    StatisticalMember(name, ensemble.weights[name], seasons, fitting.fit_points.get(name))
+                )
     used: list[RefitMember | FutureMember] = [*tail.refits, *tail.future]
     trained_on = sorted({member.trained_on for member in used if member.trained_on})
     seconds = [timing.seconds for timing in tail.timings if timing.kind == "future"]
-    model = AnswerModel(members, model_data(plan), calibration, library_versions() | training_versions(), trained_on)
+    model = AnswerModel(
+        members, model_data(plan), calibration, library_versions() | training_versions(), trained_on, statistical
+    )
     return model, {
         "trials": [member.trial_id for member in members],
         "best_epochs": [member.epochs for member in members],
         "continued": [[list(step) for step in member.continued] for member in members],
+        "weights": {name: weight for name, weight in (ensemble.weights if ensemble else {}).items() if weight > 0},
         "trained_on": trained_on,
         "seconds": round(max(seconds), 1) if seconds else None,
     }
@@ -120,10 +143,16 @@ def training_versions() -> dict[str, str]:
     return {name: metadata.version(name) for name in ("ray", "lightning")}
 
 
-def future_table(plan: SweepPlan, model, baselines: dict[str, Any]) -> tuple[pd.DataFrame, dict[str, Any]]:
+def future_table(
+    plan: SweepPlan, model, baselines: dict[str, Any], fitted: dict[str, Any] | None = None
+) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The model's forecast of the horizon after every series of the plan's panel, at the plan's levels and
     quantiles (those the calibration bounds), beside every baseline's (`baselines`: name ->
-    forecaster.baselines.BaselineForecast of (H, S), with its intervals at the plan's future_levels)."""
+    forecaster.baselines.BaselineForecast of (H, S), with its intervals at the plan's future_levels). `fitted`: the
+    model's statistical members' forecasts as the sweep's tasks made them, fit on every point as the model fits them
+    (sweeps.answer.baselines.future_fits); they stand for those baselines too."""
+    fitted = fitted or {}
+    baselines = baselines | fitted
     from forecaster.intervals import conformal_quantiles, level_name, quantile_column, quantile_levels, quantiles_of
 
     panel, horizon = plan.panel, future_horizon(plan)
@@ -138,7 +167,8 @@ def future_table(plan: SweepPlan, model, baselines: dict[str, Any]) -> tuple[pd.
         }
         bounded = tuple(level for level in plan.options.levels if level in finite)
         distributed = tuple(q for q in plan.options.quantiles if set(quantile_levels([q])) <= finite)
-    table = model.forecast(panel, horizon, bounded, quantiles=distributed)
+    made = {name: found.values for name, found in fitted.items()}
+    table = model.forecast(panel, horizon, bounded, quantiles=distributed, statistical_forecasts=made)
     for name, found in baselines.items():
         table[name] = found.values.T.reshape(-1)
         levels = [level for level in plan.options.levels if level in found.bounds]
@@ -154,9 +184,10 @@ def future_table(plan: SweepPlan, model, baselines: dict[str, Any]) -> tuple[pd.
     return table, record | {"series": len(panel), "rows": len(table)}
 
 
-def build_future(plan: SweepPlan, answer: Answer, tail: Tail, saved=None) -> Future:
+def build_future(plan: SweepPlan, answer: Answer, tail: Tail, runner: Runner, saved=None) -> Future:
     """The future of a sweep: its members as the tail continued them, saved as one model, or `saved`, the model the
-    sweep saved (sweeps.report), where it holds the answer's members; and its forecast beside the baselines'."""
+    sweep saved (sweeps.report), where it holds the answer's members; and its forecast beside the baselines', its
+    statistical members fit on every point by `runner`'s tasks."""
     same = saved is not None and [m.trial_id for m in saved.members] == [m.trial_id for m in tail.refits]
     if same:
         model = saved
@@ -168,5 +199,10 @@ def build_future(plan: SweepPlan, answer: Answer, tail: Tail, saved=None) -> Fut
         record |= {"trained_on": saved.trained_on, "seconds": None, "read_from": "the model the sweep saved"}
     else:
         model, record = future_model(plan, answer, tail)
-    table, made = future_table(plan, model, tail.baselines.future)
+    names = [member.name for member in model.statistical]
+    if same and tail.baselines.read_back and all(name in tail.baselines.future for name in names):
+        fitted = {name: tail.baselines.future[name] for name in names}  # as future.parquet holds them: no fit again
+    else:
+        fitted = future_fits(plan, runner, names)
+    table, made = future_table(plan, model, tail.baselines.future, fitted)
     return Future(model, table, record | made)

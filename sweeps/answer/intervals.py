@@ -1,16 +1,17 @@
 """The answer's prediction intervals (--levels), by conformal calibration on forecasts that already exist
-(forecaster.intervals): no model is trained for them.
+(forecaster.intervals): no model is trained for them. The answer is the ensemble's weighted mean of its members (nets
+and baselines: sweeps.answer.ensemble).
 
-- On the test window: the members' mean forecast of the validation part (the trials' nets, from the end of training:
-  what the refit answer does one part later, from the end of what it learnt) gives, per step ahead, the absolute
-  errors that calibrate. Each is divided by its series' scale over the points before the validation part (with the
-  trials' nets' own error on the last horizon they trained on) and by its point's unit (the members' spread there
-  plus a floor: forecaster.intervals.spread_units); the test window's half-widths are those quantiles times each
-  series' scale over the points before the test window (with the refit nets' error on theirs) and each test point's
-  unit (the refit members' spread there plus the same floor).
-- For the future (the saved model): the test window's errors of the answer that forecast it, in the same scales and
-  units as the test window's bounds: made as the future is, by nets continued through the part before the one they
-  forecast. Without a test window, the validation part's errors.
+- On the test window: the answer's forecast of every backtest window of the validation part (the trials' nets from
+  the end of training, the baselines fit on the training part: what the answer does one part later) gives, per step
+  ahead, the absolute errors that calibrate, each window's beside the others'. Each is divided by its series' scale
+  over the points before the validation part (with the trials' nets' own error on the last horizon they trained on)
+  and by its point's unit (the members' spread there plus a floor: forecaster.intervals.spread_units); the test
+  window's half-widths are those quantiles times each series' scale over the points before the test window (with the
+  refit nets' error on theirs) and each test point's unit (the members' spread there plus the same floor).
+- For the future (the saved model): the answer's errors on the test window, made as the future is (nets continued
+  through the part before it, baselines fit on every point before it), beside those of the backtest windows, in the
+  test window's floor. Without a test window, the backtest windows' alone.
 
 docs/design-notes.md, "The work after the trials", compares this calibration with the one before it (two
 configurations trained again from scratch to forecast the last horizon of the training part) on inner windows.
@@ -25,22 +26,24 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from forecaster.ensemble import weighted_mean
 from forecaster.intervals import SPREAD_WEIGHT
 from forecaster.panel import Panel
 from sweeps.plan.sweep_plan import SweepPlan
 
 SCALES = (
     "each series' scale the geometric mean of its MASE scale, the same over its last horizon, and the nets' error on "
-    f"the last horizon they trained on; each point's unit the members' spread there plus {SPREAD_WEIGHT:g} times their "
-    "median spread over the calibration's points"
+    "the last horizon they trained on; each point's unit the ensemble's members' spread there plus "
+    f"{SPREAD_WEIGHT:g} times their median spread over the calibration's points"
 )
 METHOD = (
-    "conformal on the members' errors one part before (the validation part's, forecast by the trials' nets from the "
-    f"end of training), {SCALES}"
+    "conformal on the answer's errors one part before (every backtest window of the validation part, forecast by the "
+    f"trials' nets from the end of training and the baselines fit on the training part), {SCALES}"
 )
 FUTURE_METHOD = (
     "conformal on the answer's errors on the test window (forecast by its nets continued through the validation "
-    f"part, as the saved model's are through the test window), {SCALES}"
+    "part and its baselines fit on every point before it, as the saved model's future is) and on every backtest "
+    f"window of the validation part, {SCALES}"
 )
 
 
@@ -71,16 +74,25 @@ class ScaledErrors:
     """What each point's unit adds to its spread (forecaster.intervals.spread_floor)."""
 
 
-def scaled_errors(history: Panel, part: Panel, members: np.ndarray, fitted: np.ndarray, horizon: int) -> ScaledErrors:
-    """The absolute errors of the members' mean forecast of `part` (`members`: (members, n), each flat in the part's
-    row order), each divided by its series' scale over `history` (the points before `part`; `fitted`, the nets'
-    error on its last horizon) and by its point's unit (forecaster.intervals.spread_units)."""
+def scaled_errors(
+    history: Panel,
+    part: Panel,
+    members: np.ndarray,
+    weights: np.ndarray,
+    fitted: np.ndarray,
+    horizon: int,
+    floor: float | None = None,
+) -> ScaledErrors:
+    """The absolute errors of the members' weighted mean forecast of `part` (`members`: (members, n), each flat in
+    the part's row order; `weights`, (members,)), each divided by its series' scale over `history` (the points before
+    `part`; `fitted`, the nets' error on its last horizon) and by its point's unit (forecaster.intervals.spread_units:
+    the members' spread there, plus `floor`, by default spread_floor's of this part)."""
     from forecaster.intervals import interval_scales, member_spread, spread_floor, spread_units
 
     scale = interval_scales(history, horizon, fitted)
     spread = member_spread(np.stack([grid(part, forecast) for forecast in members]), scale)
-    floor = spread_floor(spread)
-    forecast = np.mean(members, axis=0)
+    floor = spread_floor(spread) if floor is None else floor
+    forecast = weighted_mean(members, weights)
     errors = grid(part, np.abs(part.values - forecast)) / scale[None, :] / spread_units(spread, floor)
     return ScaledErrors(errors, scale, spread, floor)
 
@@ -104,13 +116,15 @@ def test_intervals(
     plan: SweepPlan,
     validation_members: np.ndarray,
     test_members: np.ndarray,
+    weights: np.ndarray,
     fitted_before_validation: np.ndarray,
     fitted_before_test: np.ndarray,
 ) -> AnswerIntervals:
-    """The intervals at the plan's distribution_levels around the answer's test forecast (the mean of `test_members`,
-    (members, n): each member's forecast of the test part), calibrated on the errors of the members' mean forecast of
-    the validation part (`validation_members`, the trials' nets'); `fitted_before_*`, the nets' errors on the last
-    horizon they trained on before each part (forecaster.intervals.fitted_error)."""
+    """The intervals at the plan's distribution_levels around the answer's test forecast (the weighted mean of
+    `test_members`, (members, n): each member's forecast of the test part; `weights`, (members,)), calibrated on the
+    errors of the answer's forecast of the validation part, every backtest window's (`validation_members`: the
+    trials' nets from the end of training, the baselines fit on the training part); `fitted_before_*`, the nets'
+    errors on the last horizon they trained on before each part (forecaster.intervals.fitted_error)."""
     from forecaster.intervals import (
         POOLED_BELOW,
         bands,
@@ -123,14 +137,15 @@ def test_intervals(
     train, val, seen, test = plan.parts.train, plan.parts.val, plan.parts.seen, plan.parts.test
     assert test is not None, "the answer's intervals bound its test window"
     horizon = int(test.lengths.max())
-    found = scaled_errors(train, val, validation_members, fitted_before_validation, horizon)
+    found = scaled_errors(train, val, validation_members, weights, fitted_before_validation, horizon)
     errors = reach(side_by_side(found.errors, plan.parts.windows), horizon)
     quantiles = conformal_quantiles(errors, plan.distribution_levels)
     unbounded = [level for level, half in quantiles.items() if not np.isfinite(half).all()]
     calibration = {
         "method": METHOD,
         "members": len(validation_members),
-        "calibration_series": int(np.isfinite(errors).any(axis=0).sum()),
+        "calibration_series": int(np.isfinite(errors).any(axis=0).sum()) // plan.parts.windows,
+        "windows": plan.parts.windows,
         "series": len(test),
         "horizon": horizon,
         "calibration_errors": int(np.isfinite(errors).sum()),
@@ -141,7 +156,7 @@ def test_intervals(
     points = val.to_frame()
     points["step"] = val.positions % plan.parts.window_size + 1
     points["window"] = val.positions // plan.parts.window_size + 1
-    points["forecast"] = np.mean(validation_members, axis=0)
+    points["forecast"] = weighted_mean(validation_members, weights)
     points["scale"] = np.repeat(found.scale, val.lengths)
     points["unit"] = spread_units(found.spread, found.floor)[val.cells]
     bounded = {level: half for level, half in quantiles.items() if level not in unbounded}
@@ -149,7 +164,7 @@ def test_intervals(
     scale = interval_scales(seen, horizon, fitted_before_test)
     ahead = np.stack([grid(test, forecast) for forecast in test_members])
     units = spread_units(member_spread(ahead, scale), found.floor)
-    forecast = grid(test, np.mean(test_members, axis=0))
+    forecast = grid(test, weighted_mean(test_members, weights))
     widths = bands(forecast, scale, bounded, floor=np.where(lowest >= 0, 0.0, -np.inf), units=units)
     return AnswerIntervals(
         {level: (lower[test.cells], upper[test.cells]) for level, (lower, upper) in widths.items()},
@@ -176,16 +191,23 @@ def reach(errors: np.ndarray, horizon: int) -> np.ndarray:
     return np.concatenate([errors, np.repeat(errors[-1:], horizon - len(errors), axis=0)])
 
 
-def future_errors(plan: SweepPlan, members: np.ndarray, fitted: np.ndarray) -> tuple[np.ndarray, float]:
+def future_errors(
+    plan: SweepPlan, members: dict[str, np.ndarray], weights: np.ndarray, fitted: dict[str, np.ndarray]
+) -> tuple[np.ndarray, float]:
     """The scaled errors (horizon, n) the saved model's intervals come from, over at least the future's horizon, and
-    the floor of its units (forecaster.intervals.spread_floor): those of the answer's forecast of the test window (of
-    the validation part without one), `members` (members, n) each member's forecast of it, with `fitted`, its nets'
-    error on the last horizon before it."""
-    parts = plan.parts
-    history, part = (parts.seen, parts.test) if parts.test is not None else (parts.train, parts.val)
-    found = scaled_errors(history, part, members, fitted, future_horizon(plan))
-    windows = 1 if parts.test is not None else parts.windows
-    return reach(side_by_side(found.errors, windows), future_horizon(plan)), found.floor
+    the floor of its units (forecaster.intervals.spread_floor): those of the answer's forecasts of the test window
+    (made as the future is, by nets continued through the part before it) and of every backtest window of the
+    validation part, side by side. `members`, per part, each member's forecast of it (members, n), of `weights`;
+    `fitted`, per part, the nets' error on the last horizon before it."""
+    parts, horizon = plan.parts, future_horizon(plan)
+    found, floor = [], None
+    if parts.test is not None:
+        test = scaled_errors(parts.seen, parts.test, members["test"], weights, fitted["test"], horizon)
+        found.append(reach(test.errors, horizon))
+        floor = test.floor
+    val = scaled_errors(parts.train, parts.val, members["validation"], weights, fitted["validation"], horizon, floor)
+    found.append(reach(side_by_side(val.errors, parts.windows), horizon))
+    return np.concatenate(found, axis=1), val.floor
 
 
 def future_horizon(plan: SweepPlan) -> int:

@@ -6,6 +6,7 @@ on which the answer (and the combination) beats it; and the intervals' coverage,
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ from forecaster.panel import Panel
 from sweeps.answer import Answer
 from sweeps.answer.baselines import plan_baselines
 from sweeps.answer.combination import COMBINATION, COMBINED
-from sweeps.answer.ensemble import ENSEMBLE
+from sweeps.answer.ensemble import NETS_MEAN
 from sweeps.answer.intervals import grid
 from sweeps.plan.sweep_plan import SweepPlan
 
@@ -92,7 +93,7 @@ def scores(answer: Answer, plan: SweepPlan) -> dict[str, Any]:
         return {metric: share_beaten(ours[metric], theirs[metric]) for metric in METRICS}
 
     ours = judged_scores("answer")
-    names = [name for name in answer.forecasts[judged] if name not in ("answer", COMBINATION, ENSEMBLE)]
+    names = sorted((name for name in answer.forecasts[judged] if name not in ("answer", COMBINATION)), key=_order)
     notes = plan_baselines(plan).notes
     baselines: dict[str, Any] = {
         name: flat(name)
@@ -101,7 +102,7 @@ def scores(answer: Answer, plan: SweepPlan) -> dict[str, Any]:
         for name in names
     }
     baselines.update({name: {"unavailable": why} for name, why in answer.unavailable.items()})
-    extra = {}
+    extra: dict[str, Any] = {}
     if COMBINATION in answer.forecasts[judged]:
         combined = judged_scores(COMBINATION)
         extra[COMBINATION] = (
@@ -110,11 +111,7 @@ def scores(answer: Answer, plan: SweepPlan) -> dict[str, Any]:
             | {f"{judged}_beats": {name: shares(combined, name) for name in ["answer", *names]}}
         )
     if answer.ensemble is not None:
-        extra[ENSEMBLE] = (
-            {"weights": answer.ensemble.weights, "left_out": answer.ensemble.left_out}
-            | flat(ENSEMBLE)
-            | {f"{judged}_beats": {name: shares(judged_scores(ENSEMBLE), name) for name in ["answer", *names]}}
-        )
+        extra["ensemble"] = {"weights": answer.ensemble.weights, "left_out": answer.ensemble.left_out}
         extra["leaderboard"] = leaderboard(answer, plan, flat)
     if answer.bounds:
         extra["intervals"] = interval_scores(answer, plan)
@@ -136,22 +133,22 @@ def scores(answer: Answer, plan: SweepPlan) -> dict[str, Any]:
     }
 
 
-NETS_MEAN = "mean of the nets (the answer)"
-"""The leaderboard's row of the answer: the plain mean of the members' nets, beside the ensemble."""
+ANSWER_ROW = "answer (the ensemble)"
+"""The leaderboard's row of the answer."""
 
 
 def leaderboard(answer: Answer, plan: SweepPlan, flat: Any) -> list[dict[str, Any]]:
     """JSON-ready, as AutoGluon-TimeSeries' `leaderboard()`: one row per candidate of the ensemble (each member's net,
-    each baseline that ran), the nets' plain mean (the answer) and the ensemble, best on the validation parts first:
-    the sweep's metric there and on the test window, the weight in the ensemble, and the seconds it took (for the
-    ensemble, its selection)."""
+    each baseline that ran), the nets' plain mean and the answer, best on the validation parts first: the sweep's
+    metric there (the mean over series of every window's points) and on the test window, the weight in the ensemble,
+    and the seconds it took (for the answer, its selection)."""
     ensemble = answer.ensemble
     assert ensemble is not None, "a leaderboard ranks the ensemble's candidates"
     metric = plan.sweep.metric
     parts = plan.parts
     rows = []
     for index, trial_id in enumerate(answer.trial_ids):
-        row = {"model": trial_id, "kind": "net"}
+        row: dict[str, Any] = {"model": trial_id, "kind": "net"}
         for part_name, part, history in (("validation", parts.val, parts.train), ("test", parts.test, parts.seen)):
             forecasts = answer.member_forecasts.get(part_name)
             row[f"{part_name}_{metric}"] = (
@@ -159,24 +156,20 @@ def leaderboard(answer: Answer, plan: SweepPlan, flat: Any) -> list[dict[str, An
                 if part is None or forecasts is None
                 else mean(pd.Series(part_scores(part, forecasts[index], mase_scales(history))[metric]))
             )
-        rows.append(row)
-    for name, kind in ensemble.kinds.items():
-        if kind != "net":
-            scored = flat(name)
-            rows.append({"model": name, "kind": kind} | {f"{p}_{metric}": scored[f"{p}_{metric}"] for p in PARTS})
-    for name, kind in ((NETS_MEAN, "mean"), (ENSEMBLE, "ensemble")):
-        scored = flat("answer" if name == NETS_MEAN else name)
-        rows.append({"model": name, "kind": kind} | {f"{p}_{metric}": scored[f"{p}_{metric}"] for p in PARTS})
+        rows.append(row | {"weight": ensemble.weights.get(trial_id, 0.0), "seconds": answer.seconds.get(trial_id)})
+    named = [(name, kind, ensemble.weights.get(name, 0.0)) for name, kind in ensemble.kinds.items() if kind != "net"]
+    for name, kind, weight in [*named, (NETS_MEAN, "mean", None), (ANSWER_ROW, "ensemble", 1.0)]:
+        scored = flat("answer" if name == ANSWER_ROW else name)
+        seconds = ensemble.seconds if name == ANSWER_ROW else answer.seconds.get(name)
+        rows.append(
+            {"model": name, "kind": kind}
+            | {f"{part}_{metric}": scored[f"{part}_{metric}"] for part in PARTS}
+            | {"weight": weight, "seconds": seconds}
+        )
     for row in rows:
-        name = row["model"]
-        row["weight"] = 1.0 if name == ENSEMBLE else ensemble.weights.get(name, 0.0 if name != NETS_MEAN else None)
-        row["seconds"] = round(ensemble.seconds if name == ENSEMBLE else answer.seconds.get(name, np.nan), 1)
-    rows = [
-        {key: (None if isinstance(value, float) and np.isnan(value) else value) for key, value in row.items()}
-        for row in rows
-    ]
+        row["seconds"] = None if row["seconds"] is None else round(row["seconds"], 1)
     key = f"validation_{metric}"
-    return sorted(rows, key=lambda row: np.inf if row[key] is None else row[key])
+    return sorted(rows, key=lambda row: math.inf if row[key] is None else row[key])
 
 
 def interval_scores(answer: Answer, plan: SweepPlan) -> dict[str, Any]:

@@ -12,7 +12,6 @@ from typing import Any
 
 from forecaster.metrics import METRIC_LABELS, METRIC_NAMES, format_score
 from sweeps.answer.combination import COMBINATION, COMBINED
-from sweeps.answer.ensemble import ENSEMBLE
 from sweeps.answer.members import FAR_BEHIND
 from sweeps.answer.refits import AS_TRAINED
 from sweeps.plan.sweep_plan import SweepPlan
@@ -108,9 +107,11 @@ def _describe_intervals(intervals: dict[str, Any] | None) -> list[str]:
         lines.append(f"  the answer's: none, {calibration['unavailable']}")
     elif calibration:
         pooled = ", every step's pooled" if calibration["steps_pooled"] else ""
+        windows = calibration.get("windows", 1)
+        over = f" over {windows} windows" if windows > 1 else ""
         lines.append(
-            f"  the answer's: conformal, on the validation errors of its {calibration['members']} trials' nets "
-            f"({calibration['calibration_errors']} errors of {calibration['calibration_series']} series{pooled}), in "
+            f"  the answer's: conformal, on its validation errors ({calibration['calibration_errors']} errors of "
+            f"{calibration['calibration_series']} series{over}{pooled}, its {calibration['members']} members'), in "
             f"each series' scale{', wider where the members disagree' if calibration.get('spread_floor') else ''}; "
             "no model trained for them"
         )
@@ -146,22 +147,28 @@ def _describe_refit(scores: dict[str, Any]) -> list[str]:
 def _where(plan: SweepPlan, scores: dict[str, Any]) -> tuple[str, str]:
     """How the summary names the validation part and the test window."""
     if plan.sweep.horizon:
-        h = plan.sweep.horizon
-        return f"the {h} points before the test window", f"the last {h} points"
+        h, windows = plan.sweep.horizon, plan.sweep.val_windows
+        before = f"{windows} backtest windows of {h} points" if windows > 1 else f"the {h} points"
+        return f"{before} before the test window", f"the last {h} points"
     return f"{scores['validation_points']} points after {plan.sweep.split_after}", (
         f"{scores['test_points']} points after {scores['test_after']}"
     )
 
 
-def _who(k: int, plan: SweepPlan) -> str:
-    """What the answer is, in words."""
+def _who(k: int, plan: SweepPlan, scores: dict[str, Any]) -> str:
+    """What the answer is, in words: the ensemble and its weights, or the mean of the nets."""
+    last = " (ranked on their last epoch's validation)" if plan.sweep.answer_scope == "last" else ""
+    weights = scores.get("ensemble", {}).get("weights")
+    if weights:
+        chosen = sorted(((weight, name) for name, weight in weights.items() if weight > 0), reverse=True)
+        named = " + ".join(f"{weight:.2f} {name}" for weight, name in chosen)
+        return f"the ensemble of the top {k} trials' best models{last} and the baselines ({named})"
     if k == 1:
         return (
             "the best trial's model"
             if plan.sweep.answer_scope == "all"
             else "the model of the best trial by its last epoch"
         )
-    last = " (ranked on their last epoch's validation)" if plan.sweep.answer_scope == "last" else ""
     return f"the mean forecast of the top {k} trials' best models{last}"
 
 
@@ -180,7 +187,7 @@ def _describe_one(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
     """One series, in the sweep's ranking metric: the answer on both parts, and each baseline's margin (the answer
     before a refit forecasts the test window only)."""
     k = len(scores["trials"])
-    who = _who(k, plan)
+    who = _who(k, plan, scores)
     metric = scores["metric"]
     has_test = scores[f"test_{metric}"] is not None
     validation, test = _where(plan, scores)
@@ -229,7 +236,7 @@ def _fit_notes(scores: dict[str, Any]) -> list[str]:
 
 def _describe_panel(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
     k = len(scores["trials"])
-    who = _who(k, plan)
+    who = _who(k, plan, scores)
     validation, test = _where(plan, scores)
     has_test = scores["test_smape"] is not None
     judged = "test" if has_test else "validation"
@@ -254,12 +261,9 @@ def _describe_panel(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
         row = "".join(cell(scores[f"{part}_{name}"], name) for name in ("smape", "mase", "mape"))
         lines.append(f"  {'answer, ' + part:<38}{row}")
     lines += _describe_refit(scores)
-    for name in (ENSEMBLE, COMBINATION):
-        if name in scores:
-            row = "".join(
-                cell(scores[name][f"{judged}_{metric_name}"], metric_name) for metric_name in ("smape", "mase", "mape")
-            )
-            lines.append(f"  {name + ', ' + judged:<38}{row}")
+    if COMBINATION in scores:
+        row = "".join(cell(scores[COMBINATION][f"{judged}_{name}"], name) for name in ("smape", "mase", "mape"))
+        lines.append(f"  {'combination, ' + judged:<38}{row}")
     for name, baseline in scores["baselines"].items():
         if "unavailable" in baseline:
             lines.append(f"  {name:<15} not run: {baseline['unavailable']}")

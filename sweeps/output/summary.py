@@ -197,6 +197,9 @@ def future_lines(plan: SweepPlan, future: Future) -> list[str]:
             f"({', '.join(map(str, last))} epochs"
             + (f"; {record['seconds']:.1f} s on {', '.join(record['trained_on'])})" if record["seconds"] else ")")
         )
+    statistical = [member.name for member in future.model.statistical]
+    if statistical:
+        lines.append(f"  and its statistical members fit on every point: {', '.join(statistical)}")
     unavailable = record.get("calibration", {}).get("unavailable")
     if plan.options.levels and not record["levels"]:
         lines.append(f"  the answer without bounds: {unavailable or 'its saved model holds no calibration'}")

@@ -406,7 +406,8 @@ def windows_held(panel: Panel, horizon: int) -> np.ndarray:
     validation part a horizon cut always had)."""
     least = 2 * max(horizon, panel.season)
     seen = panel.lengths - horizon
-    return np.maximum(1, (seen - least) // horizon)
+    held: np.ndarray = np.maximum(1, (seen - least) // horizon)
+    return held
 
 
 def _windows(panel: Panel, horizon: int, asked: int | None) -> int:
