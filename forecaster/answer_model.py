@@ -1,11 +1,12 @@
 """`AnswerModel`: a sweep's answer as one model a user keeps, loads and forecasts with again next month.
 
 It holds the answer's members with their weights in its ensemble: nets (each a trained `RNNNet`: its configuration,
-its weights, and what its transforms learnt per series: scalers, seasonal indices and shifts, which series it logs) and
-statistical models (their names and settings: statsforecast fits them on each series of the data at each forecast, as
-the sweep fit them on its data); the interval calibration (the scaled errors of forecasts made as the answer makes
-them, on points that ranked no trial: forecaster.intervals), and the data's description (its columns, frequency,
-season, horizon and the series it trained on).
+its weights, and what its transforms learnt per series: scalers, seasonal indices and shifts, which series it logs)
+and statistical models (their names and settings: statsforecast fits them on each series of the data at each
+forecast, but its last horizon, and runs them on over it, as the sweep fit them before its test window); the interval
+calibration (the scaled errors of forecasts made as the answer makes them, on points that ranked no trial:
+forecaster.intervals), and the data's description (its columns, frequency, season, horizon and the series it trained
+on).
 
     model = AnswerModel.load("results/panel-20261128-101500/model")
     future = model.forecast(newer_frame, h=12, levels=[80, 95])   # unique_id, ds, answer, answer-lo-95, ...
@@ -111,12 +112,20 @@ class StatisticalMember:
     """MSTL's seasons (empty: the data's)."""
     points: int | None = None
     """Each series' last points it is fit on (None: as many as its seasons need, forecaster.baselines.fit_points)."""
+    lag: int = 0
+    """Each series' last `lag` points are left out of its fit and run on after it without fitting again
+    (statsforecast's forward), as the sweep's baselines were fit before its test window and run on for the future;
+    0: fit on every point."""
 
     def forecast(self, panel: Panel, steps: int) -> np.ndarray:
-        """(steps, S): its forecast after the end of every series of `panel`, fit on each."""
-        from forecaster.baselines import fit_baseline
+        """(steps, S): its forecast after the end of every series of `panel`, fit on each (but its last `lag`
+        points, then run on over them)."""
+        from forecaster.baselines import fit_baseline, forward_baseline
 
-        found, _ = fit_baseline(self.name, panel, steps, (), self.seasons or None, self.points)
+        history = panel.split_at(np.maximum(panel.lengths - self.lag, 0))[0] if self.lag else panel
+        found, fitted = fit_baseline(self.name, history, steps, (), self.seasons or None, self.points)
+        if self.lag:
+            found = forward_baseline(fitted, panel, steps)
         values: np.ndarray = found.values
         return values
 
@@ -569,7 +578,9 @@ class AnswerModel:
                 )
             )
         statistical = [
-            StatisticalMember(m["name"], float(m["weight"]), tuple(m.get("seasons", ())), m.get("points"))
+            StatisticalMember(
+                m["name"], float(m["weight"]), tuple(m.get("seasons", ())), m.get("points"), int(m.get("lag", 0))
+            )
             for m in record.get("statistical", [])
         ]
         calibration = None

@@ -74,13 +74,12 @@ def future_model(plan: SweepPlan, answer: Answer, tail: Tail):
         members.append(SavedMember(future.net, future.trial_id, best.epochs, tuple(steps), weight))
     statistical = []
     if ensemble is not None:
-        fitting = plan_baselines(plan)
+        fitting, lag = plan_baselines(plan), run_on(plan)
         for name in ensemble.chosen:
             if ensemble.kinds[name] == STATISTICAL:
                 seasons = fitting.mstl_seasons if name == MSTL else ()
-                statistical.append(
-                    StatisticalMember(name, ensemble.weights[name], seasons, fitting.fit_points.get(name))
-                )
+                points = fitting.fit_points.get(name)
+                statistical.append(StatisticalMember(name, ensemble.weights[name], seasons, points, lag))
     used: list[RefitMember | FutureMember] = [*tail.refits, *tail.future]
     trained_on = sorted({member.trained_on for member in used if member.trained_on})
     seconds = [timing.seconds for timing in tail.timings if timing.kind == "future"]
@@ -95,6 +94,18 @@ def future_model(plan: SweepPlan, answer: Answer, tail: Tail):
         "trained_on": trained_on,
         "seconds": round(max(seconds), 1) if seconds else None,
     }
+
+
+def run_on(plan: SweepPlan) -> int:
+    """The points at each series' end that the saved model's statistical members run on over after their fit: those
+    the sweep's baselines ran on over for the future (forecaster.answer_model.StatisticalMember.lag), so that their
+    future, which the baselines' tasks made, is the saved model's. The test window of a horizon cut (without one, its
+    validation part); 0 where series are cut by dates, each at its own point: the members are then fit on every
+    point, for the future by tasks of their own (sweeps.answer.baselines.future_fits)."""
+    cut = plan.parts.cut
+    if cut.val_size is None:
+        return 0
+    return cut.test_size if plan.parts.test is not None else cut.val_size
 
 
 def test_model(plan: SweepPlan, tail: Tail):
@@ -200,8 +211,9 @@ def build_future(plan: SweepPlan, answer: Answer, tail: Tail, runner: Runner, sa
     else:
         model, record = future_model(plan, answer, tail)
     names = [member.name for member in model.statistical]
-    if same and tail.baselines.read_back and all(name in tail.baselines.future for name in names):
-        fitted = {name: tail.baselines.future[name] for name in names}  # as future.parquet holds them: no fit again
+    made = all(name in tail.baselines.future for name in names)
+    if made and (all(member.lag for member in model.statistical) or (same and tail.baselines.read_back)):
+        fitted = {name: tail.baselines.future[name] for name in names}  # the baselines' own future: no fit again
     else:
         fitted = future_fits(plan, runner, names)
     table, made = future_table(plan, model, tail.baselines.future, fitted)
