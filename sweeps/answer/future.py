@@ -211,8 +211,8 @@ def build_future(plan: SweepPlan, answer: Answer, tail: Tail, runner: Runner, sa
     else:
         model, record = future_model(plan, answer, tail)
     names = [member.name for member in model.statistical]
-    made = all(name in tail.baselines.future for name in names)
-    if made and (all(member.lag for member in model.statistical) or (same and tail.baselines.read_back)):
+    ready = all(name in tail.baselines.future for name in names)
+    if ready and (all(member.lag for member in model.statistical) or (same and tail.baselines.read_back)):
         fitted = {name: tail.baselines.future[name] for name in names}  # the baselines' own future: no fit again
     else:
         fitted = future_fits(plan, runner, names)
