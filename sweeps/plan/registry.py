@@ -70,7 +70,8 @@ class Sweep:
     """With a horizon: the backtest windows, a horizon each, that the validation part is cut into, stepping back from
     the test window (forecaster.parts.Cut.windows). A plan sets it from --val-windows or by `default_windows`."""
     answer_top_k: int = 1
-    """The sweep's answer: the mean forecast of the best models of its top k trials (1: the best trial's)."""
+    """The sweep's answer: an ensemble of the best models of its top k trials and the baselines
+    (sweeps.answer.ensemble)."""
     answer_scope: str = "all"
     """What ranks the trials for the answer, as Ray Tune's `get_best_trial(scope=...)`: "all", each trial's best
     validation score over its epochs; "last", its last epoch's, which does not reward a trial whose validation dipped
@@ -125,8 +126,8 @@ SWEEPS: dict[str, Sweep] = {
             name="air_rnn",
             purpose=(
                 "Find the RNN, LSTM or GRU forecasters with the lowest validation MAPE on the monthly Air "
-                "Passengers series (23 validation months after 1959-01); the answer is the mean forecast of the "
-                "top 10."
+                "Passengers series (23 validation months after 1959-01); the answer is an ensemble of the top 10 "
+                "and the statistical baselines, weighed on the validation months."
             ),
             space={
                 "model": Choice("RNN", "LSTM", "GRU"),
@@ -168,8 +169,9 @@ SWEEPS: dict[str, Sweep] = {
             name="m3_monthly",
             purpose=(
                 "One global RNN for the 1,428 monthly series of the M3 competition, ranked by validation sMAPE on the "
-                "18 points before each series' official hold-out; the answer (the mean forecast of the top trials) "
-                "is scored on the hold-out beside seasonal naive, AutoETS, Theta (the M3 winner) and AutoCES."
+                "18 points before each series' official hold-out; the answer (an ensemble of the top trials and the "
+                "baselines, weighed on those points) is scored on the hold-out beside seasonal naive, AutoETS, Theta "
+                "(the M3 winner) and AutoCES."
             ),
             space={
                 "model": Choice("GRU", "LSTM"),
@@ -208,9 +210,10 @@ SWEEPS: dict[str, Sweep] = {
                 "One global RNN for any panel (--data FILE --horizon H, or a built-in panel): three shapes of model "
                 "(recurrent, direct, and the hybrid with exponential smoothing), a third of the trials each, with "
                 "lookbacks in horizons, ranked by validation sMAPE (MASE where a value is "
-                "below 0) on the H points before each series' test window; the answer (the mean forecast of the top "
-                "trials by their last epoch's validation, refit through the validation part) is scored on the test "
-                "window beside seasonal naive, AutoETS, Theta and AutoCES."
+                "below 0) on backtest windows of H points before each series' test window; the answer (an ensemble "
+                "of the top trials by their last epoch's validation, refit through the validation part, and the "
+                "baselines, weighed on the windows) is scored on the test window beside seasonal naive, AutoETS, "
+                "Theta and AutoCES."
             ),
             space={
                 # Taken in turn, a third of the trials each: which shape wins differs by panel, and a random draw of a
