@@ -57,8 +57,11 @@ from forecaster.transforms import MinMaxScaler, TargetTransform
 
 MODEL_FILE = "model.json"
 TENSORS_FILE = "tensors.pt"
-FORMAT = 1
-"""The layout of the two files; a later layout says what it cannot read."""
+FORMAT = 2
+"""The layout of the two files; a later layout says what it cannot read. 2 (2026-12-06): the nets' weights and the
+statistical members, which format 1's readers would ignore."""
+READS = (1, 2)
+"""The layouts this version reads: format 1's answer is its nets' mean."""
 ANSWER = "answer"
 """The forecast's column, as statsforecast names a model's: answer, answer-lo-80, answer-hi-80."""
 
@@ -120,10 +123,17 @@ class StatisticalMember:
     def forecast(self, panel: Panel, steps: int) -> np.ndarray:
         """(steps, S): its forecast after the end of every series of `panel`, fit on each (but its last `lag`
         points, then run on over them)."""
-        from forecaster.baselines import fit_baseline, forward_baseline
+        from forecaster.baselines import BaselineUnavailable, fit_baseline, forward_baseline, seasonal_naive
 
         history = panel.split_at(np.maximum(panel.lengths - self.lag, 0))[0] if self.lag else panel
-        found, fitted = fit_baseline(self.name, history, steps, (), self.seasons or None, self.points)
+        try:
+            found, fitted = fit_baseline(self.name, history, steps, (), self.seasons or None, self.points)
+        except BaselineUnavailable:  # one series it cannot fit: seasonal naive stands in, as in a panel
+            return seasonal_naive(panel, steps)
+        except ImportError:
+            raise SeriesError(
+                f"the model's statistical member {self.name} needs statsforecast: pip install -e '.[baselines]'"
+            ) from None
         if self.lag:
             found = forward_baseline(fitted, panel, steps)
         values: np.ndarray = found.values
@@ -546,9 +556,10 @@ class AnswerModel:
     def from_files(cls, read: Callable[[str], bytes], where: str = "the model") -> AnswerModel:
         """The model from its two files, `read(name)` giving each one's bytes."""
         record = json.loads(read(MODEL_FILE))
-        if record.get("format") != FORMAT:
+        if record.get("format") not in READS:
             raise ValueError(
-                f"{where}: saved in format {record.get('format')!r}; this version reads format {FORMAT}: load it "
+                f"{where}: saved in format {record.get('format')!r}; this version reads formats "
+                f"{', '.join(map(str, READS))}: load it "
                 "with the version that saved it (its model.json says which)"
             )
         tensors = torch.load(io.BytesIO(read(TENSORS_FILE)), map_location="cpu", weights_only=True)

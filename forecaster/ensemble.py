@@ -53,7 +53,7 @@ def greedy_weights(
     defined = np.isfinite(series_errors(actual, actual[None, :] + 1.0, offsets, metric, scales)[0])
     counts = np.zeros(len(candidates))
     total = np.zeros(candidates.shape[1])
-    best, weights = np.inf, counts
+    best, weights = np.inf, np.full(len(candidates), 1.0 / len(candidates))  # no step finite: every one alike
     for step in range(1, steps + 1):
         mixed = (total[None, :] + candidates) / step
         errors = series_errors(actual, mixed, offsets, metric, scales)[:, defined].mean(axis=1)

@@ -159,6 +159,10 @@ def test_more_backtest_windows_than_the_shortest_series_holds_exit_2_naming_it(t
     assert "--val-windows 3: series 'south' (46 points) holds at most 2 backtest window(s) of 6 points" in error
     assert "give --val-windows 2 or fewer" in error
     assert not ray.is_initialized() and not list(tmp_path.glob("panel-*"))
+    # air_rnn scores 4 origins in one validation part: with a horizon it keeps one window, and asks before more.
+    assert make_plan("air_rnn", horizon=12, storage_path=str(tmp_path)).parts.windows == 1
+    assert main(["air_rnn", "--horizon", "12", "--val-windows", "2", "--storage-path", str(tmp_path)]) == 2
+    assert "give --set val_origins=1 with backtest windows" in capsys.readouterr().err
     dated = ["--split-after", "2021-12-01", "--test-after", "2022-06-01", "--val-windows", "2"]
     assert main(["panel", "--data", path, *dated, "--storage-path", str(tmp_path)]) == 2
     assert "--val-windows 2 cuts the validation part into windows of a horizon each: give --horizon H" in (

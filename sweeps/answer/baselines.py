@@ -100,7 +100,7 @@ class BaselineForecasts:
     """Per baseline that ran: the series it could not fit (seasonal naive's forecast stands in for them)."""
     future: dict[str, Any] = dataclasses.field(default_factory=dict)
     """Per baseline that ran: its forecast after every series' end (forecaster.baselines.BaselineForecast, (H, S)):
-    run on from its fit for the test window, or for the answer's statistical members fit on every point."""
+    run on from its fit for the test window; on a date cut, for the answer's statistical members, fit on every point."""
     read_back: bool = False
     """Read from the sweep's folder (`saved_baselines`), where the answer's statistical members' future is their fit on
     every point (sweeps.answer.future), not made again here."""

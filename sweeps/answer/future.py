@@ -198,7 +198,8 @@ def future_table(
 def build_future(plan: SweepPlan, answer: Answer, tail: Tail, runner: Runner, saved=None) -> Future:
     """The future of a sweep: its members as the tail continued them, saved as one model, or `saved`, the model the
     sweep saved (sweeps.report), where it holds the answer's members; and its forecast beside the baselines', its
-    statistical members fit on every point by `runner`'s tasks."""
+    statistical members' forecasts the baselines' own future (their `lag` the horizon), or, on a date cut, fit on every
+    point by `runner`'s tasks."""
     same = saved is not None and [m.trial_id for m in saved.members] == [m.trial_id for m in tail.refits]
     if same:
         model = saved

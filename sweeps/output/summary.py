@@ -199,7 +199,7 @@ def future_lines(plan: SweepPlan, future: Future) -> list[str]:
         )
     statistical = [member.name for member in future.model.statistical]
     if statistical:
-        lines.append(f"  and its statistical members fit on every point: {', '.join(statistical)}")
+        lines.append(f"  and its statistical members, fit on each series by statsforecast: {', '.join(statistical)}")
     unavailable = record.get("calibration", {}).get("unavailable")
     if plan.options.levels and not record["levels"]:
         lines.append(f"  the answer without bounds: {unavailable or 'its saved model holds no calibration'}")

@@ -365,7 +365,7 @@ def _with_data(sweep: Sweep, panel: Panel, given: SweepOptions, own_data: bool) 
                     f"{option} {value} and a horizon of {horizon} points both cut the series: with a horizon, each "
                     "series' last points are its test window and the ones before them its validation part; give one"
                 )
-        windows = _windows(panel, horizon, given.val_windows)
+        windows = _windows(panel, horizon, given.val_windows, sweep.space.get("val_origins", 1))
         return dataclasses.replace(
             sweep, horizon=horizon, metric=metric, split_after=None, test_after=None, val_windows=windows
         )
@@ -410,20 +410,29 @@ def windows_held(panel: Panel, horizon: int) -> np.ndarray:
     return held
 
 
-def _windows(panel: Panel, horizon: int, asked: int | None) -> int:
+def _windows(panel: Panel, horizon: int, asked: int | None, origins: Any = 1) -> int:
     """The backtest windows of a sweep cut by `horizon`: `asked` (--val-windows), refused where a series cannot hold
     them, else by WINDOWS_BY_SERIES up to what the shortest usable series holds (a series that could not fill even one
-    window and its test window is dropped or refused by the checks after)."""
+    window and its test window is dropped or refused by the checks after). A sweep whose space scores several origins
+    in one validation part (`origins`, its val_origins: air_rnn's 4) keeps that part whole: one window."""
+    if asked is not None and asked < 1:
+        raise PlanError(f"--val-windows {asked} must be at least 1")
+    several_origins = not (isinstance(origins, (int, np.integer)) and origins <= 1)
+    if several_origins:
+        if asked is not None and asked > 1:
+            raise PlanError(
+                f"--val-windows {asked}: this sweep scores {origins} origins in one validation part (val_origins); "
+                "give --set val_origins=1 with backtest windows"
+            )
+        return 1
     usable = panel.lengths > 2 * horizon
     held = windows_held(panel, horizon)
     if not usable.any():
-        return 1
+        return 1 if asked is None else asked  # the checks after say what the series are too short for
     shortest = int(np.flatnonzero(usable)[np.argmin(held[usable])])
     if asked is None:
         wanted = next(windows for below, windows in WINDOWS_BY_SERIES if below is None or len(panel) < below)
         return int(min(wanted, held[shortest]))
-    if asked < 1:
-        raise PlanError(f"--val-windows {asked} must be at least 1")
     if asked > held[shortest]:
         name = "the series" if len(panel) == 1 else f"series {panel.ids[shortest]!r}"
         raise PlanError(
