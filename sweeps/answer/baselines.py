@@ -126,8 +126,7 @@ def submit_baselines(plan: SweepPlan, runner: Runner, future_steps: int | None) 
     """Every baseline's tasks, chunk by chunk: forecasting the parts `scored_parts` names and, with `future_steps`,
     that many points after each series' end."""
     series = len(plan.panel)
-    count = min(math.ceil(series / SERIES_PER_CHUNK), CHUNKS_PER_SLOT * runner.slots())
-    chunks = np.array_split(np.arange(series), max(1, count))
+    chunks = series_chunks(series, runner)
     jobs = scored_parts(plan)
     fitting = plan_baselines(plan)
     handles: dict[str, list[Handle]] = {}
@@ -224,6 +223,13 @@ def within_budget(fitting: PanelBaselines, plan: SweepPlan) -> PanelBaselines:
     return dataclasses.replace(fitting, names=names, not_run=not_run, fit_points=points, notes=notes)
 
 
+def series_chunks(series: int, runner: Runner) -> list[np.ndarray]:
+    """The row numbers of each chunk of `series` that one task takes: at least SERIES_PER_CHUNK series, at most
+    CHUNKS_PER_SLOT chunks per slot."""
+    count = min(math.ceil(series / SERIES_PER_CHUNK), CHUNKS_PER_SLOT * runner.slots())
+    return np.array_split(np.arange(series), max(1, count))
+
+
 def _mask(rows: np.ndarray, series: int) -> np.ndarray:
     mask = np.zeros(series, dtype=bool)
     mask[rows] = True
@@ -274,8 +280,7 @@ def future_fits(plan: SweepPlan, runner: Runner, names: list[str]) -> dict[str, 
     if not names:
         return {}
     series = len(plan.panel)
-    count = min(math.ceil(series / SERIES_PER_CHUNK), CHUNKS_PER_SLOT * runner.slots())
-    chunks = np.array_split(np.arange(series), max(1, count))
+    chunks = series_chunks(series, runner)
     fitting = plan_baselines(plan)
     panels = [runner.put(plan.panel.take(_mask(rows, series))) for rows in chunks]
     handles = {
