@@ -98,6 +98,7 @@ def main() -> None:
     parser.add_argument("--storage")
     args = parser.parse_args()
     storage = args.storage or tempfile.mkdtemp(prefix="val-windows-")
+    Path(storage).mkdir(parents=True, exist_ok=True)
     results = {}
     for name in args.datasets:
         if name == "uschange":
