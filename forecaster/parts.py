@@ -105,6 +105,28 @@ class FitParts:
         (that of the longest series)."""
         return int(self.val.lengths.max()) // self.windows
 
+    @property
+    def weighing_windows(self) -> int:
+        """How many of the latest backtest windows the answer's ensemble is weighed on, which no trial ranks on: half
+        of them, rounded down. A trial's best epoch and its rank are chosen on its scores, which flatters them where
+        they were chosen, so its net is compared with the baselines (never chosen on any window) on windows it was not
+        chosen on. With one window both read it (a panel's many series make that flattery small)."""
+        return self.windows // 2
+
+    @property
+    def ranking_windows(self) -> int:
+        """How many of the earliest backtest windows the trials rank on (all of them with one window)."""
+        return max(self.windows - self.weighing_windows, 1)
+
+    def weighing_part(self) -> tuple[Panel, np.ndarray]:
+        """The validation points the ensemble is weighed on (`weighing_windows`; the whole part with one window) and
+        where they lie in the validation part: (their panel, a boolean mask of the part's rows)."""
+        if self.windows == 1:
+            return self.val, np.ones(len(self.val.values), dtype=bool)
+        ranked = self.val.lengths // self.windows * self.ranking_windows
+        weighed = self.val.split_at(ranked)[1]
+        return weighed, self.val.positions >= np.repeat(ranked, self.val.lengths)
+
     def backtest_windows(self) -> list[tuple[Panel, Panel]]:
         """(history, window) of each backtest window of the validation part, earliest first: its points, and every
         point of each series before them. One window: (the training part, the validation part)."""

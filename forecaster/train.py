@@ -229,8 +229,12 @@ class PanelDataModule(L.LightningDataModule):
         super().__init__()
         self.config = config
         train, val, seen = parts.train, parts.val, parts.seen
-        origins = parts.windows if parts.windows > 1 else config.val_origins
-        seen_points = validation_origins(val.lengths, origins)  # (origins, S)
+        if parts.windows > 1:  # the trials rank on the earlier windows; the answer's ensemble is weighed on the rest
+            origins = parts.ranking_windows
+            seen_points = validation_origins(val.lengths, parts.windows)[:origins]  # (origins, S)
+        else:
+            origins = config.val_origins
+            seen_points = validation_origins(val.lengths, origins)
         columns = seen_points.T.reshape(-1)  # series after series, origins within
         series = np.repeat(np.arange(len(train)), origins)
         ends = seen.offsets[series] + train.lengths[series] - 1 + columns

@@ -16,6 +16,9 @@ import pandas as pd
 import pytest
 import ray
 
+from forecaster.config import ForecasterConfig
+from forecaster.train import PanelDataModule
+from forecaster.transforms import TargetTransform
 from sweeps.answer.members import FAR_BEHIND, ranking, top_checkpoints
 from sweeps.answer.text import _left_out
 from sweeps.driver import describe_data
@@ -106,6 +109,16 @@ def test_no_trial_is_given_a_test_point_of_any_series(tmp_path, sweep):
             assert history.series(series).index.max() < window.series(series).index.min()
             assert window.series(series).index.max() < test.series(series).index.min()
     assert (windows[-1][0].lengths + HORIZON == given.lengths).all()
+    # The trials rank on the 3 earliest windows; the ensemble is weighed on the 2 latest, which no trial ranks on.
+    assert (parts.ranking_windows, parts.weighing_windows) == (3, 2)
+    weighed, rows = parts.weighing_part()
+    assert (weighed.lengths == 2 * HORIZON).all() and (parts.val.positions[rows] >= 3 * HORIZON).all()
+    np.testing.assert_array_equal(weighed.values, parts.val.values[rows])
+    config = ForecasterConfig(hidden_dim=8, training_length=16, input_chunk_length=12, output_chunk_length=HORIZON)
+    validation = PanelDataModule(config, parts, TargetTransform.fit(config, parts.train)).validation
+    assert validation.series.tolist() == np.repeat(np.arange(5), 3).tolist()  # 3 origins a series
+    scored = validation.actual.T[validation.weights.T.bool()].reshape(5, 3 * HORIZON).numpy()
+    np.testing.assert_allclose(scored, parts.val.values[~rows].reshape(5, 3 * HORIZON), rtol=1e-6)
 
 
 @pytest.mark.parametrize(

@@ -65,7 +65,6 @@ def choose_ensemble(
     from forecaster.ensemble import greedy_weights
 
     started = time.perf_counter()
-    val = plan.parts.val
     candidates: dict[str, dict[str, np.ndarray]] = {}
     for part_name, forecasts in members.items():
         candidates[part_name] = dict(zip(trial_ids, forecasts)) | baselines.get(part_name, {})
@@ -79,10 +78,11 @@ def choose_ensemble(
     weighed = [name for name in validation if name not in left_out]
     if not weighed:
         return None
+    points, rows = plan.parts.weighing_part()
     found = greedy_weights(
-        val.values,
-        np.stack([validation[name] for name in weighed]),
-        val.offsets,
+        points.values,
+        np.stack([validation[name][rows] for name in weighed]),
+        points.offsets,
         plan.parts.metric,
         mase_scales(plan.parts.train),
     )

@@ -111,8 +111,13 @@ def scores(answer: Answer, plan: SweepPlan) -> dict[str, Any]:
             | {f"{judged}_beats": {name: shares(combined, name) for name in ["answer", *names]}}
         )
     if answer.ensemble is not None:
-        extra["ensemble"] = {"weights": answer.ensemble.weights, "left_out": answer.ensemble.left_out}
-        extra["leaderboard"] = leaderboard(answer, plan, flat)
+        extra["ensemble"] = {
+            "weights": answer.ensemble.weights,
+            "left_out": answer.ensemble.left_out,
+            "weighed_on_windows": plan.parts.weighing_windows or 1,
+            "windows": plan.parts.windows,
+        }
+        extra["leaderboard"] = leaderboard(answer, plan)
     if answer.bounds:
         extra["intervals"] = interval_scores(answer, plan)
     sweep = plan.sweep
@@ -137,33 +142,40 @@ ANSWER_ROW = "answer (the ensemble)"
 """The leaderboard's row of the answer."""
 
 
-def leaderboard(answer: Answer, plan: SweepPlan, flat: Any) -> list[dict[str, Any]]:
+def leaderboard(answer: Answer, plan: SweepPlan) -> list[dict[str, Any]]:
     """JSON-ready, as AutoGluon-TimeSeries' `leaderboard()`: one row per candidate of the ensemble (each member's net,
-    each baseline that ran), the nets' plain mean and the answer, best on the validation parts first: the sweep's
-    metric there (the mean over series of every window's points) and on the test window, the weight in the ensemble,
-    and the seconds it took (for the answer, its selection)."""
+    each baseline that ran), the nets' plain mean and the answer, best on validation first: the sweep's metric on the
+    validation points the ensemble was weighed on (FitParts.weighing_part: the latest backtest windows, which no trial
+    ranked on; the mean over series) and on the test window, the weight in the ensemble, and the seconds it took (for
+    the answer, its selection)."""
     ensemble = answer.ensemble
     assert ensemble is not None, "a leaderboard ranks the ensemble's candidates"
     metric = plan.sweep.metric
     parts = plan.parts
+    weighed, rows_weighed = parts.weighing_part()
+    scored_parts = {"validation": (weighed, parts.train), "test": (parts.test, parts.seen)}
+
+    def score(part_name: str, forecast: np.ndarray | None) -> float | None:
+        part, history = scored_parts[part_name]
+        if part is None or forecast is None:
+            return None
+        points = forecast[rows_weighed] if part_name == "validation" else forecast
+        return mean(pd.Series(part_scores(part, points, mase_scales(history))[metric]))
+
     rows = []
     for index, trial_id in enumerate(answer.trial_ids):
         row: dict[str, Any] = {"model": trial_id, "kind": "net"}
-        for part_name, part, history in (("validation", parts.val, parts.train), ("test", parts.test, parts.seen)):
+        for part_name in PARTS:
             forecasts = answer.member_forecasts.get(part_name)
-            row[f"{part_name}_{metric}"] = (
-                None
-                if part is None or forecasts is None
-                else mean(pd.Series(part_scores(part, forecasts[index], mase_scales(history))[metric]))
-            )
+            row[f"{part_name}_{metric}"] = score(part_name, None if forecasts is None else forecasts[index])
         rows.append(row | {"weight": ensemble.weights.get(trial_id, 0.0), "seconds": answer.seconds.get(trial_id)})
     named = [(name, kind, ensemble.weights.get(name, 0.0)) for name, kind in ensemble.kinds.items() if kind != "net"]
     for name, kind, weight in [*named, (NETS_MEAN, "mean", None), (ANSWER_ROW, "ensemble", 1.0)]:
-        scored = flat("answer" if name == ANSWER_ROW else name)
+        method = "answer" if name == ANSWER_ROW else name
         seconds = ensemble.seconds if name == ANSWER_ROW else answer.seconds.get(name)
         rows.append(
             {"model": name, "kind": kind}
-            | {f"{part}_{metric}": scored[f"{part}_{metric}"] for part in PARTS}
+            | {f"{part}_{metric}": score(part, answer.forecasts.get(part, {}).get(method)) for part in PARTS}
             | {"weight": weight, "seconds": seconds}
         )
     for row in rows:

@@ -38,10 +38,18 @@ def _describe_leaderboard(scores: dict[str, Any]) -> list[str]:
     def cell(value: float | None, width: int) -> str:
         return f"{'-':>{width}}" if value is None else f"{format_score(metric, value).rstrip(' %'):>{width}}"
 
+    ensemble = scores.get("ensemble", {})
+    windows, weighed = ensemble.get("windows", 1), ensemble.get("weighed_on_windows", 1)
+    where = (
+        "the validation parts"
+        if windows == 1
+        else f"the latest {weighed} of the {windows} backtest windows, which no trial was ranked on"
+        if weighed > 1
+        else f"the latest of the {windows} backtest windows, which no trial was ranked on"
+    )
     width = max(len(row["model"]) for row in rows) + 2
     lines = [
-        "Leaderboard: the ensemble's candidates, weighed by greedy selection on the validation parts "
-        f"(best there first; {label})",
+        f"Leaderboard: the ensemble's candidates, weighed by greedy selection on {where} (best there first; {label})",
         f"  {'model':<{width}}{'kind':<13}{'validation':>11}{'test':>9}{'weight':>8}{'seconds':>9}",
     ]
     for row in rows:

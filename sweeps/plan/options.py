@@ -384,9 +384,9 @@ class SweepOptions:
     )
     val_windows: int | None = _option(
         None,
-        "backtest windows of a horizon each before the test window: every trial, baseline and the ensemble is scored "
-        "on their mean (default: as many as the series hold, up to the number the sweep's rule gives for this many "
-        "series)",
+        "backtest windows of a horizon each before the test window: the trials rank on the earlier ones, the "
+        "ensemble of nets and baselines is weighed on the latest half (default: as many as the series hold, up to the "
+        "number the sweep's rule gives for this many series)",
         group="data",
         goes="data",
         type=int,
