@@ -125,7 +125,7 @@ def sweep(options: SweepOptions, progress: bool = True) -> SweepRun:
     try:
         if started_here:
             own = start_ray(options.address, options.dashboard_host, options.dashboard_port).own
-        return run_sweep(plan, [f"sweeps.sweep({options!r})"], progress=progress, shared=not own)
+        return run_sweep(plan, [f"sweeps.sweep({plan.options!r})"], progress=progress, shared=not own)
     finally:
         if started_here:
             ray.shutdown()

@@ -613,3 +613,18 @@ def test_the_panel_sweep_on_what_is_left_one_series_summarises_it_as_one(tmp_pat
     assert f"on the test window (18 points after 2003-06-01, which no trial saw): {answer['test_smape']:.2f}" in out
     before = answer["baselines"]["answer before refit"]
     assert before["validation_smape"] is None and f"answer before refit test {before['test_smape']:8.2f}" in out
+
+
+def test_a_dataframe_plans_the_sweep_a_file_does_and_gets_the_same_errors(tmp_path):
+    """From a notebook, `data=` takes the table itself: the same panel and cut as its file, a plan record that names
+    it, and a gap reported at its row, as a file's is."""
+    path = panel_csv(tmp_path)
+    frame = pd.read_csv(path)
+    from_file = plan_of(tmp_path, path)
+    from_frame = plan_of(tmp_path, frame)
+    np.testing.assert_array_equal(from_frame.panel.values, from_file.panel.values)
+    assert list(from_frame.panel.ids) == list(from_file.panel.ids)
+    assert from_frame.parts.cut == from_file.parts.cut
+    assert from_frame.data_label == from_frame.options.data == f"the DataFrame given as data= ({len(frame):,} rows)"
+    with pytest.raises(PlanError, match=r"the DataFrame given as data= .*row 12: series .*gap"):
+        plan_of(tmp_path, frame.drop(index=11).reset_index(drop=True))

@@ -13,10 +13,13 @@ import dataclasses
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from forecaster.cli import add_options, default_of, flag_of, levels_option, option, quantiles_option, read_options
 from forecaster.metrics import METRICS
+
+if TYPE_CHECKING:
+    import pandas as pd
 from sweeps.plan.registry import ANSWER_SCOPES
 from sweeps.plan.schedulers import SCHEDULERS
 from sweeps.plan.searches import SEARCHES
@@ -314,7 +317,7 @@ class SweepOptions:
         resumable=True,
         action="store_true",
     )
-    data: str | None = _option(
+    data: str | pd.DataFrame | None = _option(
         None,
         "a CSV or Parquet file (one series, or a panel in long format: unique_id, ds, y), or a built-in dataset",
         group="data",
@@ -358,7 +361,7 @@ class SweepOptions:
         nargs="+",
         metavar="COL",
     )
-    static_data: str | None = _option(
+    static_data: str | pd.DataFrame | None = _option(
         None,
         "a CSV or Parquet file of one row per series: its id, then facts that do not change over time (numbers, or "
         "categories such as the store type, one-hot encoded), as neuralforecast's stat_exog_list and static_df",
@@ -366,7 +369,7 @@ class SweepOptions:
         goes="data",
         metavar="FILE",
     )
-    futr_data: str | None = _option(
+    futr_data: str | pd.DataFrame | None = _option(
         None,
         "a CSV or Parquet file of the --futr-exog columns at the points right after each series' end (id, date and "
         "those columns; at least the horizon forecast), as neuralforecast's futr_df",

@@ -218,8 +218,9 @@ def make_plan(sweep: str | SweepOptions, **options: Any) -> SweepPlan:
         given = dataclasses.replace(given, time_limit=parse_duration(given.time_limit))
     _check_run(given)
 
-    data_label = given.data or resolved.dataset
-    if data_label is None:
+    source = resolved.dataset if given.data is None else given.data
+    data_label = _source_label(source, "data")
+    if source is None or data_label is None:
         raise PlanError(
             f"the {resolved.name} sweep runs on your data: give --data FILE (a CSV or Parquet long table, unique_id, "
             "ds, y) and --horizon H (the points to forecast), or a built-in panel such as --data m3_monthly"
@@ -229,7 +230,7 @@ def make_plan(sweep: str | SweepOptions, **options: Any) -> SweepPlan:
     try:
         with naming(data_label):
             panel = load_panel(
-                data_label,
+                source,
                 given.id_column,
                 given.date_column,
                 given.value_column,
@@ -242,7 +243,16 @@ def make_plan(sweep: str | SweepOptions, **options: Any) -> SweepPlan:
             )
     except SeriesError as error:
         raise PlanError(str(error)) from None
-    resolved = _with_data(resolved, panel, given, own_data=given.data in (None, entry.dataset))
+    own_data = given.data is None or (isinstance(given.data, str) and given.data == entry.dataset)
+    # From here on the options are a record (sweep_plan.json): a table given in place of a file is named, not kept;
+    # its rows are in the panel, which the sweep's folder keeps (panel.parquet).
+    given = dataclasses.replace(
+        given,
+        data=_source_label(given.data, "data"),
+        futr_data=_source_label(given.futr_data, "futr_data"),
+        static_data=_source_label(given.static_data, "static_data"),
+    )
+    resolved = _with_data(resolved, panel, given, own_data=own_data)
     parts = _cut(resolved, data_label, panel)
     least = _check(LEAST_DEMANDING, data_label, parts, drop_short=len(panel) > 1)
     if resolved.drops_unusable_series and least.dropped:  # they cannot fill their own validation and test windows
@@ -276,6 +286,14 @@ def make_plan(sweep: str | SweepOptions, **options: Any) -> SweepPlan:
         storage_path=storage,
         named_by_user=given.name is not None,
     )
+
+
+def _source_label(source: Any, option: str) -> str | None:
+    """How the plan and its messages name a data option: a file by its path, a DataFrame given from Python by what
+    it is (its rows are read into the panel)."""
+    if isinstance(source, pd.DataFrame):
+        return f"the DataFrame given as {option}= ({len(source):,} rows)"
+    return None if source is None else str(source)
 
 
 def _columns(given: Sequence[str] | str) -> tuple[str, ...]:
