@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from forecaster.answer_model import AnswerModel
     from sweeps.driver import SweepRun, run_sweep, sweep
+    from sweeps.notebook import SweepForecaster
     from sweeps.plan.options import PlanError, SweepOptions
     from sweeps.plan.registry import SWEEPS, Sweep
     from sweeps.plan.sweep_plan import SweepPlan, make_plan
@@ -29,6 +30,7 @@ _WHERE = {
     "SweepOptions": "sweeps.plan.options",
     "SweepPlan": "sweeps.plan.sweep_plan",
     "SweepResults": "sweeps.trials.results",
+    "SweepForecaster": "sweeps.notebook",
     "SweepRun": "sweeps.driver",
     "make_plan": "sweeps.plan.sweep_plan",
     "read_results": "sweeps.trials.results",
@@ -40,6 +42,7 @@ __all__ = [
     "AnswerModel",
     "PlanError",
     "Sweep",
+    "SweepForecaster",
     "SweepOptions",
     "SweepPlan",
     "SweepResults",
