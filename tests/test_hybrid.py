@@ -17,7 +17,7 @@ from forecaster.config import ConfigError, ForecasterConfig
 from forecaster.data import load_panel
 from forecaster.model import RNNForecaster
 from forecaster.net import RNNNet
-from forecaster.smoothing import factors_ahead, log_shifts, smooth, to_logs
+from forecaster.smoothing import INITIAL_LEVEL_LOGIT, INITIAL_SEASON_LOGIT, factors_ahead, log_shifts, smooth, to_logs
 from forecaster.train import fit, fit_through
 from tests.test_direct import checkpoint_of
 from tests.test_panel import monthly_panel_frame
@@ -136,8 +136,9 @@ def test_a_panel_trains_its_per_series_smoothing_at_its_own_rate_within_range_an
     assert all(math.isfinite(row["val_smape"]) for row in trained.history)
     assert trained.history[-1]["val_smape"] < trained.history[0]["val_smape"]
     smoothing = trained.model.smoothing
-    alpha, gamma = torch.sigmoid(smoothing.level_logit), torch.sigmoid(smoothing.season_logit)
-    assert ((alpha > 0) & (alpha < 1) & (gamma > 0) & (gamma < 1)).all()
+    # Each series' smoothing rates are learnt, each its own: they left their common start, and differ between series.
+    for logits, start in ((smoothing.level_logit, INITIAL_LEVEL_LOGIT), (smoothing.season_logit, INITIAL_SEASON_LOGIT)):
+        assert not torch.allclose(logits, torch.full((3,), start)) and logits.detach().unique().numel() == 3
     assert not torch.allclose(smoothing.initial_factors, torch.zeros(3, 12))  # the initial season is learnt
     rates = sorted(group["lr"] for group in trained.model.configure_optimizers().param_groups)
     assert rates == pytest.approx([3e-3 * 0.1, 3e-3])

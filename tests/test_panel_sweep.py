@@ -5,6 +5,7 @@ interrupted panel sweep resumed."""
 
 import dataclasses
 import json
+import math
 import signal
 import subprocess
 import sys
@@ -588,7 +589,8 @@ def test_a_time_limit_ends_a_sweep_whose_trials_would_take_longer_with_its_answe
     assert len(trials) == 8 and trials.best_val_smape.notna().any()
     assert trials.epochs.sum() < 8 * 2000  # the limit stopped the search (a trial may finish on a fast machine)
     answer = json.loads((folder / "best_config.json").read_text())["answer"]
-    assert answer["test_smape"] > 0 and answer["time_limit"]["seconds"] == 120
+    assert math.isfinite(answer["test_smape"]) and answer["time_limit"]["seconds"] == 120
+    assert sum(answer["ensemble"]["weights"].values()) == pytest.approx(1.0)  # the ensemble was weighed in time
     assert "--time-limit 2m: " in done.stdout and "Future: 6 points after each series' end" in done.stdout
     future = pd.read_parquet(folder / "future.parquet")
     assert len(future) == 5 * HORIZON and future.answer.notna().all()
