@@ -45,10 +45,10 @@ HOOK = load_hook()
 
 
 def parser_flags() -> dict[str, set[str]]:
-    """{module or script: its flags}: the five commands from their real parsers, bench/ and cluster/check.py from
-    their source (they import heavy or optional packages at the top)."""
+    """{module or script: its flags}: the five commands from their real parsers, bench/ (its probes/ too) and
+    cluster/check.py from their source (they import heavy or optional packages at the top)."""
     flags = {HOOK.COMMANDS[command]: HOOK.flags_of(command) | {"--help"} for command in HOOK.COMMANDS}  # argparse's own
-    for path in [*(ROOT / "bench").glob("*.py"), ROOT / "cluster" / "check.py"]:
+    for path in [*(ROOT / "bench").glob("**/*.py"), ROOT / "cluster" / "check.py"]:
         found = {"--help"}
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "add_argument":

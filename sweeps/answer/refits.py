@@ -40,7 +40,7 @@ CONTINUED_SHARE = 0.25
 
 def continued_epochs(best_epochs: int, share: float = CONTINUED_SHARE) -> int:
     """How many epochs a member's net is continued on newer points: `share` of its trial's best epoch count, rounded
-    (as measured: bench/tail_rules.py), at least one; none at a share of 0."""
+    (as measured: bench/probes/tail_rules.py), at least one; none at a share of 0."""
     return max(1, round(share * best_epochs)) if share > 0 else 0
 
 

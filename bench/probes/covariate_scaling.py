@@ -14,7 +14,7 @@ term beside it, or not at all), each covariate scaled per series, on those two p
 
 - **promotion**: each store's sales 2.5 times as high on promotion days (12 % of days, at random), a 0/1 column.
 
-    python bench/covariate_scaling.py [--epochs 20] [--shapes recurrent direct] [--seed 0] [--paths]
+    python bench/probes/covariate_scaling.py [--epochs 20] [--shapes recurrent direct] [--seed 0] [--paths]
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from forecaster.config import ForecasterConfig
 from forecaster.data import load_panel

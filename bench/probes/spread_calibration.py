@@ -20,7 +20,7 @@ Scored as the sweep scores: coverage at 80 % and 95 %, WQL over q = 0.1, ..., 0.
 the bound of the central interval at |200 q - 100| %, the median the forecast. Nothing here is chosen on an official
 test window: run it on inner splits. Prints JSON.
 
-    python bench/spread_calibration.py DIR [DIR ...]   # sweep folders
+    python bench/probes/spread_calibration.py DIR [DIR ...]   # sweep folders
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from forecaster.intervals import conformal_quantiles, fitted_error, interval_scales
 from forecaster.metrics import weighted_quantile_loss

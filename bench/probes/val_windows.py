@@ -7,7 +7,7 @@ answer's (the ensemble's), the nets' mean's and every baseline's score on that i
 ensemble's weights, and the whole command's seconds.
 The default is chosen on these figures; the official hold-outs are scored by bench/covariates.py alone.
 
-    python bench/val_windows.py --data-dir /work/scratch/bench/dl [--datasets uschange ...] [--windows 1 0]
+    python bench/probes/val_windows.py --data-dir /work/scratch/bench/dl [--datasets uschange ...] [--windows 1 0]
         [--seed 0] [--out FILE] [--storage DIR]
 """
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.covariates import (  # noqa: E402

@@ -18,7 +18,7 @@ And the intervals on the test window: the sweep's own (calibrated on fits of the
 and conformal on the members' validation errors, in several scales (see `interval_methods`), around the answer made
 by continuing for the share `--interval-share`.
 
-    python bench/tail_rules.py FOLDER [FOLDER ...] [--shares 0.1 0.25 0.5] [--future] [--out FILE]
+    python bench/probes/tail_rules.py FOLDER [FOLDER ...] [--shares 0.1 0.25 0.5] [--future] [--out FILE]
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 

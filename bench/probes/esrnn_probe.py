@@ -5,7 +5,8 @@ that normalised space and a penalty on the level's wiggliness. The per-series pa
 rate. It scores each inner window's test beside AutoETS, Theta and AutoCES on the same points, and says whether the
 hybrid is worth building.
 
-    python bench/esrnn_probe.py --dataset m3_quarterly [--back 1] [--seeds 0 1] [--epochs 40] [--set KEY=VALUE ...]
+    python bench/probes/esrnn_probe.py --dataset m3_quarterly [--back 1] [--seeds 0 1] [--epochs 40]
+        [--set KEY=VALUE ...]
 """
 
 from __future__ import annotations
@@ -20,9 +21,8 @@ import numpy as np
 import torch
 from torch import nn
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
 SETTINGS = {
     "hidden": 64,

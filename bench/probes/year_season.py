@@ -11,7 +11,8 @@ nothing is chosen here), on:
 
 Prints JSON.
 
-    python bench/year_season.py [--epochs 20] [--seeds 0 1 2] [--vega-wheel DIR/vega_datasets-0.9.0-py3-none-any.whl]
+    python bench/probes/year_season.py [--epochs 20] [--seeds 0 1 2]
+        [--vega-wheel DIR/vega_datasets-0.9.0-py3-none-any.whl]
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import forecaster.transforms as transforms
 from forecaster.config import ForecasterConfig

@@ -18,7 +18,7 @@ Scored as the sweep scores: coverage at 80 % and 95 %, WQL over q = 0.1, ..., 0.
 every point, over the sum of |y|, the mean over q). Nothing here is chosen on an official test window: run it on
 inner splits. Prints JSON.
 
-    python bench/calibration_rules.py DIR [DIR ...]   # sweep folders (or folders holding them)
+    python bench/probes/calibration_rules.py DIR [DIR ...]   # sweep folders (or folders holding them)
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 QUANTILES = tuple(round(0.1 * k, 1) for k in range(1, 10))
 LEVELS = (80.0, 95.0)

@@ -18,7 +18,8 @@ settings chosen on the inner split, once, to report.
 Printed as JSON: per setting, each seed's sMAPE and MASE and their median ("single"), and the mean forecast of its
 seeds ("ensemble"); the mean forecast of every direct setting's seeds together; the baselines.
 
-    python bench/inner_split.py [--dataset m3_monthly] [--horizon H] [--seeds 0 1 2] [--epochs 40] [--processes 2]
+    python bench/probes/inner_split.py [--dataset m3_monthly] [--horizon H] [--seeds 0 1 2] [--epochs 40]
+        [--processes 2]
         [--setting NAME KEY=VALUE ... (repeatable; default: the shapes and lookbacks below)] [--set KEY=VALUE]
         [--no-baselines] [--official | --back K]
 """
@@ -34,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 CHOSEN = {"model": "GRU", "hidden_dim": 64, "input_chunk_length": 18, "lr": 3e-3}

@@ -9,7 +9,7 @@ covariates, which AutoARIMA with covariates reads), and taylor (R forecast's hal
 
 Each fit is forecaster.baselines.fit_baseline, what a sweep's baseline task runs, on one CPU.
 
-    python bench/fit_points.py [--data-dir DIR] [--windows 4] [--points 336 672 1344 2688 5376 0]
+    python bench/probes/fit_points.py [--data-dir DIR] [--windows 4] [--points 336 672 1344 2688 5376 0]
         [--methods AutoETS Theta AutoCES MSTL "AutoARIMA with covariates"] [--out FILE]
 
 --points 0 is the whole history. Prints JSON: per dataset, method and N, the mean sMAPE over the windows, the mean
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
