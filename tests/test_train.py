@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import lightning as L
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -195,17 +196,21 @@ def test_a_fit_on_a_gpu_trains_there_forecasts_in_original_units_and_its_checkpo
         assert loaded == pytest.approx(forecast.to_numpy(), rel=1e-5)
 
 
-def test_a_user_csv_trains_the_same_way(tmp_path):
+def test_a_user_csv_trains_as_the_same_points_given_as_a_table(tmp_path):
+    """A file of two columns named as the user names them (day, visits) is read into the model a long table of the
+    same points makes: the same forecast of the validation days, to the bit."""
     dates = pd.date_range("2020-01-01", periods=80, freq="D")
     values = [50 + 10 * math.sin(i / 3) + i * 0.2 for i in range(80)]
     path = tmp_path / "daily.csv"
     pd.DataFrame({"day": dates.strftime("%Y-%m-%d"), "visits": values}).to_csv(path, index=False)
-    result = fit(
-        ForecasterConfig(n_epochs=5, training_length=10, input_chunk_length=5),
-        load_series(str(path)),
-        split_after="2020-03-10",
-    )
-    assert len(result.forecast) == 10 and math.isfinite(result.val_mape)  # 2020-03-11 .. 2020-03-20
+    config = ForecasterConfig(n_epochs=5, training_length=10, input_chunk_length=5)
+    from_file = fit(config, load_series(str(path)), split_after="2020-03-10")
+    written = pd.read_csv(path)  # the values as the file holds them, in decimal
+    table = load_panel(pd.DataFrame({"unique_id": "daily", "ds": dates, "y": written["visits"]}))
+    from_table = fit(config, table, split_after="2020-03-10")
+    assert len(from_file.forecast) == 10 and math.isfinite(from_file.val_mape)  # 2020-03-11 .. 2020-03-20
+    np.testing.assert_array_equal(from_file.forecast["forecast"], from_table.forecast["forecast"])
+    assert from_file.val_mape == from_table.val_mape
 
 
 def test_forecaster_never_imports_ray():
