@@ -102,8 +102,9 @@ class SweepForecaster:
                 "each series' end and saving the answer, which needs those columns there: give futr_df (unique_id, "
                 "ds and those columns at the next points)"
             )
-        if static_df is not None and self.stat_exog_list:
-            static_df = static_df[[static_df.columns[0], *self.stat_exog_list]]
+        if static_df is not None and self.stat_exog_list:  # its id column, by name as in `df`, or else its first
+            named = self.options.get("id_column") or "unique_id"
+            static_df = static_df[[named if named in static_df.columns else static_df.columns[0], *self.stat_exog_list]]
         options = SweepOptions(
             data=df,
             horizon=self.h,

@@ -153,14 +153,17 @@ def leaderboard(answer: Answer, plan: SweepPlan) -> list[dict[str, Any]]:
     metric = plan.sweep.metric
     parts = plan.parts
     weighed, rows_weighed = parts.weighing_part()
-    scored_parts = {"validation": (weighed, parts.train), "test": (parts.test, parts.seen)}
+    scored_parts = {
+        "validation": (weighed, mase_scales(parts.train)),
+        "test": (parts.test, None if parts.test is None else mase_scales(parts.seen)),
+    }
 
     def score(part_name: str, forecast: np.ndarray | None) -> float | None:
-        part, history = scored_parts[part_name]
-        if part is None or forecast is None:
+        part, scales = scored_parts[part_name]
+        if part is None or forecast is None or scales is None:
             return None
         points = forecast[rows_weighed] if part_name == "validation" else forecast
-        return mean(pd.Series(part_scores(part, points, mase_scales(history))[metric]))
+        return mean(pd.Series(part_scores(part, points, scales)[metric]))
 
     rows = []
     for index, trial_id in enumerate(answer.trial_ids):

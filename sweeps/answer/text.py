@@ -40,12 +40,11 @@ def _describe_leaderboard(scores: dict[str, Any]) -> list[str]:
 
     ensemble = scores.get("ensemble", {})
     windows, weighed = ensemble.get("windows", 1), ensemble.get("weighed_on_windows", 1)
+    latest = "the latest" if weighed == 1 else f"the latest {weighed}"
     where = (
         "the validation parts"
         if windows == 1
-        else f"the latest {weighed} of the {windows} backtest windows, which no trial was ranked on"
-        if weighed > 1
-        else f"the latest of the {windows} backtest windows, which no trial was ranked on"
+        else f"{latest} of the {windows} backtest windows, which no trial was ranked on"
     )
     width = max(len(row["model"]) for row in rows) + 2
     lines = [
