@@ -12,7 +12,7 @@ import dataclasses
 import importlib.resources
 import os
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -601,7 +601,9 @@ def _check_frequency(
             f"{freq!r}; resample the series to a regular frequency"
         )
     normalized = (grid == grid.normalize()).all()
-    show = (lambda d: str(pd.Timestamp(d).date())) if normalized else (lambda d: str(pd.Timestamp(d)))
+    show: Callable[[pd.Timestamp | np.datetime64], str] = (
+        (lambda d: str(pd.Timestamp(d).date())) if normalized else (lambda d: str(pd.Timestamp(d)))
+    )
     missing = int((np.diff(position[segment]) - 1).sum())
     previous = int(order[at - 1])
     raise SeriesError(

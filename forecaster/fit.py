@@ -19,7 +19,7 @@ import resource
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from forecaster.cli import add_options, option, read_options, with_default
 from forecaster.config import ACCELERATORS, ConfigError, ForecasterConfig
@@ -27,6 +27,9 @@ from forecaster.data import SeriesError
 from forecaster.datasets import AIR_PASSENGERS_SPLIT_AFTER, BENCHMARK_PANELS, BUILTIN_DATASETS, DEFAULT_DATASET
 from forecaster.metrics import METRICS
 from forecaster.parts import no_cut_message
+
+if TYPE_CHECKING:
+    from forecaster.train import FitResult
 
 
 def _boolean(text: str) -> bool:
@@ -239,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _plot(result, path: str, config: ForecasterConfig) -> None:
+def _plot(result: FitResult, path: str, config: ForecasterConfig) -> None:
     """A single series: train, validation and forecast; a panel: the first series of it, each in its own panel."""
     from forecaster.plot import plot_forecast, plot_panel
 

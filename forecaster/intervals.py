@@ -22,11 +22,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from forecaster.metrics import mase_scales
 from forecaster.panel import Panel
+
+if TYPE_CHECKING:
+    from forecaster.net import RNNNet
 
 POOLED_BELOW = 20
 """Calibration series under which every step's errors pool: a 95 % conformal quantile needs 19 errors to be finite."""
@@ -109,10 +113,10 @@ def interval_scales(history: Panel, horizon: int, fitted: np.ndarray) -> np.ndar
     whole = error_scales(history)
     recent = mase_scales(history.split_at(np.maximum(history.lengths - horizon - history.season, 0))[1])
     parts = [whole, *(np.where(np.isfinite(part) & (part > 0), part, whole) for part in (recent, fitted))]
-    return np.exp(np.mean(np.log(parts), axis=0))
+    return cast(np.ndarray, np.exp(np.mean(np.log(parts), axis=0)))
 
 
-def fitted_error(net, panel: Panel, horizon: int) -> np.ndarray:
+def fitted_error(net: RNNNet, panel: Panel, horizon: int) -> np.ndarray:
     """(S,) `net`'s mean absolute error on each series' last `horizon` points of `panel` (points it trained on),
     forecast from the points before them; NaN for a series too short for it to read."""
     history, last = panel.split_at(np.maximum(panel.lengths - horizon, 1))
@@ -156,7 +160,7 @@ def member_spread(forecasts: np.ndarray, scale: np.ndarray) -> np.ndarray:
     count = present.sum(axis=0)
     mean = np.where(present, forecasts, 0.0).sum(axis=0) / np.maximum(count, 1)
     variance = np.where(present, (forecasts - mean) ** 2, 0.0).sum(axis=0) / np.maximum(count, 1)
-    return np.where(count > 1, np.sqrt(variance), np.nan) / scale[None, :]
+    return cast(np.ndarray, np.where(count > 1, np.sqrt(variance), np.nan) / scale[None, :])
 
 
 def spread_floor(spread: np.ndarray) -> float:

@@ -15,7 +15,7 @@ no deep-learning library.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -48,7 +48,7 @@ def mape(actual: np.ndarray | Tensor, forecast: np.ndarray | Tensor) -> np.float
     """
     if actual.shape != forecast.shape:
         raise ValueError(f"actual has shape {tuple(actual.shape)} but forecast has shape {tuple(forecast.shape)}")
-    return 100.0 * (abs(actual - forecast) / abs(actual)).mean()
+    return cast("np.floating | Tensor", 100.0 * (abs(actual - forecast) / abs(actual)).mean())
 
 
 def mase_scales(train: Panel) -> np.ndarray:
@@ -168,4 +168,4 @@ def series_weighted_quantile_loss(
         np.add.reduceat(loss, starts) / np.where(total > 0, total, np.nan)
         for loss in quantile_losses(actual, quantiles).values()
     ]
-    return np.mean(ratios, axis=0)
+    return cast(np.ndarray, np.mean(ratios, axis=0))

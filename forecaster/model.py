@@ -27,7 +27,7 @@ and refuses to train with one rather than silently keeping its learning rate.
 from __future__ import annotations
 
 import dataclasses
-from typing import cast
+from typing import Any, cast
 
 import lightning as L
 import torch
@@ -70,7 +70,7 @@ class EpochBatch:
 class RNNForecaster(RNNNet, L.LightningModule):
     """The net (forecaster/net.py) as a LightningModule: a checkpoint of it forecasts in original units."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         """RNNNet's arguments."""
         super().__init__(*args, **kwargs)
         # Lightning's save_hyperparameters reads this frame's arguments and compares each with what it saves, which

@@ -11,8 +11,8 @@ changes; `check_parts` checks what one configuration needs of the parts. `fit_pa
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -89,7 +89,9 @@ class FitParts:
         """(S,) each series' whole length, its test window included."""
         return self.seen.lengths + (0 if self.test is None else self.test.lengths)
 
-    def __reduce__(self):
+    def __reduce__(
+        self,
+    ) -> tuple[Callable[..., FitParts], tuple[Panel, np.ndarray, str, Panel | None, tuple[str, ...], Cut]]:
         """Pickled (into Ray's object store, for a sweep's trials) as the seen parts and where each series splits: the
         training and validation parts are rebuilt from them on load, not sent twice, and not checked again."""
         return _from_seen, (self.seen, self.train.lengths, self.metric, self.test, self.untrained, self.cut)
@@ -155,7 +157,7 @@ class FitParts:
         """What a fit may be given: everything but the test windows."""
         return dataclasses.replace(self, test=None)
 
-    def without(self, dropped) -> FitParts:
+    def without(self, dropped: Iterable[str]) -> FitParts:
         """The parts without the series whose ids are in `dropped`, their ids kept in `.dropped` (after any dropped
         before)."""
         keep = ~np.isin(self.train.ids, list(dropped))
@@ -178,7 +180,9 @@ class FitParts:
         )
 
 
-def _from_seen(seen: Panel, train_lengths: np.ndarray, metric: str, test, untrained, cut: Cut) -> FitParts:
+def _from_seen(
+    seen: Panel, train_lengths: np.ndarray, metric: str, test: Panel | None, untrained: tuple[str, ...], cut: Cut
+) -> FitParts:
     train, val = seen.split_at(train_lengths)
     return FitParts(train, val, seen, metric, test, untrained, cut)
 
@@ -251,7 +255,9 @@ def cut_parts(panel: Panel, cut: Cut, metric: str | None = None) -> FitParts:
     if cut.val_size is not None:
         train_lengths = seen_lengths - cut.val_size
     else:
-        train_lengths = np.minimum(panel.points_up_to(_cut_time(panel, cut.split_after)), seen_lengths)
+        train_lengths = np.minimum(
+            panel.points_up_to(_cut_time(panel, cast("str | int", cut.split_after))), seen_lengths
+        )
         _check_cut_inside(panel, cut.split_after, train_lengths, seen_lengths)
     seen_lengths = np.clip(seen_lengths, 0, panel.lengths)
     seen, test = panel.split_at(seen_lengths)
@@ -308,7 +314,7 @@ def check_parts(config: ForecasterConfig, parts: FitParts, drop_short: bool = Fa
     return dataclasses.replace(parts, untrained=tuple(map(str, untrained)))
 
 
-def _cut_test_after(panel: Panel, test_after) -> np.ndarray:
+def _cut_test_after(panel: Panel, test_after: str | int) -> np.ndarray:
     """(S,) how many points of each series lie at or before `test_after`; a single series' window is checked as
     the sweep's test window always was: inside the series, and at least a season long (two points without one)."""
     seen_lengths = panel.points_up_to(_cut_time(panel, test_after, "test_after"))
@@ -330,7 +336,7 @@ def _cut_test_after(panel: Panel, test_after) -> np.ndarray:
     return seen_lengths
 
 
-def _refuse_untested(panel: Panel, tested: np.ndarray, test_after) -> None:
+def _refuse_untested(panel: Panel, tested: np.ndarray, test_after: str | int | None) -> None:
     """In a panel cut at test_after, the series that end at or before it: nothing of theirs can be scored."""
     if tested.all():
         return
@@ -342,7 +348,7 @@ def _refuse_untested(panel: Panel, tested: np.ndarray, test_after) -> None:
     )
 
 
-def _check_test_mape(test: Panel, test_after) -> None:
+def _check_test_mape(test: Panel, test_after: str | int | None) -> None:
     """The answer is scored by MAPE on the test window: no zeros there."""
     zero = np.flatnonzero(test.values == 0)
     if not len(zero):
@@ -378,7 +384,7 @@ def _check_season(config: ForecasterConfig, panel: Panel) -> None:
         )
 
 
-def _cut_time(panel: Panel, when, option: str = "split_after"):
+def _cut_time(panel: Panel, when: str | int, option: str = "split_after") -> np.datetime64 | int:
     if panel.dated:
         return np.datetime64(_timestamp(when, option).tz_localize(None), "ns")
     try:
@@ -390,7 +396,9 @@ def _cut_time(panel: Panel, when, option: str = "split_after"):
         ) from None
 
 
-def _check_cut_inside(panel: Panel, split_after, train_lengths: np.ndarray, seen_lengths: np.ndarray) -> None:
+def _check_cut_inside(
+    panel: Panel, split_after: str | int | None, train_lengths: np.ndarray, seen_lengths: np.ndarray
+) -> None:
     """split_after before every series' start, or after every series' end: the message of a single series' split."""
     if not (train_lengths == 0).all() and not (train_lengths == seen_lengths).all():
         return
@@ -557,7 +565,7 @@ def _check_metric(metric: str, train: Panel, val: Panel) -> None:
             )
 
 
-def _timestamp(when, option: str) -> pd.Timestamp:
+def _timestamp(when: str | int, option: str) -> pd.Timestamp:
     try:
         return pd.Timestamp(when)
     except (ValueError, TypeError):

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import pandas as pd
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 
 def plot_forecast(
     train: pd.Series,
     val: pd.Series,
     forecast: pd.Series,
-    path: str | os.PathLike | IO[bytes],
+    path: str | os.PathLike[str] | IO[bytes],
     title: str = "",
     test: pd.Series | None = None,
     test_forecast: pd.Series | None = None,
@@ -47,7 +50,7 @@ def plot_forecast(
 
 
 def plot_panel(
-    items: list[tuple[pd.Series, pd.Series, pd.Series]], path: str | os.PathLike | IO[bytes], title: str = ""
+    items: list[tuple[pd.Series, pd.Series, pd.Series]], path: str | os.PathLike[str] | IO[bytes], title: str = ""
 ) -> None:
     """Several series of a panel, one small plot each: (training part, validation part, forecast) per series."""
     import matplotlib
@@ -71,7 +74,7 @@ def plot_panel(
     plt.close(figure)
 
 
-def _bands(axes, index, bands: Mapping[str, tuple[Any, Any]] | None, colour: str) -> None:
+def _bands(axes: Axes, index: pd.Index, bands: Mapping[str, tuple[Any, Any]] | None, colour: str) -> None:
     """Prediction intervals as shaded bands, the widest palest."""
     for number, (label, (lower, upper)) in enumerate((bands or {}).items()):
         axes.fill_between(index, lower, upper, color=colour, alpha=0.12 + 0.1 * number, linewidth=0, label=label)
@@ -79,7 +82,7 @@ def _bands(axes, index, bands: Mapping[str, tuple[Any, Any]] | None, colour: str
 
 def plot_series_forecasts(
     panels: Sequence[tuple[str, pd.Series, pd.Series, Mapping[str, Any]]],
-    path: str | os.PathLike | IO[bytes],
+    path: str | os.PathLike[str] | IO[bytes],
     title: str = "",
     bands: Sequence[Mapping[str, tuple[Any, Any]]] | None = None,
 ) -> None:
@@ -112,7 +115,7 @@ def plot_series_forecasts(
 
 
 def plot_error_spread(
-    spread: Mapping[str, Any], path: str | os.PathLike | IO[bytes], label: str, title: str = ""
+    spread: Mapping[str, Any], path: str | os.PathLike[str] | IO[bytes], label: str, title: str = ""
 ) -> None:
     """Every method's per-series errors as a box plot (the box: the middle half of the series; the white dot: the
     mean over series, which the benchmarks report), on a log scale where the errors span decades."""
@@ -143,7 +146,7 @@ def plot_error_spread(
 
 def plot_future(
     items: Sequence[tuple[str, pd.Series, Any, Mapping[str, Any], Mapping[str, tuple[Any, Any]]]],
-    path: str | os.PathLike | IO[bytes],
+    path: str | os.PathLike[str] | IO[bytes],
     title: str = "",
 ) -> None:
     """One row per series: (its title, its history, the dates it is forecast at, {method: forecast values}, the first

@@ -18,6 +18,9 @@ returns False.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Protocol, cast
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -34,13 +37,13 @@ def hidden_states(rnn: nn.RNNBase, inputs: Tensor) -> Tensor:
         with torch.autocast("cpu", enabled=False):
             return hidden_states(rnn, inputs.float())
     if not fast_path_applies(rnn, inputs):
-        return rnn(inputs)[0]
+        return cast(Tensor, rnn(inputs)[0])
     layer = _LAYERS[rnn.mode]
     hidden = inputs
     for index in range(rnn.num_layers):
         if index and rnn.dropout and rnn.training:
             hidden = F.dropout(hidden, rnn.dropout, training=True)
-        hidden = layer.apply(hidden, *_layer_weights(rnn, index))
+        hidden = layer.apply(hidden, *_layer_weights(rnn, index))  # type: ignore[no-untyped-call, unused-ignore]
     return hidden
 
 
@@ -71,13 +74,16 @@ def _layer_weights(rnn: nn.RNNBase, index: int) -> list[Tensor]:
     return [getattr(rnn, f"{name}_l{index}") for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
 
 
-def zero_state(rnn: nn.RNNBase, batch: int, like: Tensor) -> list:
+State = list[Tensor | tuple[Tensor, Tensor]]
+
+
+def zero_state(rnn: nn.RNNBase, batch: int, like: Tensor) -> State:
     """The initial state of every layer for `step`: h, or (h, c) for an LSTM."""
-    zeros = lambda: like.new_zeros(batch, rnn.hidden_size)  # noqa: E731
+    zeros: Callable[[], Tensor] = lambda: like.new_zeros(batch, rnn.hidden_size)  # noqa: E731
     return [(zeros(), zeros()) if rnn.mode == "LSTM" else zeros() for _ in range(rnn.num_layers)]
 
 
-def step(rnn: nn.RNNBase, inputs: Tensor, state: list) -> Tensor:
+def step(rnn: nn.RNNBase, inputs: Tensor, state: State) -> Tensor:
     """Advance every layer by one time step (inputs: B x input_size), updating `state` in place.
 
     One ATen cell call per layer: the cheapest way to run a forecast that feeds its own output back.
@@ -86,12 +92,12 @@ def step(rnn: nn.RNNBase, inputs: Tensor, state: list) -> Tensor:
     for index in range(rnn.num_layers):
         weights = _layer_weights(rnn, index)
         if rnn.mode == "LSTM":
-            state[index] = torch.lstm_cell(hidden, state[index], *weights)
+            state[index] = torch.lstm_cell(hidden, cast("tuple[Tensor, Tensor]", state[index]), *weights)
             hidden = state[index][0]
         elif rnn.mode == "GRU":
-            hidden = state[index] = torch.gru_cell(hidden, state[index], *weights)
+            hidden = state[index] = torch.gru_cell(hidden, cast(Tensor, state[index]), *weights)
         else:
-            hidden = state[index] = torch.rnn_tanh_cell(hidden, state[index], *weights)
+            hidden = state[index] = torch.rnn_tanh_cell(hidden, cast(Tensor, state[index]), *weights)
     return hidden
 
 
@@ -108,7 +114,7 @@ def _parameter_grads(
     hidden: Tensor,
     weight_ih: Tensor,
     needs_input_grad: bool,
-):
+) -> tuple[Tensor | None, Tensor, Tensor, Tensor, Tensor]:
     """Gradients of (inputs, W_ih, W_hh, b_ih, b_hh) from those of every step's gate pre-activations.
 
     The input-side and hidden-side gate gradients are the same tensor except in a GRU, whose candidate
@@ -124,6 +130,15 @@ def _parameter_grads(
     return grad_inputs, grad_weight_ih, grad_weight_hh, grad_bias_ih, grad_bias_hh
 
 
+class _Context(Protocol):
+    """What the layers' forward and backward passes use of autograd's context."""
+
+    saved_tensors: tuple[Tensor, ...]
+    needs_input_grad: tuple[bool, ...]
+
+    def save_for_backward(self, *tensors: Tensor) -> None: ...
+
+
 class _TanhLayer(torch.autograd.Function):
     """h_t = tanh(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh).
 
@@ -132,7 +147,9 @@ class _TanhLayer(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, inputs, weight_ih, weight_hh, bias_ih, bias_hh):
+    def forward(
+        ctx: _Context, inputs: Tensor, weight_ih: Tensor, weight_hh: Tensor, bias_ih: Tensor, bias_hh: Tensor
+    ) -> Tensor:
         hidden = _input_projection(inputs, weight_ih, bias_ih + bias_hh)  # filled in place with h_t
         weight_hh_t = weight_hh.t()
         steps = hidden.unbind(0)
@@ -143,7 +160,7 @@ class _TanhLayer(torch.autograd.Function):
         return hidden
 
     @staticmethod
-    def backward(ctx, grad_hidden):
+    def backward(ctx: _Context, grad_hidden: Tensor) -> tuple[Tensor | None, Tensor, Tensor, Tensor, Tensor]:
         inputs, weight_ih, weight_hh, hidden = ctx.saved_tensors
         tanh_grad = torch.addcmul(torch.ones((), dtype=hidden.dtype, device=hidden.device), hidden, hidden, value=-1)
         grad_pre = torch.empty_like(hidden)  # gradient of each step's pre-activation
@@ -158,7 +175,9 @@ class _GRULayer(torch.autograd.Function):
     """PyTorch's GRU: r, z = sigmoid(.); n = tanh(W_in x + b_in + r (W_hn h + b_hn)); h_t = n + z (h_{t-1} - n)."""
 
     @staticmethod
-    def forward(ctx, inputs, weight_ih, weight_hh, bias_ih, bias_hh):
+    def forward(
+        ctx: _Context, inputs: Tensor, weight_ih: Tensor, weight_hh: Tensor, bias_ih: Tensor, bias_hh: Tensor
+    ) -> Tensor:
         size = weight_hh.shape[1]
         gates = _input_projection(inputs, weight_ih, bias_ih)  # r, z, n, activated in place
         hidden_gates = torch.empty_like(gates)  # W_hh h_{t-1} + b_hh, kept for the backward pass
@@ -183,10 +202,10 @@ class _GRULayer(torch.autograd.Function):
         return hidden
 
     @staticmethod
-    def backward(ctx, grad_hidden):
+    def backward(ctx: _Context, grad_hidden: Tensor) -> tuple[Tensor | None, Tensor, Tensor, Tensor, Tensor]:
         inputs, weight_ih, weight_hh, gates, hidden_gates, hidden = ctx.saved_tensors
         steps, batch, size = hidden.shape
-        r, z, n = gates.split(size, dim=2)
+        r, z, n = gates.split(size, dim=2)  # type: ignore[no-untyped-call, unused-ignore]
         previous = torch.cat([torch.zeros_like(hidden[:1]), hidden[:-1]])
         # d(pre-activation)/dh_t for each gate, for all steps at once, outside the loop.
         n_factor = (1 - z) * (1 - n * n)

@@ -179,7 +179,7 @@ class HybridInputs:
     """(B, T + output_chunk_length, C) float32: what each row of a column reads beside its value (the covariates: the
     hybrid's `beside`); None without covariates."""
 
-    def to(self, device, dtype: torch.dtype = torch.float32) -> HybridInputs:
+    def to(self, device: torch.device | str, dtype: torch.dtype = torch.float32) -> HybridInputs:
         return HybridInputs(
             self.z.to(device),
             self.lengths.to(device),
@@ -267,7 +267,7 @@ class HybridWindows:
     def device(self) -> torch.device:
         return self.z.device
 
-    def to(self, device) -> HybridWindows:
+    def to(self, device: torch.device | str) -> HybridWindows:
         return HybridWindows(
             z=self.z.to(device),
             lengths=self.lengths.to(device),

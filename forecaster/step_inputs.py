@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -178,7 +179,9 @@ class StepInputs:
 
     def rows(self, rows: np.ndarray) -> StepInputs:
         """The inputs of the series at `rows`, in that order."""
-        pick = lambda array: None if array is None else array[rows]  # noqa: E731
+        pick: Callable[[np.ndarray | None], np.ndarray | None] = lambda array: (  # noqa: E731
+            None if array is None else array[rows]
+        )
         return dataclasses.replace(self, center=pick(self.center), scale=pick(self.scale), static=pick(self.static))
 
     def merged(self, rows: np.ndarray, fresh: StepInputs, new: np.ndarray) -> StepInputs:
@@ -212,7 +215,9 @@ class StepInputs:
         return self.to_plain() if self.periods or self.count > self.calendar_count else None
 
     def to_plain(self) -> dict[str, Any]:
-        plain = lambda array: None if array is None else np.asarray(array, dtype=np.float64).tolist()  # noqa: E731
+        plain: Callable[[np.ndarray | None], object] = lambda array: (  # noqa: E731
+            None if array is None else np.asarray(array, dtype=np.float64).tolist()
+        )
         return {
             "periods": list(self.periods),
             "futr_names": list(self.futr_names),
@@ -231,7 +236,9 @@ class StepInputs:
         """What `to_plain` stored (None: a checkpoint without covariates, whose calendar is the season's place)."""
         if plain is None:
             return cls(calendar, season)
-        array = lambda values: None if values is None else np.asarray(values, dtype=np.float64)  # noqa: E731
+        array: Callable[[list[Any] | None], np.ndarray | None] = lambda values: (  # noqa: E731
+            None if values is None else np.asarray(values, dtype=np.float64)
+        )
         return cls(
             calendar,
             season,
@@ -332,7 +339,7 @@ def _columns(covariates: Any, futr: tuple[str, ...], hist: tuple[str, ...]) -> l
 def _table_rows(panel: Panel, rows: np.ndarray) -> np.ndarray:
     """The covariate table's row of each of the panel's rows."""
     series = np.searchsorted(panel.offsets, rows, side="right") - 1
-    return panel.covariates.starts[series] + rows - panel.offsets[series]  # type: ignore[union-attr]
+    return cast(np.ndarray, panel.covariates.starts[series] + rows - panel.offsets[series])  # type: ignore[union-attr]
 
 
 def calendar_features(positions: np.ndarray, season: int) -> np.ndarray:

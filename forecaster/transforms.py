@@ -48,9 +48,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import numpy as np
+import numpy.typing as npt
 import torch
 from torch import Tensor
 
@@ -64,6 +66,8 @@ from forecaster.step_inputs import StepInputs, calendar_features, step_ns
 if TYPE_CHECKING:
     from forecaster.shapes.base import Shape
 
+_Values = TypeVar("_Values", npt.NDArray[np.float64], Tensor)
+
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class MinMaxScaler:
@@ -74,7 +78,7 @@ class MinMaxScaler:
     scale: np.ndarray
 
     @classmethod
-    def fit(cls, values, offsets: np.ndarray | None = None) -> MinMaxScaler:
+    def fit(cls, values: npt.ArrayLike, offsets: np.ndarray | None = None) -> MinMaxScaler:
         """One scaler per segment values[offsets[i]:offsets[i + 1]] (every one non-empty); one for all without."""
         values = np.asarray(values, dtype=np.float64)
         starts = np.array([0]) if offsets is None else np.asarray(offsets[:-1])
@@ -86,16 +90,16 @@ class MinMaxScaler:
     def identity(cls, series: int) -> MinMaxScaler:
         return cls(np.zeros(series), np.ones(series))
 
-    def transform(self, values, series: np.ndarray | None = None):
+    def transform(self, values: np.ndarray, series: np.ndarray | None = None) -> np.ndarray:
         """values scaled by the scaler of their series (`series`: the index of each; none: the first scaler)."""
         rows = 0 if series is None else series
-        return (values - self.minimum[rows]) / self.scale[rows]
+        return cast(np.ndarray, (values - self.minimum[rows]) / self.scale[rows])
 
-    def inverse_transform(self, values, series: np.ndarray | None = None):
+    def inverse_transform(self, values: np.ndarray, series: np.ndarray | None = None) -> np.ndarray:
         rows = 0 if series is None else series
-        return values * self.scale[rows] + self.minimum[rows]
+        return cast(np.ndarray, values * self.scale[rows] + self.minimum[rows])
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         return (
             isinstance(other, MinMaxScaler)
             and np.array_equal(self.minimum, other.minimum)
@@ -225,7 +229,9 @@ class TargetTransform:
         differenced, offsets = self.differenced(panel, rows)
         return self.scaler.transform(differenced, np.repeat(rows, np.diff(offsets))), offsets
 
-    def normalise(self, windows, input_chunk_length: int, real=None):
+    def normalise(
+        self, windows: _Values, input_chunk_length: int, real: _Values | None = None
+    ) -> tuple[_Values, _Values]:
         """Windows (time first, any further axes) in the net's units, and the level of each. `real` (the windows'
         shape, 1 or 0, NumPy or torch as the windows): where a window holds a point of its series, and 0 where it is
         padding; the level is then the mean of its real input points, and the padding stays 0."""
@@ -241,7 +247,7 @@ class TargetTransform:
             return windows, level * 0.0
         return (normalised if real is None else normalised * real), level
 
-    def normalised_with(self, values, level):
+    def normalised_with(self, values: _Values, level: _Values) -> _Values:
         """Values in a window's units (normalise) by that window's `level`: what the value a season back, read
         beside each point, is normalised by."""
         if self.window_norm == "subtract":
@@ -315,7 +321,7 @@ class ForecastInputs:
             shifts=None if self.shifts is None else self.shifts[:, chosen],
         )
 
-    def to(self, device, dtype: torch.dtype = torch.float32) -> ForecastInputs:
+    def to(self, device: torch.device | str, dtype: torch.dtype = torch.float32) -> ForecastInputs:
         """On `device`, the float64 parts (level, history, scaler) in `dtype`."""
         return ForecastInputs(
             context=self.context.to(device),
@@ -581,7 +587,7 @@ class TrainingWindows:
     def device(self) -> torch.device:
         return self.values.device
 
-    def to(self, device) -> TrainingWindows:
+    def to(self, device: torch.device | str) -> TrainingWindows:
         # Apple's MPS holds no float64: there the windows are cut from float32 values.
         values = self.values.float() if torch.device(device).type == "mps" else self.values
         return dataclasses.replace(
@@ -705,7 +711,9 @@ class OriginalUnits:
 
     @classmethod
     def of(cls, transform: TargetTransform, train: Panel) -> OriginalUnits:
-        as_tensor = lambda array: torch.as_tensor(array, dtype=torch.float32)  # noqa: E731
+        as_tensor: Callable[[np.ndarray], Tensor] = lambda array: (  # noqa: E731
+            torch.as_tensor(array, dtype=torch.float32)
+        )
         factors = shifts = None
         if transform.year is not None:  # s's elements are the points from each series' lag-th on
             later = np.flatnonzero(train.positions >= transform.lag)
@@ -723,8 +731,10 @@ class OriginalUnits:
             year_shifts=shifts,
         )
 
-    def to(self, device) -> OriginalUnits:
-        move = lambda tensor: None if tensor is None else tensor.to(device)  # noqa: E731
+    def to(self, device: torch.device | str) -> OriginalUnits:
+        move: Callable[[Tensor | None], Tensor | None] = lambda tensor: (  # noqa: E731
+            None if tensor is None else tensor.to(device)
+        )
         return OriginalUnits(
             self.minimum.to(device),
             self.scale.to(device),

@@ -11,7 +11,7 @@ least.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
@@ -69,11 +69,11 @@ class Direct(Shape):
         state = recurrence.hidden_states(net.rnn, self.recurrent_inputs(net, inputs[:chunk]))[-1]
         ahead = self.known_ahead_columns(net)
         if not len(ahead):
-            return net.head(state).T
+            return cast(Tensor, net.head(state).T)
         block = inputs[chunk - 1 : chunk - 1 + net.config.output_chunk_length, :, ahead]
         if net.config.covariate_path == "linear":
-            return net.head(state).T + net.covariate_term(block)[..., 0]
-        return net.head(torch.cat([state, block.transpose(0, 1).reshape(len(state), -1)], -1)).T
+            return cast(Tensor, net.head(state).T + net.covariate_term(block)[..., 0])
+        return cast(Tensor, net.head(torch.cat([state, block.transpose(0, 1).reshape(len(state), -1)], -1)).T)
 
     def window_layout(self, config: ForecasterConfig, lengths: np.ndarray) -> tuple[int, Any, np.ndarray, int]:
         span = config.input_chunk_length + config.output_chunk_length

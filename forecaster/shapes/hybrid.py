@@ -176,6 +176,8 @@ class Hybrid(Direct):
         way the shapes depend on the batch's size alone, never on the draw (an XLA device compiles them once)."""
         data = epoch.source
         assert isinstance(data, HybridWindows), "the hybrid's epochs carry the series its windows are cut from"
+        series: Tensor
+        origins: Tensor
         series, origins = batch
         if len(data.lengths) <= len(series):
             drawn, columns = torch.arange(len(data.lengths), device=series.device), series

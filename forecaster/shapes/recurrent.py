@@ -70,7 +70,7 @@ class Recurrent(Shape):
         """Next-step predictions at every position: (T, B, features) -> (T, B, 1); with covariate_path linear, each
         the net's forecast of the regression's error plus the linear term of the point it predicts (its row's
         known-ahead values)."""
-        predictions = net.head(recurrence.hidden_states(net.rnn, self.recurrent_inputs(net, inputs)))
+        predictions: Tensor = net.head(recurrence.hidden_states(net.rnn, self.recurrent_inputs(net, inputs)))
         return (
             predictions + self.covariate_effect(net, inputs) if net.config.covariate_path == "linear" else predictions
         )
