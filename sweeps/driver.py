@@ -263,7 +263,7 @@ def _value_lines(plan: SweepPlan) -> list[str]:
     )
     if len(panel) == 1:
         index = panel.series(0).index
-        when = (lambda t: t.date()) if panel.dated else (lambda t: t)
+        when: Callable[[Any], object] = (lambda t: t.date()) if panel.dated else (lambda t: t)
         where = f"after {sweep.split_after}" if not sweep.horizon else "before the test window"
         tested = f"after {sweep.test_after}" if not sweep.horizon else f"the last {sweep.horizon}"
         return [

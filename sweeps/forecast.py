@@ -23,11 +23,18 @@ import argparse
 import dataclasses
 import sys
 import textwrap
+from typing import TYPE_CHECKING, cast
 
 from forecaster.cli import add_options, levels_option, option, quantiles_option, read_options
 
 DEFAULT_OUTPUT = "forecast.csv"
 ROWS_SHOWN = 6
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from forecaster.answer_model import AnswerModel, Calibration
+    from forecaster.panel import Panel
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def described(model, panel, future, horizon: int, args: ForecastOptions) -> list[str]:
+def described(model: AnswerModel, panel: Panel, future: pd.DataFrame, horizon: int, args: ForecastOptions) -> list[str]:
     """What was forecast, what the model had not seen, and the first rows."""
     lines = [
         f"Forecast {horizon} points after the end of each of {len(panel):,} series of {args.data} with the answer of "
@@ -126,7 +133,7 @@ def described(model, panel, future, horizon: int, args: ForecastOptions) -> list
         )
     elif args.levels is None and calibration is None:
         lines.append("No bounds: the sweep calibrated no intervals (run it with --levels 80 95 for them).")
-    elif args.levels is None and not calibration.levels and not args.quantiles:
+    elif args.levels is None and not cast("Calibration", calibration).levels and not args.quantiles:
         lines.append("No bounds: the sweep asked for none; give --levels 80 95 or --quantiles 0.1 0.5 0.9 for them.")
     lines.append(textwrap.indent(future.head(ROWS_SHOWN).to_string(index=False, float_format="{:.4g}".format), "  "))
     return lines

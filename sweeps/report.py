@@ -14,8 +14,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from typing import TYPE_CHECKING
 
 from forecaster.cli import add_options, levels_option, option, read_options
+
+if TYPE_CHECKING:
+    from forecaster.answer_model import AnswerModel, SavedMember
+    from sweeps.plan.sweep_plan import SweepPlan
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,12 +97,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _continued(member) -> int:
+def _continued(member: SavedMember) -> int:
     """The epochs a saved member was continued through the validation part."""
     return sum(epochs for on, epochs in member.continued if on == "the validation part")
 
 
-def saved_model(plan, name: str, trials: list[str]):
+def saved_model(plan: SweepPlan, name: str, trials: list[str]) -> AnswerModel | None:
     """The model the sweep saved in its folder `name`, where it holds the members `trials`; None where there is none
     that reads, or it holds others (a sweep stopped before it saved one)."""
     from forecaster.answer_model import AnswerModel

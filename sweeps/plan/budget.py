@@ -41,9 +41,13 @@ import math
 import statistics
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sweeps.plan.options import PlanError, shown_duration
+
+if TYPE_CHECKING:
+    from sweeps.answer import TailPlan
+    from sweeps.plan.storage import SweepFolder
 
 LEAST_SECONDS = 45.0
 """What a sweep needs at least after its start, for Ray's start, a trial's first epoch and its answer (the smoke panel
@@ -182,14 +186,14 @@ class Cut:
         return found
 
 
-def give_way(tail, left: float, slots: int, baselines: dict[str, float]) -> tuple[Any, Cut]:
+def give_way(tail: TailPlan, left: float, slots: int, baselines: dict[str, float]) -> tuple[TailPlan, Cut]:
     """`tail` (sweeps.answer.TailPlan) cut in GIVE_WAY's order until its tasks, `baselines` (the seconds of work each
     unfinished baseline has left) and TAIL_SECONDS fit in `left` seconds; and what was cut."""
     seconds = [member.epoch_seconds for member in tail.members]
     cut_baselines: list[str] = []
     pending = dict(baselines)
 
-    def cost(plan) -> float:
+    def cost(plan: TailPlan) -> float:
         epochs = list(plan.refit_epochs) + list(plan.future_epochs or [])
         each = seconds[: len(plan.members)] * (2 if plan.future_epochs is not None else 1)
         # One start per member (its future takes its refit's worker), the members' at once.
@@ -219,7 +223,7 @@ def give_way(tail, left: float, slots: int, baselines: dict[str, float]) -> tupl
     return tail, Cut(tuple(cut_baselines), members, refit, future)
 
 
-def read_spent(folder) -> float:
+def read_spent(folder: SweepFolder) -> float:
     """Seconds the sweep's earlier runs spent (0 for a new sweep)."""
     try:
         return float(json.loads(folder.read(TIME_SPENT_FILE))["seconds"])
@@ -227,7 +231,7 @@ def read_spent(folder) -> float:
         return 0.0
 
 
-def spent_writer(folder) -> Callable[[float], None]:
+def spent_writer(folder: SweepFolder) -> Callable[[float], None]:
     """Keeps the seconds the sweep has spent in its folder."""
 
     def write(seconds: float) -> None:

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from sweeps.plan.registry import Sweep
 from sweeps.plan.space import Choice, LogUniform
+
+if TYPE_CHECKING:
+    from ray.tune.schedulers import TrialScheduler
 
 CHECKPOINT_EVERY_SECONDS = 2.0
 """Besides the scheduler's own points, a trial checkpoints after this many seconds of training since its last
@@ -76,7 +79,7 @@ class Scheduler:
     def check(self, sweep: Sweep) -> None:
         """Raise SchedulerError if the sweep's search or space cannot work with this scheduler."""
 
-    def build(self, sweep: Sweep):
+    def build(self, sweep: Sweep) -> TrialScheduler:
         """Ray Tune's scheduler for the sweep."""
         raise NotImplementedError
 
@@ -97,10 +100,11 @@ class Fifo(Scheduler):
 
     name = "fifo"
 
-    def build(self, sweep: Sweep):
+    def build(self, sweep: Sweep) -> TrialScheduler:
         from ray.tune.schedulers import FIFOScheduler
 
-        return FIFOScheduler()
+        fifo: Callable[[], FIFOScheduler] = FIFOScheduler
+        return fifo()
 
 
 class Asha(Scheduler):
@@ -134,7 +138,7 @@ class Asha(Scheduler):
     def brackets(self, sweep: Sweep) -> int:
         return 1
 
-    def build(self, sweep: Sweep):
+    def build(self, sweep: Sweep) -> TrialScheduler:
         from ray.tune.schedulers import AsyncHyperBandScheduler
 
         return AsyncHyperBandScheduler(
@@ -169,7 +173,7 @@ class MedianRule(Scheduler):
         grace = self.settings(sweep)["grace_period"]
         return CheckpointSchedule(at=(grace,), on_improvement_from=grace)
 
-    def build(self, sweep: Sweep):
+    def build(self, sweep: Sweep) -> TrialScheduler:
         from ray.tune.schedulers import MedianStoppingRule
 
         return MedianStoppingRule(time_attr="epoch", min_samples_required=3, **self.settings(sweep))
@@ -211,7 +215,7 @@ class PopulationBased(Scheduler):
                 "--scheduler pbt needs lr (log-uniform) or batch_size (a choice) searched, to mutate them"
             )
 
-    def build(self, sweep: Sweep):
+    def build(self, sweep: Sweep) -> TrialScheduler:
         from ray.tune.schedulers import PopulationBasedTraining
 
         return PopulationBasedTraining(

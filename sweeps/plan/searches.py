@@ -10,9 +10,12 @@ Adding a search is a name in SEARCHES and a branch in `build_search`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sweeps.plan.space import to_optuna, to_tune
+
+if TYPE_CHECKING:
+    from ray.tune.search import SearchAlgorithm, Searcher
 
 SEARCHES = ("random", "optuna")
 
@@ -23,7 +26,7 @@ class SearchError(ValueError):
 
 def build_search(
     search: str, space: Mapping[str, Any], seed: int | None, metric: str, mode: str, max_concurrent: int | None = None
-):
+) -> tuple[Searcher | SearchAlgorithm, dict[str, Any]]:
     """The search algorithm and the param_space that goes with it, starting at most `max_concurrent` trials at
     once (a sweep on a shared cluster wraps it in its fair share instead: sweeps.trials.sharing).
 

@@ -14,13 +14,18 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    import optuna
+    from optuna.distributions import CategoricalChoiceType
+    from ray.tune.search.sample import Domain
 
 
 @dataclasses.dataclass(frozen=True)
 class Choice:
-    values: tuple
+    values: tuple[Any, ...]
 
     def __init__(self, *values: Any):
         object.__setattr__(self, "values", tuple(values))
@@ -303,7 +308,7 @@ def resolve(space: Space, data: DataShape) -> dict[str, Any]:
     return {name: value(v) for name, v in space.items()}
 
 
-def _taken(value: Any) -> tuple | None:
+def _taken(value: Any) -> tuple[Any, ...] | None:
     """The values a choice or a constant gives (what a ByValue on it can be asked for), None for anything else: a
     ByValue keeps only those, so that a sweep that never draws a shape does not show its settings."""
     if isinstance(value, Choice):
@@ -369,16 +374,16 @@ def to_tune(space: Space, seed: int | None = None) -> dict[str, Any]:
 
     rng = np.random.default_rng(seed)
 
-    def domain(dist: Independent):
+    def domain(dist: Independent) -> Domain:
         if isinstance(dist, InTurn):
-            return tune.sample_from(_in_turn(dist.values))
+            return cast("Domain", tune.sample_from(_in_turn(dist.values)))
         if isinstance(dist, Choice):
-            return tune.choice(list(dist.values))
+            return cast("Domain", tune.choice(list(dist.values)))
         if isinstance(dist, Uniform):
-            return tune.uniform(dist.low, dist.high)
+            return cast("Domain", tune.uniform(dist.low, dist.high))
         if isinstance(dist, LogUniform):
-            return tune.loguniform(dist.low, dist.high)
-        return tune.randint(dist.low, dist.high + 1)  # tune.randint excludes its upper bound
+            return cast("Domain", tune.loguniform(dist.low, dist.high))
+        return cast("Domain", tune.randint(dist.low, dist.high + 1))  # tune.randint excludes its upper bound
 
     param_space: dict[str, Any] = {}
     for name, value in space.items():
@@ -408,12 +413,12 @@ def to_tune(space: Space, seed: int | None = None) -> dict[str, Any]:
     return param_space
 
 
-def _in_turn(values: tuple):
+def _in_turn(values: tuple[Any, ...]) -> Callable[[dict[str, Any]], Any]:
     """The values one after another, for Tune's sample_from: Tune calls it once per trial, in the order it creates
     the trials, and copies a function by reference, so the count is the sweep's (a resumed sweep counts again)."""
     taken = [0]
 
-    def next_value(config):
+    def next_value(config: dict[str, Any]) -> Any:
         value = values[taken[0] % len(values)]
         taken[0] += 1
         return value
@@ -430,9 +435,9 @@ def to_optuna(space: Space) -> OptunaDefineByRun:
 class OptunaDefineByRun:
     """A class rather than a closure: OptunaSearch saves its state with plain pickle."""
 
-    space: dict
+    space: dict[str, Any]
 
-    def __call__(self, trial) -> dict[str, Any]:
+    def __call__(self, trial: optuna.Trial) -> dict[str, Any]:
         chosen: dict[str, Any] = {}
         constants: dict[str, Any] = {}
         for name, value in _independent_first(self.space):
@@ -458,9 +463,9 @@ class OptunaDefineByRun:
         return constants
 
 
-def _suggest(trial, name: str, dist: Independent):
+def _suggest(trial: optuna.Trial, name: str, dist: Independent) -> CategoricalChoiceType:
     if isinstance(dist, Choice):
-        return trial.suggest_categorical(name, list(dist.values))
+        return cast("CategoricalChoiceType", trial.suggest_categorical(name, list(dist.values)))
     if isinstance(dist, Uniform):
         return trial.suggest_float(name, dist.low, dist.high)
     if isinstance(dist, LogUniform):
@@ -475,7 +480,7 @@ def extremes(space: Space, limit: int = 50_000) -> list[dict[str, Any]]:
     each monotone in its hyperparameters, so a space that passes them at its corners passes everywhere.
     """
 
-    def corners(dist: Independent) -> tuple:
+    def corners(dist: Independent) -> tuple[Any, ...]:
         if isinstance(dist, Choice):
             return dist.values
         return (dist.low, dist.high) if dist.low != dist.high else (dist.low,)

@@ -25,7 +25,12 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    import pyarrow.fs
+    from ray.train._internal.storage import StorageContext
+    from ray.tune.experiment import Trial
 
 DEFAULT_STORAGE = "results"
 PLAN_FILE = "sweep_plan.json"
@@ -77,7 +82,7 @@ def experiment_path(storage_path: str, name: str) -> str:
 class SweepFolder:
     """One sweep's folder. `path` is what users see and pass around; reads and writes go to `filesystem`."""
 
-    def __init__(self, path: str, filesystem=None, root: str | None = None):
+    def __init__(self, path: str, filesystem: pyarrow.fs.FileSystem | None = None, root: str | None = None) -> None:
         import pyarrow.fs
 
         self.path = path.rstrip("/") if filesystem else located(path).rstrip("/")
@@ -86,9 +91,9 @@ class SweepFolder:
         self.filesystem, self.root = filesystem, str(root).rstrip("/")
 
     @classmethod
-    def of_trial(cls, trial) -> SweepFolder:
+    def of_trial(cls, trial: Trial) -> SweepFolder:
         """The folder of the sweep a Tune trial belongs to: where it runs now, even after a move and a resume."""
-        storage = trial.storage
+        storage = cast("StorageContext", trial.storage)
         return cls(storage.experiment_fs_path, storage.storage_filesystem, storage.experiment_fs_path)
 
     def write(self, name: str, data: bytes) -> str:
@@ -99,12 +104,12 @@ class SweepFolder:
 
     def read(self, name: str) -> bytes:
         with self.filesystem.open_input_stream(f"{self.root}/{name}") as stream:
-            return stream.read()
+            return cast(bytes, stream.read())
 
     def exists(self, name: str) -> bool:
         import pyarrow.fs
 
-        return self.filesystem.get_file_info(f"{self.root}/{name}").type != pyarrow.fs.FileType.NotFound
+        return cast(bool, self.filesystem.get_file_info(f"{self.root}/{name}").type != pyarrow.fs.FileType.NotFound)
 
     def holds_sweep(self) -> bool:
         return self.exists(PLAN_FILE) or self.exists(PICKLED_PLAN_FILE)
@@ -149,7 +154,7 @@ class SweepFolder:
         """Every recorded fault, oldest first: {"trial_id", "event", "time", ...}, the event one of "retried",
         "restarted" (the retry's process is up), "failed" (for good) or "watchdog" (killed as hung)."""
         try:
-            return json.loads(self.read(FAULTS_FILE))
+            return cast(list[dict[str, Any]], json.loads(self.read(FAULTS_FILE)))
         except (FileNotFoundError, OSError):
             return []
 
@@ -160,13 +165,13 @@ class SweepFolder:
         self.write(FAULTS_FILE, json.dumps(faults, indent=2).encode())
 
     def best_config(self) -> dict[str, Any]:
-        return json.loads(self.read(BEST_CONFIG_FILE))
+        return cast(dict[str, Any], json.loads(self.read(BEST_CONFIG_FILE)))
 
 
 def _local_filesystem() -> type:
     import pyarrow.fs
 
-    return pyarrow.fs.LocalFileSystem
+    return cast(type, pyarrow.fs.LocalFileSystem)
 
 
 def latest_run(storage_path: str, sweep_name: str) -> str | None:

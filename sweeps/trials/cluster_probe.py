@@ -11,9 +11,13 @@ import json
 import math
 import re
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from sweeps.plan.resources import TrialResources
+
+if TYPE_CHECKING:
+    import grpc
 
 
 class CapacityError(ValueError):
@@ -79,8 +83,9 @@ def ray_started_on_this_machine() -> str | None:
     """The address of a Ray started on this machine with `ray start` that still runs, if there is one."""
     from ray._private.services import find_bootstrap_address, find_gcs_addresses
 
+    gcs_addresses: Callable[[], frozenset[str]] = find_gcs_addresses
     address = find_bootstrap_address(None)
-    return address if address and address in find_gcs_addresses() else None
+    return address if address and address in gcs_addresses() else None
 
 
 def describe_resources(nodes: list[dict[str, Any]]) -> str:
@@ -102,9 +107,7 @@ def cluster_capacity(
     A request that no node can hold is refused, unless an autoscaler may add such a node (a Ray of the
     sweep's own has none).
     """
-    import ray
-
-    nodes = [node for node in ray.nodes() if node.get("Alive")]
+    nodes = [node for node in ray_nodes() if node.get("Alive")]
     described = describe_resources(nodes)
     at_once = trials_at_once(resources, nodes)
     if at_once == 0:
@@ -155,9 +158,15 @@ SWEEPS_NAMESPACE = "rnn-sweeps"
 
 def trial_slots(resources: TrialResources) -> int:
     """How many trials of `resources` the cluster's live nodes hold now."""
+    return trials_at_once(resources, ray_nodes())
+
+
+def ray_nodes() -> list[dict[str, Any]]:
+    """`ray.nodes()`, typed: every node the cluster knows of, alive or not."""
     import ray
 
-    return trials_at_once(resources, ray.nodes())
+    nodes: Callable[[], list[dict[str, Any]]] = ray.nodes
+    return nodes()
 
 
 def prestart_workers(node: dict[str, Any], count: int, serialized_runtime_env: str, keep_alive_s: int) -> None:
@@ -168,9 +177,12 @@ def prestart_workers(node: dict[str, Any], count: int, serialized_runtime_env: s
     from ray._private.grpc_utils import init_grpc_channel
     from ray.core.generated import common_pb2, node_manager_pb2, node_manager_pb2_grpc, runtime_environment_pb2
 
+    stub: Callable[[grpc.Channel], node_manager_pb2_grpc.NodeManagerServiceStub] = (
+        node_manager_pb2_grpc.NodeManagerServiceStub
+    )
     channel = init_grpc_channel(f"{node['NodeManagerAddress']}:{node['NodeManagerPort']}")
     try:
-        node_manager_pb2_grpc.NodeManagerServiceStub(channel).PrestartWorkers(
+        stub(channel).PrestartWorkers(
             node_manager_pb2.PrestartWorkersRequest(  # type: ignore[attr-defined]  # generated protobuf classes
                 language=common_pb2.Language.PYTHON,  # type: ignore[attr-defined]
                 job_id=bytes.fromhex(ray.get_runtime_context().get_job_id()),

@@ -9,8 +9,7 @@ import math
 import os
 import tempfile
 import time
-from collections.abc import Callable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import lightning as L
 import torch
@@ -19,6 +18,9 @@ from forecaster.metrics import METRICS
 from sweeps.plan.schedulers import CheckpointSchedule
 from sweeps.plan.storage import BEST_MODEL_FILE, CHECKPOINT_FILE
 
+if TYPE_CHECKING:
+    from ray.train import Checkpoint
+
 DIVERGED_LOSS = 100.0
 """A training MSE above this, on a series scaled to [0, 1], means errors ten times the training range."""
 
@@ -26,6 +28,12 @@ DIVERGED_LOSS = 100.0
 def diverged(train_loss: float, score: float) -> bool:
     """Training has blown up: a loss or score that is NaN or infinite, or a loss beyond any sane model's."""
     return not (math.isfinite(train_loss) and math.isfinite(score)) or train_loss > DIVERGED_LOSS
+
+
+class Report(Protocol):
+    """`ray.tune.report` or `ray.train.report`: an epoch's metrics, with a checkpoint or without."""
+
+    def __call__(self, metrics: dict[str, Any], *, checkpoint: Checkpoint | None = None) -> None: ...
 
 
 class EpochReporter(L.Callback):
@@ -54,12 +62,12 @@ class EpochReporter(L.Callback):
 
     def __init__(
         self,
-        report: Callable,
-        checkpoint_class: Any,
+        report: Report,
+        checkpoint_class: type[Checkpoint],
         schedule: CheckpointSchedule,
         trial: str = "",
         metric: str = "mape",
-    ):
+    ) -> None:
         self.report = report
         self.metric = metric
         """The metric trials are ranked on: mape, smape or mase."""
@@ -158,12 +166,12 @@ class EpochReporter(L.Callback):
         self.reported = True
         self._report_with_checkpoint(trainer, module, dict(self.last))
 
-    def _report_with_checkpoint(self, trainer: L.Trainer, module: L.LightningModule, metrics: dict) -> None:
+    def _report_with_checkpoint(self, trainer: L.Trainer, module: L.LightningModule, metrics: dict[str, float]) -> None:
         started = time.monotonic()
         self.has_checkpoint = True  # saved with the checkpoint: a trial resumed from it has one
         with tempfile.TemporaryDirectory() as folder:
             trainer.save_checkpoint(os.path.join(folder, CHECKPOINT_FILE))  # collective under DDP
-            checkpoint = None
+            checkpoint: Checkpoint | None = None
             if trainer.global_rank == 0:
                 if self.best_weights is not None:
                     self._save_best_model(module, os.path.join(folder, BEST_MODEL_FILE))
@@ -186,7 +194,7 @@ class EpochReporter(L.Callback):
             path,
         )
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         return {
             "best": self.best,
             "best_epoch": self.best_epoch,
@@ -195,7 +203,7 @@ class EpochReporter(L.Callback):
             "trial": self.trial,
         }
 
-    def load_state_dict(self, state_dict: dict) -> None:
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.has_checkpoint = True
         self.best, self.best_epoch = state_dict["best"], state_dict["best_epoch"]
         self.best_weights = state_dict.get("best_weights")

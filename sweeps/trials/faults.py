@@ -18,30 +18,34 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import TYPE_CHECKING, Any
 
 import ray
 from ray import tune
 
 from sweeps.plan.storage import SweepFolder
 
+if TYPE_CHECKING:
+    from ray.tune.experiment import Trial
+
 logger = logging.getLogger(__name__)
 
 
-def record_fault(trial, event: str, **details) -> None:
+def record_fault(trial: Trial, event: str, **details: object) -> None:
     """Appended to the sweep's faults.json, not kept in the callback: a resumed sweep unpickles callbacks as
     they were."""
     SweepFolder.of_trial(trial).append_fault(trial.trial_id, event, after_epoch=_last_epoch(trial), **details)
 
 
 class FaultLog(tune.Callback):
-    def on_trial_recover(self, iteration, trials, trial, **info) -> None:
+    def on_trial_recover(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         record_fault(trial, "retried")
 
-    def on_trial_start(self, iteration, trials, trial, **info) -> None:
+    def on_trial_start(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         if trial.num_failures:  # a retry's process is up: it trains again from its checkpoint
             record_fault(trial, "restarted")
 
-    def on_trial_error(self, iteration, trials, trial, **info) -> None:
+    def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         record_fault(trial, "failed")
 
 
@@ -51,21 +55,23 @@ seconds to import torch and restore its checkpoint, which is not a hang."""
 
 
 class HangWatchdog(tune.Callback):
-    def __init__(self, timeout_s: float):
+    def __init__(self, timeout_s: float) -> None:
         self.timeout_s = timeout_s
         self.last_seen: dict[str, float] = {}
         self.starting: set[str] = set()
         """Trials whose current attempt has not reported yet."""
 
-    def on_trial_start(self, iteration, trials, trial, **info) -> None:
+    def on_trial_start(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         self.last_seen[trial.trial_id] = time.monotonic()
         self.starting.add(trial.trial_id)
 
-    def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
+    def on_trial_result(
+        self, iteration: int, trials: list[Trial], trial: Trial, result: dict[str, Any], **info: Any
+    ) -> None:
         self.last_seen[trial.trial_id] = time.monotonic()
         self.starting.discard(trial.trial_id)
 
-    def on_step_begin(self, iteration, trials, **info) -> None:
+    def on_step_begin(self, iteration: int, trials: list[Trial], **info: Any) -> None:
         now = time.monotonic()
         for trial in trials:
             if trial.status != "RUNNING":
@@ -91,5 +97,5 @@ class HangWatchdog(tune.Callback):
             record_fault(trial, "watchdog", silent_seconds=round(now - seen, 1))
 
 
-def _last_epoch(trial) -> int:
+def _last_epoch(trial: Trial) -> int:
     return int((trial.last_result or {}).get("epoch", 0))

@@ -19,7 +19,10 @@ from typing import Any
 
 from sweeps.trials.cluster_probe import ray_started_on_this_machine
 
-WARM_WORKERS = {"preload_python_modules": ["sweeps.trials.warm"], "prestart_worker_first_driver": False}
+WARM_WORKERS: dict[str, object] = {
+    "preload_python_modules": ["sweeps.trials.warm"],
+    "prestart_worker_first_driver": False,
+}
 """Ray's settings for nodes whose workers start warm (sweeps/trials/warm_pool.py): every worker imports torch, Lightning
 and the trial's code as it starts (sweeps/trials/warm.py), and the raylet prestarts none with the job's plain
 environment, which no trial could use. The sweep's own Ray passes them to ray.init; a cluster's `ray start` lines set
@@ -31,11 +34,11 @@ def warm_workers_enabled() -> bool:
     return os.environ.get("SWEEPS_WARM_WORKERS", "1") != "0"
 
 
-def warm_workers() -> dict:
+def warm_workers() -> dict[str, object]:
     return WARM_WORKERS if warm_workers_enabled() else {}
 
 
-def trial_priority() -> dict:
+def trial_priority() -> dict[str, int]:
     """Ray runs its workers at nice 15, so that its own daemons keep the CPU; on a machine that anything else
     keeps busy (a build, a browser, another sweep's driver) such trials get a few percent of a core and crawl.
     The sweep's own Ray runs them at normal priority instead, unless the user set RAY_worker_niceness."""
@@ -130,7 +133,7 @@ def start_ray(address: str | None, dashboard_host: str, dashboard_port: int | No
     return RaySession(True, started.address_info["gcs_address"], note, _dashboard_url(started), missing)
 
 
-def _dashboard_url(context) -> str:
+def _dashboard_url(context: object) -> str:
     url = getattr(context, "dashboard_url", None) or ""
     return url if not url or url.startswith("http") else f"http://{url}"
 

@@ -15,11 +15,17 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ray.tune.search import BasicVariantGenerator, ConcurrencyLimiter
 
 from sweeps.plan.resources import TrialResources
 from sweeps.trials.cluster_probe import announce_sweep, announced_sweeps, trial_slots, withdraw_sweep
+
+if TYPE_CHECKING:
+    from ray.tune.experiment import Trial
+    from ray.tune.search import Searcher
 
 PREFIX = "sweep:"
 HEARTBEAT_S = 2.0
@@ -31,7 +37,7 @@ GONE_AFTER_S = 15.0
 class FairShare:
     """A sweep's share of the cluster's trial slots, recomputed every HEARTBEAT_S seconds."""
 
-    def __init__(self, sweep_key: str, resources: TrialResources, limit: int | None):
+    def __init__(self, sweep_key: str, resources: TrialResources, limit: int | None) -> None:
         self.key, self.resources, self.limit = PREFIX + sweep_key, resources, limit
         self.share, self.refreshed = limit or 1, -math.inf
 
@@ -54,7 +60,7 @@ class FairShare:
     def withdraw(self) -> None:
         withdraw_sweep(self.key)
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         # Restored in a new driver (--resume): announce at once.
         return {**self.__dict__, "refreshed": -math.inf}
 
@@ -62,15 +68,16 @@ class FairShare:
 class FairShareVariants(BasicVariantGenerator):
     """Random search that starts a trial only within the sweep's fair share of the cluster."""
 
-    def __init__(self, fair_share: FairShare, **options):
+    def __init__(self, fair_share: FairShare, **options: Any) -> None:
         super().__init__(**options)
         self.fair_share = fair_share
 
-    def next_trial(self):
+    def next_trial(self) -> Trial | None:
         if self.is_finished():
             return None
         self.max_concurrent = self.fair_share.current()
-        trial = super().next_trial()
+        next_variant: Callable[[], Trial | None] = super().next_trial
+        trial = next_variant()
         if self.is_finished():
             self.fair_share.withdraw()
         return trial
@@ -79,11 +86,11 @@ class FairShareVariants(BasicVariantGenerator):
 class FairShareLimiter(ConcurrencyLimiter):
     """A searcher (Optuna) asked for a new trial only within the sweep's fair share of the cluster."""
 
-    def __init__(self, searcher, fair_share: FairShare):
+    def __init__(self, searcher: Searcher, fair_share: FairShare) -> None:
         super().__init__(searcher, max_concurrent=fair_share.limit or 1)
         self.fair_share = fair_share
 
-    def suggest(self, trial_id: str):
+    def suggest(self, trial_id: str) -> dict[str, Any] | None:
         self.max_concurrent = self.fair_share.current()
         suggestion = super().suggest(trial_id)
         if suggestion == self.searcher.FINISHED:  # type: ignore[comparison-overlap]  # Tune's marker string

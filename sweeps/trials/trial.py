@@ -14,12 +14,18 @@ import dataclasses
 import logging
 import os
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from forecaster.parts import FitParts
 from sweeps.plan.resources import TrialResources
 from sweeps.plan.schedulers import CheckpointSchedule
 from sweeps.plan.storage import CHECKPOINT_FILE
+
+if TYPE_CHECKING:
+    from ray.train import Checkpoint
+
+    from sweeps.trials.epoch_reporter import EpochReporter, Report
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,7 +59,7 @@ def train_trial(config: dict[str, Any], *, parts: FitParts, settings: TrialSetti
     _fit(config, parts, settings, reporter, checkpoint, **arguments)
 
 
-def newest_checkpoint(given):
+def newest_checkpoint(given: Checkpoint | None) -> Checkpoint | None:
     """The checkpoint a restarted trial resumes from: the newest complete one in its own folder whose report Tune
     recorded (its progress.csv names it), where Tune gave it an older one of its own or none. Tune registers a
     checkpoint a moment after the trial reported and wrote it (Tune's save step), and its experiment state may be
@@ -88,7 +94,7 @@ def newest_checkpoint(given):
     return given
 
 
-def recorded(checkpoint) -> bool:
+def recorded(checkpoint: Checkpoint) -> bool:
     """Whether the report that came with `checkpoint` is in Tune's record of this trial: its progress.csv, which the
     driver writes as it takes each report, names the checkpoint's folder. The trial writes the checkpoint first, so
     a driver killed in between leaves a checkpoint whose report it never recorded. True where the record cannot be
@@ -118,7 +124,7 @@ def _recorded_checkpoints() -> set[str] | None:
     return set(history["checkpoint_dir_name"].dropna().astype(str))
 
 
-def _complete(checkpoint) -> bool:
+def _complete(checkpoint: Checkpoint) -> bool:
     """Whether a checkpoint holds a training state that loads (one being written when its process was killed does
     not)."""
     import torch
@@ -131,7 +137,7 @@ def _complete(checkpoint) -> bool:
     return True
 
 
-def _with_node(report, warm: bool):
+def _with_node(report: Report, warm: bool) -> Report:
     """Every report names the Ray node it came from (the results say where each trial ran, and moved to) and whether
     its process was warm (had torch and Lightning imported before the trial came)."""
     import ray
@@ -140,7 +146,14 @@ def _with_node(report, warm: bool):
     return lambda metrics, **options: report({**metrics, "node": node, "warm_start": int(warm)}, **options)
 
 
-def _fit(config, parts: FitParts, settings: TrialSettings, reporter, checkpoint, **arguments) -> None:
+def _fit(
+    config: dict[str, Any],
+    parts: FitParts,
+    settings: TrialSettings,
+    reporter: EpochReporter,
+    checkpoint: Checkpoint | None,
+    **arguments: Any,
+) -> None:
     from forecaster.config import ForecasterConfig
     from forecaster.train import fit, quiet_lightning
 
@@ -186,6 +199,7 @@ def _run_data_parallel(config: dict[str, Any], parts: FitParts, settings: TrialS
     from ray.train.torch import TorchTrainer
     from ray.tune.integration.ray_train import TuneReportCallback
 
+    report_callback: Callable[[], TuneReportCallback] = TuneReportCallback
     resources = settings.resources
     trial = tune.get_context().get_trial_id()
     trainer = TorchTrainer(
@@ -200,7 +214,7 @@ def _run_data_parallel(config: dict[str, Any], parts: FitParts, settings: TrialS
             # Named after the trial, so that a restarted trial resumes this Train run from its checkpoint.
             name=f"train-{trial}",
             storage_path=settings.storage_path,
-            callbacks=[TuneReportCallback()],  # type: ignore[list-item]  # Ray Train's, for Tune
+            callbacks=[report_callback()],  # type: ignore[list-item]  # Ray Train's, for Tune
         ),
     )
     trainer.fit()
@@ -213,6 +227,8 @@ def _data_parallel_worker(loop_config: dict[str, Any]) -> None:
 
     from sweeps.trials.epoch_reporter import EpochReporter
 
+    ddp_strategy: Callable[[], RayDDPStrategy] = RayDDPStrategy
+    lightning_environment: Callable[[], RayLightningEnvironment] = RayLightningEnvironment
     settings: TrialSettings = loop_config["settings"]
     arguments = _trainer_arguments(settings.resources)
     arguments["devices"] = "auto"  # Ray Train gives each worker its device
@@ -225,7 +241,7 @@ def _data_parallel_worker(loop_config: dict[str, Any]) -> None:
         settings,
         reporter,
         ray.train.get_checkpoint(),
-        trainer_options={"strategy": RayDDPStrategy(), "plugins": [RayLightningEnvironment()]},
+        trainer_options={"strategy": ddp_strategy(), "plugins": [lightning_environment()]},
         prepare_trainer=prepare_trainer,
         **arguments,
     )

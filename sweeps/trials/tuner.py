@@ -7,8 +7,9 @@ import dataclasses
 import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from ray.tune import Stopper
 from ray.tune.logger import CSVLoggerCallback
@@ -16,6 +17,7 @@ from ray.tune.result import SHOULD_CHECKPOINT
 from ray.tune.utils import flatten_dict
 
 from forecaster.metrics import METRIC_LABELS
+from forecaster.parts import FitParts
 from sweeps.plan.budget import ACTIVE, WARM_AHEAD_SECONDS
 from sweeps.plan.options import PlanError
 from sweeps.plan.schedulers import scheduler_of
@@ -27,6 +29,12 @@ from sweeps.trials.sharing import FairShare, FairShareLimiter, FairShareVariants
 from sweeps.trials.trial import TrialSettings, train_trial
 from sweeps.trials.warm_pool import WarmPool
 
+if TYPE_CHECKING:
+    from ray.air.integrations.mlflow import MLflowLoggerCallback
+    from ray.tune import CLIReporter, Trainable, Tuner
+    from ray.tune.experiment import Trial
+    from ray.tune.search import Searcher
+
 
 class ProgressLog(CSVLoggerCallback):
     """Tune's writer of each trial's progress.csv, whose columns stay those of the file's header.
@@ -37,12 +45,12 @@ class ProgressLog(CSVLoggerCallback):
     trial whose history seems lost. Here a new file's columns leave that key out, and a continued file keeps its own.
     """
 
-    def log_trial_result(self, iteration, trial, result) -> None:
+    def log_trial_result(self, iteration: int, trial: Trial, result: dict[str, Any]) -> None:
         if trial not in self._trial_files:
             self._setup_trial(trial)
         if self._trial_csv[trial] is None:
             if self._trial_continue[trial]:
-                with open(Path(trial.local_path, "progress.csv"), newline="") as stream:
+                with open(Path(cast(str, trial.local_path), "progress.csv"), newline="") as stream:
                     columns = next(csv.reader(stream), [])
             else:
                 columns = [key for key in flatten_dict(result, delimiter="/") if key != SHOULD_CHECKPOINT]
@@ -60,7 +68,7 @@ class BudgetStopper(Stopper):
     most work left first, one at a time: their tasks hold slots the trials could use. It never stops before some trial
     has reported an epoch: the answer needs a model."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str) -> None:
         self.path = path
         self.trials: dict[str, dict[str, Any]] = {}
 
@@ -91,7 +99,12 @@ class BudgetStopper(Stopper):
         return left <= needed
 
 
-def trial_inputs(plan: SweepPlan) -> dict:
+class TrialInputs(TypedDict):
+    parts: FitParts
+    settings: TrialSettings
+
+
+def trial_inputs(plan: SweepPlan) -> TrialInputs:
     """What every trial is given besides its configuration: the plan's parts without the test windows (nothing a
     trial, the scheduler or the ranking does can see them), and the settings the trials share. Under --time-limit a
     trial checkpoints at every improvement too: stopped at any epoch, its best model is in its last checkpoint."""
@@ -108,14 +121,17 @@ def trial_inputs(plan: SweepPlan) -> dict:
     return {"parts": plan.parts.without_test(), "settings": settings}
 
 
-def make_trainable(plan: SweepPlan):
+def make_trainable(plan: SweepPlan) -> type[Trainable] | Callable[..., Any]:
     from ray import tune
 
     trainable = tune.with_parameters(train_trial, **trial_inputs(plan))
-    return tune.with_resources(trainable, tune.PlacementGroupFactory([plan.resources.trial_bundle()]))
+    return cast(
+        "type[Trainable] | Callable[..., Any]",
+        tune.with_resources(trainable, tune.PlacementGroupFactory([plan.resources.trial_bundle()])),
+    )
 
 
-def progress_reporter(plan: SweepPlan):
+def progress_reporter(plan: SweepPlan) -> CLIReporter:
     """Ray's table of trials, cut down to the columns that matter and the best trials first."""
     from ray.tune import CLIReporter
 
@@ -145,7 +161,7 @@ def progress_reporter(plan: SweepPlan):
     )
 
 
-def mlflow_logger(plan: SweepPlan):
+def mlflow_logger(plan: SweepPlan) -> MLflowLoggerCallback:
     """Ray's MLflow callback: one MLflow run per trial (its hyperparameters and every epoch's metrics), in an
     experiment named after the sweep."""
     from ray.air.integrations.mlflow import MLflowLoggerCallback
@@ -153,7 +169,7 @@ def mlflow_logger(plan: SweepPlan):
     return MLflowLoggerCallback(tracking_uri=plan.options.mlflow_uri, experiment_name=plan.name, save_artifact=False)
 
 
-def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False):
+def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False) -> Tuner:
     """A new Tuner for the plan, or the stored one when resuming; `progress` prints Tune's live table.
 
     `shared`: the cluster is one the sweep joined, which other sweeps may use at the same time; the sweep then
@@ -161,6 +177,8 @@ def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False):
     from ray import tune
     from ray.tune.logger import TBXLoggerCallback
 
+    progress_log: Callable[[], ProgressLog] = ProgressLog
+    tensorboard_logger: Callable[[], TBXLoggerCallback] = TBXLoggerCallback
     # Tune's own reading of the results, which sweeps.trials.results replaces, warns of every trial stopped before it
     # reported (a time limit stops pending trials), as if something had failed.
     logging.getLogger("ray.tune.analysis.experiment_analysis").setLevel(logging.ERROR)
@@ -201,7 +219,7 @@ def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False):
     except SearchError as error:
         raise PlanError(str(error)) from None
     if fair_share and sweep.search == "optuna":
-        search = FairShareLimiter(search, fair_share)
+        search = FairShareLimiter(cast("Searcher", search), fair_share)
     elif fair_share:
         search = FairShareVariants(fair_share, random_state=options.seed)
     return tune.Tuner(
@@ -223,8 +241,8 @@ def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False):
             storage_path=plan.storage_path,
             checkpoint_config=tune.CheckpointConfig(num_to_keep=scheduler.checkpoints_kept),
             callbacks=[
-                ProgressLog(),
-                TBXLoggerCallback(),  # `tensorboard --logdir <results folder>`: every trial's curves
+                progress_log(),
+                tensorboard_logger(),  # `tensorboard --logdir <results folder>`: every trial's curves
                 *([mlflow_logger(plan)] if options.mlflow_uri else []),
                 FaultLog(),
                 HangWatchdog(options.trial_timeout),

@@ -25,12 +25,16 @@ import json
 import logging
 import os
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ray import tune
 
 from sweeps.plan.resources import TrialResources
-from sweeps.trials.cluster_probe import prestart_workers, trials_at_once
+from sweeps.trials.cluster_probe import prestart_workers, ray_nodes, trials_at_once
+
+if TYPE_CHECKING:
+    from ray.tune.experiment import Trial
 
 KEEP_ALIVE_S = 3600
 """How long an idle warm worker waits for a trial; the workers of a sweep's job end with the sweep anyway."""
@@ -60,7 +64,8 @@ def trial_runtime_env() -> str:
     import ray
 
     tune_env_vars = trial_env_vars()
-    job = json.loads(ray.get_runtime_context().get_runtime_env_string() or "{}")
+    runtime_env_string: Callable[[], str] = ray.get_runtime_context().get_runtime_env_string
+    job = json.loads(runtime_env_string() or "{}")
     if not job:  # nothing to merge: Python serializes the actor's own environment
         return json.dumps({"env_vars": tune_env_vars}, sort_keys=True)
     # Merged with the job's by Ray's C++ core, which writes compact JSON with sorted keys.
@@ -87,7 +92,7 @@ def warm_for_the_tail(resources: TrialResources, most_at_once: int) -> None:
 class WarmPool(tune.Callback):
     """Keeps warm workers ready on every node (see the module's docstring)."""
 
-    def __init__(self, resources: TrialResources, most_at_once: int, actors_reused: bool, per_slot: int = 1):
+    def __init__(self, resources: TrialResources, most_at_once: int, actors_reused: bool, per_slot: int = 1) -> None:
         self.resources, self.most_at_once, self.actors_reused = resources, most_at_once, actors_reused
         self.per_slot = per_slot
         """Warm workers asked for a new node per trial slot."""
@@ -97,39 +102,35 @@ class WarmPool(tune.Callback):
     def setup(self, **info: Any) -> None:  # type: ignore[override]  # Tune passes its settings by keyword
         self._look_for_new_nodes()
 
-    def on_step_begin(self, iteration, trials, **info) -> None:
+    def on_step_begin(self, iteration: int, trials: list[Trial], **info: Any) -> None:
         if time.monotonic() - self.looked >= LOOK_EVERY_S:
             self._look_for_new_nodes()
 
-    def on_trial_start(self, iteration, trials, trial, **info) -> None:
-        import ray
-
-        nodes = ray.nodes()
+    def on_trial_start(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
+        nodes = ray_nodes()
         if all(node["NodeID"] in warmed_for_the_tail for node in nodes if node.get("Alive")):
             return
         slots = min(trials_at_once(self.resources, nodes), self.most_at_once)
         if sum(other.status == "PENDING" for other in trials) <= slots:
             self._warm_for_the_tail()
 
-    def on_trial_error(self, iteration, trials, trial, **info) -> None:
+    def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         self._replace(trial)
 
-    def on_trial_recover(self, iteration, trials, trial, **info) -> None:
+    def on_trial_recover(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         self._replace(trial)
 
-    def on_trial_complete(self, iteration, trials, trial, **info) -> None:
+    def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any) -> None:
         if not self.actors_reused:  # its actor, and the worker it took, end with it
             self._replace(trial)
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         # Restored by a resumed sweep in a new Ray session and process: its environment is found again.
         return {**self.__dict__, "runtime_env": None}
 
     def _look_for_new_nodes(self) -> None:
-        import ray
-
         self.looked = time.monotonic()
-        for node in ray.nodes():
+        for node in ray_nodes():
             if node.get("Alive") and node["NodeID"] not in warmed_nodes:
                 warmed_nodes.add(node["NodeID"])
                 slots = min(trials_at_once(self.resources, [node]), self.most_at_once)
@@ -138,22 +139,18 @@ class WarmPool(tune.Callback):
     def _warm_for_the_tail(self) -> None:
         """`warm_for_the_tail`, once the last round of trials has started (or a time limit is near: sweeps.trials.tuner
         .BudgetStopper)."""
-        import ray
-
-        for node in ray.nodes():
+        for node in ray_nodes():
             if node.get("Alive") and node["NodeID"] not in warmed_for_the_tail:
                 warmed_for_the_tail.add(node["NodeID"])
                 self._prestart(node, min(trials_at_once(self.resources, [node]), self.most_at_once))
 
-    def _replace(self, trial) -> None:
-        import ray
-
+    def _replace(self, trial: Trial) -> None:
         node_id = (trial.last_result or {}).get("node")
-        node = next((n for n in ray.nodes() if n["NodeID"] == node_id and n.get("Alive")), None)
+        node = next((n for n in ray_nodes() if n["NodeID"] == node_id and n.get("Alive")), None)
         if node is not None:
             self._prestart(node, 1)
 
-    def _prestart(self, node: dict, count: int) -> None:
+    def _prestart(self, node: dict[str, Any], count: int) -> None:
         if count < 1:
             return
         try:
