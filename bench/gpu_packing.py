@@ -4,8 +4,8 @@ For each count N it runs a sweep of N trials of the seed-sized model (FIFO, ever
 `--gpus-per-trial 1/N` on a local Ray that has one GPU and N CPUs, so that all N train at once on the card, and
 reports the aggregate epochs per second (all trials' epochs over Tuner.fit's time), the card's memory each
 trial held at most (torch.cuda.max_memory_reserved, as every report of a trial on a GPU carries it), how busy the
-card was while they shared it (bench/gpu_busy.py: the mean share of time a kernel ran, sampled every 0.25 s during
-Tuner.fit), and the same N trials on the CPU (--gpus-per-trial 0, N CPUs) for comparison.
+card was while they shared it (bench/support/gpu_busy.py: the mean share of time a kernel ran, sampled every 0.25 s
+during Tuner.fit), and the same N trials on the CPU (--gpus-per-trial 0, N CPUs) for comparison.
 
     python bench/gpu_packing.py [--trials 1 2 4 8 16] [--epochs 200] [--workload seed|panel] [--placements gpu cpu]
 
@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.gpu_busy import GpuBusy
+from bench.support.gpu_busy import GpuBusy
 
 SEED_CONFIG = {
     "model": "RNN",
