@@ -251,16 +251,14 @@ def one_baseline(name: str, data: str, future: str) -> None:
         for part, history, scored in baselines.scored_parts(plan)
     ]
     chunk = (jobs, windows(plan), plan.panel) if windows else (jobs, plan.panel)
+    if hasattr(fitting, "of"):  # a Baseline object per name, made for the plan's seasons
+        options = (fitting.of(name), chunk, HORIZON, plan.distribution_levels, plan.future_levels)
+        options += (fitting.fit_points.get(name),)
+    else:  # an earlier commit's: names, MSTL's seasons beside them, and before 2026-12-06 no fit points
+        options = (name, chunk, HORIZON, plan.distribution_levels, plan.future_levels, fitting.mstl_seasons)
+        options += tuple([fitting.fit_points.get(name)] if hasattr(fitting, "fit_points") else [])
     started = time.perf_counter()
-    found = baselines.baseline_chunk(
-        name,
-        chunk,
-        HORIZON,
-        plan.distribution_levels,
-        plan.future_levels,
-        fitting.mstl_seasons,
-        *([fitting.fit_points.get(name)] if hasattr(fitting, "fit_points") else []),  # an earlier commit's: none
-    )
+    found = baselines.baseline_chunk(*options)
     seconds = time.perf_counter() - started
     row = {"seconds": round(seconds, 2)}
     if "unavailable" in found:

@@ -33,7 +33,7 @@ PUBLISHED_AUTOETS_WQL = {
 
 
 def score(name: str, jobs: int) -> dict:
-    from forecaster.baselines import statistical
+    from forecaster.baselines import forecast
     from forecaster.data import load_panel
     from forecaster.intervals import quantile_level, quantiles_of
     from forecaster.metrics import WQL_QUANTILES, mase_scales, weighted_quantile_loss
@@ -43,7 +43,7 @@ def score(name: str, jobs: int) -> dict:
     history, test = panel.split_last(panel.horizon)
     levels = sorted({quantile_level(q) for q in WQL_QUANTILES} - {0.0} | {95.0})
     started = time.perf_counter()
-    found = statistical("AutoETS", history, panel.horizon, n_jobs=jobs, levels=levels)
+    found = forecast("AutoETS", history, panel.horizon, n_jobs=jobs, levels=levels)
     seconds = time.perf_counter() - started
     actual = grid(test, test.values)
     point = found.values[: len(actual)]

@@ -109,12 +109,13 @@ class StatisticalMember:
     data it is given, at each forecast: nothing of it is learnt once and kept."""
 
     name: str
-    """A baseline's name (forecaster.baselines.BASELINES, MSTL, AutoARIMA with covariates)."""
+    """A baseline's name (forecaster.baselines.baseline_names, or one `register`ed: registered again before a
+    forecast)."""
     weight: float
     seasons: tuple[int, ...] = ()
-    """MSTL's seasons (empty: the data's)."""
+    """The seasons it was made for on the data (MSTL's: Baseline.seasons); empty: the data's."""
     points: int | None = None
-    """Each series' last points it is fit on (None: as many as its seasons need, forecaster.baselines.fit_points)."""
+    """Each series' last points it is fit on (None: as many as its seasons need, Baseline.fit_points)."""
     lag: int = 0
     """Each series' last `lag` points are left out of its fit and run on after it without fitting again
     (statsforecast's forward), as the sweep's baselines were fit before its test window and run on for the future;
@@ -123,11 +124,12 @@ class StatisticalMember:
     def forecast(self, panel: Panel, steps: int) -> np.ndarray:
         """(steps, S): its forecast after the end of every series of `panel`, fit on each (but its last `lag`
         points, then run on over them)."""
-        from forecaster.baselines import BaselineUnavailable, fit_baseline, forward_baseline, seasonal_naive
+        from forecaster.baselines import BaselineUnavailable, baseline_of, seasonal_naive
 
         history = panel.split_at(np.maximum(panel.lengths - self.lag, 0))[0] if self.lag else panel
+        baseline = baseline_of(self.name, self.seasons)
         try:
-            found, fitted = fit_baseline(self.name, history, steps, (), self.seasons or None, self.points)
+            found, fitted = baseline.fit(history, steps, (), self.points)
         except BaselineUnavailable:  # one series it cannot fit: seasonal naive stands in, as in a panel
             return seasonal_naive(panel, steps)
         except ImportError:
@@ -135,7 +137,7 @@ class StatisticalMember:
                 f"the model's statistical member {self.name} needs statsforecast: pip install -e '.[baselines]'"
             ) from None
         if self.lag:
-            found = forward_baseline(fitted, panel, steps)
+            found = baseline.forward(fitted, panel, steps)
         values: np.ndarray = found.values
         return values
 
@@ -187,10 +189,10 @@ class AnswerModel:
         return self._read_by_members("hist_exog")
 
     def _read_by_members(self, kind: str) -> list[str]:
-        from forecaster.baselines import ARIMA_COVARIATES
+        from forecaster.baselines import baseline_of
 
         given = (self.data.get("covariates") or {}).get(kind, [])
-        if kind == "futr_exog" and any(member.name == ARIMA_COVARIATES for member in self.statistical):
+        if kind == "futr_exog" and any(baseline_of(member.name).reads_futr for member in self.statistical):
             return list(given)  # its regressors: every known-ahead covariate of the sweep
         read: set[str] = set()
         for member in self.members:
@@ -713,6 +715,7 @@ def _filesystem(path: str | os.PathLike[str]) -> tuple[Any, str]:
 
 def _rows_of(transform: TargetTransform, rows: np.ndarray) -> TargetTransform:
     """The transform of the series at `rows`, in that order."""
+    pick: Callable[[np.ndarray | None], np.ndarray | None]
     pick = lambda array: None if array is None else array[rows]  # noqa: E731
     return dataclasses.replace(
         transform,

@@ -2,19 +2,22 @@
 known, fit on every series of a panel at once as on each alone, and the published figures on Air Passengers; the
 seasons of each frequency, and the baselines of data with two (MSTL, seasonal naive at a week of hourly data)."""
 
+import dataclasses
+import statistics
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from forecaster.baselines import (
-    ARIMA_COVARIATES,
-    BASELINES,
     FIT_POINTS,
-    STATISTICAL,
+    Baseline,
+    BaselineForecast,
     BaselineUnavailable,
+    baseline_names,
+    baseline_of,
     fit_baseline,
     forecast,
-    forward_baseline,
     panel_baselines,
     seasonal_naive,
 )
@@ -23,6 +26,10 @@ from forecaster.metrics import mape
 from forecaster.panel import Panel
 from forecaster.seasons import season_length, season_lengths, usable_seasons
 
+ARIMA_COVARIATES = "AutoARIMA with covariates"
+STATISTICAL = ("AutoETS", "Theta", "AutoCES")
+BASELINES = ("seasonal naive", *STATISTICAL)
+"""The baselines of every panel."""
 PATTERN = 100 + 20 * np.sin(2 * np.pi * np.arange(12) / 12)
 
 
@@ -105,7 +112,7 @@ def test_seasonal_naive_gives_the_published_figure_and_the_statistical_models_st
 
 
 def test_an_unknown_baseline_names_the_known_ones():
-    with pytest.raises(ValueError, match=", ".join(BASELINES)):
+    with pytest.raises(ValueError, match=", ".join(baseline_names())):
         forecast("prophet", monthly(range(24)), 3)
 
 
@@ -118,7 +125,7 @@ def test_autoces_intervals_in_closed_form_are_statsforecasts_simulated_ones_less
     pytest.importorskip("statsforecast")
     from statsforecast.models import AutoCES
 
-    from forecaster.baselines import _predicted
+    from forecaster.baselines.statistical import _predicted
 
     generator = np.random.default_rng(3)
     values = np.tile(PATTERN, 8) + np.linspace(0, 30, 96) + generator.normal(0, 4.0, 96)
@@ -185,7 +192,7 @@ def test_three_weeks_of_hourly_data_get_mstl_and_seasonal_naive_at_a_week():
     history, future = hourly(3, 3 * 168 + 48).split_last(48)
     found = panel_baselines(history)
     assert found.names == ("seasonal naive", "seasonal naive (168)", *STATISTICAL, "MSTL")
-    assert found.mstl_seasons == (24, 168) and found.not_run == {}
+    assert found.of("MSTL").seasons == (24, 168) and found.not_run == {}
     truth = future.values.reshape(3, 48).T
     weekly = forecast("seasonal naive (168)", history, 48)
     np.testing.assert_array_equal(weekly.values, history.values.reshape(3, -1).T[-168:-120])  # a week ago
@@ -195,21 +202,21 @@ def test_three_weeks_of_hourly_data_get_mstl_and_seasonal_naive_at_a_week():
     daily = forecast("seasonal naive", history, 48).values
     assert mape(truth, mstl.values) < 0.5 * mape(truth, daily), (mape(truth, mstl.values), mape(truth, daily))
     # As the sweep's tasks run it: fit on the history, run on over newer points without fitting again.
-    fitted_forecast, fitted = fit_baseline("MSTL", history, 48, (80,), found.mstl_seasons)
+    fitted_forecast, fitted = found.of("MSTL").fit(history, 48, (80,))
     np.testing.assert_allclose(fitted_forecast.values, mstl.values, rtol=1e-9)
     grown = hourly(3, 3 * 168 + 48)
-    onward = forward_baseline(fitted, grown, 24)
+    onward = found.of("MSTL").forward(fitted, grown, 24)
     assert onward.fell_back == [] and np.isfinite(onward.values).all()
     naive_forecast, naive = fit_baseline("seasonal naive (168)", history, 48)
     np.testing.assert_array_equal(naive_forecast.values, weekly.values)
     later = grown.values.reshape(3, -1).T[-168:-144]
-    np.testing.assert_array_equal(forward_baseline(naive, grown, 24).values, later)
+    np.testing.assert_array_equal(found.of("seasonal naive (168)").forward(naive, grown, 24).values, later)
 
 
 def test_data_of_one_season_in_two_cycles_get_no_mstl_and_say_why():
     days = hourly(2, 5 * 24)  # five days: two cycles of a day, not one of a week
     found = panel_baselines(days)
-    assert found.names == BASELINES and found.mstl_seasons == ()
+    assert found.names == BASELINES
     assert "two cycles of its season of 24 points alone" in found.not_run["MSTL"]
     with pytest.raises(BaselineUnavailable, match="MSTL"):
         forecast("MSTL", days, 24)
@@ -227,7 +234,7 @@ def test_data_of_one_season_get_the_baselines_they_always_had():
     plain = (panel(np.arange(1.0, 60.0), season=4), panel(np.arange(1.0, 9.0), season=1))
     for history in (monthly(range(1, 100)), *plain):
         found = panel_baselines(history)
-        assert (found.names, found.mstl_seasons, found.not_run, found.notes) == (BASELINES, (), {}, {})
+        assert (found.names, found.not_run, found.notes) == (BASELINES, {}, {})
         assert found.fit_points == dict.fromkeys(STATISTICAL, FIT_POINTS)  # more than any of these series holds
 
 
@@ -238,11 +245,13 @@ def test_a_sweeps_baselines_on_hourly_data_are_those_its_shortest_history_holds(
     it does not, MSTL is not run and says why. Theta alone of the statistical models, to keep it fast."""
     pytest.importorskip("statsforecast")
     import forecaster.baselines
+    from forecaster.baselines.naive import SeasonalNaive
+    from forecaster.baselines.statistical import MSTL, Theta
     from sweeps.answer.baselines import gather_baselines, submit_baselines
     from sweeps.answer.tasks import Runner
     from sweeps.plan.sweep_plan import make_plan
 
-    monkeypatch.setattr(forecaster.baselines, "STATISTICAL", ("Theta",))
+    monkeypatch.setattr(forecaster.baselines, "BUILT_IN", (SeasonalNaive(), Theta(), MSTL()))
     path = tmp_path / "hourly.csv"
     hourly(2, weeks * 168 + 6 * 24).to_frame().to_csv(path, index=False)
     plan = make_plan("panel", data=str(path), horizon=24, storage_path=str(tmp_path / "sweeps"), levels=(80,))
@@ -277,7 +286,9 @@ def test_autoarima_given_the_promotions_ahead_forecasts_them_and_runs_on_with_ne
     assert mape(truth, told.values) < 0.3 * mape(truth, untold.values)
     shorter, _ = whole.split_last(20)
     _, refit = fit_baseline(ARIMA_COVARIATES, shorter, 10)
-    again = forward_baseline(refit, history, 10)  # run on over 10 newer points and their promotions
+    again = baseline_of(ARIMA_COVARIATES).forward(
+        refit, history, 10
+    )  # run on over 10 newer points and their promotions
     assert not again.fell_back and mape(truth, again.values) < 0.3 * mape(truth, untold.values)
 
 
@@ -309,11 +320,11 @@ def test_a_long_series_baselines_fit_on_the_points_their_seasons_need_and_run_on
     assert fitted.left_out.tolist() == [len(history.values) - FIT_POINTS]
     alone = Theta(season_length=48).fit(history.values[-FIT_POINTS:]).predict(48)["mean"]
     np.testing.assert_allclose(theta.values[:, 0], alone, rtol=1e-9)
-    onward = forward_baseline(fitted, whole, 24)  # 48 newer points: run on from the fit's first point
+    onward = baseline_of("Theta").forward(fitted, whole, 24)  # 48 newer points: run on from the fit's first point
     model = Theta(season_length=48).fit(history.values[-FIT_POINTS:])
     np.testing.assert_allclose(onward.values[:, 0], model.forward(whole.values[-FIT_POINTS - 48 :], h=24)["mean"])
 
-    _, mstl = fit_baseline("MSTL", history, 48, seasons=found.mstl_seasons)
+    _, mstl = found.of("MSTL").fit(history, 48)
     assert mstl.left_out.tolist() == [len(history.values) - 3360]
     ets = forecast("AutoETS", history, 48).values[:, 0]
     last_day = history.values[-48:]
@@ -326,7 +337,7 @@ def test_a_sweeps_baseline_whose_fits_would_outlast_its_budget_fits_on_fewer_poi
     """AutoARIMA with covariates on a year of hourly points: at the 2,500 points its seasons need, its fits would take
     minutes a series, so the sweep fits it on as many as a minute allows; under a tight --time-limit, on fewer; and
     one whose least would still take too long is not run, the summary saying why with the estimate."""
-    from sweeps.answer.baselines import SERIES_SECONDS, plan_baselines, prior_seconds_per_series
+    from sweeps.answer.baselines import SERIES_SECONDS, plan_baselines
     from sweeps.plan.sweep_plan import make_plan
 
     hours = 365 * 24
@@ -359,10 +370,84 @@ def test_a_sweeps_baseline_whose_fits_would_outlast_its_budget_fits_on_fewer_poi
     assert fitting.fit_points["AutoETS"] == fitting.fit_points["MSTL"] == FIT_POINTS  # a minute's work or less
     points = fitting.fit_points[ARIMA_COVARIATES]
     assert 48 * 2 < points < FIT_POINTS
-    assert prior_seconds_per_series(ARIMA_COVARIATES, plan.panel, points, 3) <= SERIES_SECONDS
+    assert fitting.of(ARIMA_COVARIATES).seconds_per_series(plan.panel, points, 3) <= SERIES_SECONDS
     assert fitting.notes[ARIMA_COVARIATES].startswith(f"fit on each series' last {points:,} points, not the 2,500")
     _, tight = planned(time_limit=300.0)  # 5 % of it: 15 s a series
     assert tight.fit_points[ARIMA_COVARIATES] < points
     _, tightest = planned(time_limit=60.0)
     assert ARIMA_COVARIATES not in tightest.names
     assert "too few for it" in tightest.not_run[ARIMA_COVARIATES]
+
+
+@dataclasses.dataclass(frozen=True)
+class Drift(Baseline):
+    """A baseline of a test's own: each series' last value plus its mean step so far, per step ahead (a random walk
+    with drift), its intervals from the steps' spread. It fits nothing, so it costs nothing."""
+
+    name: str = "drift"
+
+    fits = False
+
+    def fit(self, history, steps, levels=(), points=None):
+        starts, ends = history.offsets[:-1], history.offsets[1:] - 1
+        steps_seen = np.diff(history.values)
+        slope = (history.values[ends] - history.values[starts]) / np.maximum(history.lengths - 1, 1)
+        ahead = np.arange(1, steps + 1)[:, None]
+        values = history.values[ends][None, :] + slope[None, :] * ahead
+        spread = np.array([steps_seen[start:end].std() for start, end in zip(starts, ends)])
+        bounds = {}
+        for level in levels:
+            width = statistics.NormalDist().inv_cdf(0.5 + level / 200) * spread[None, :] * np.sqrt(ahead)
+            bounds[level] = (values - width, values + width)
+        return BaselineForecast(values, bounds=bounds), None
+
+
+def straight_lines(length: int = 48) -> pd.DataFrame:
+    """Five monthly series, each a straight line of its own slope: the drift forecasts every point right."""
+    dates = pd.date_range("2018-01-01", periods=length, freq="MS")
+    return pd.concat(
+        pd.DataFrame(
+            {"unique_id": f"line{number}", "ds": dates, "y": 100.0 * (number + 1) + (number + 2) * np.arange(length)}
+        )
+        for number in range(5)
+    )
+
+
+@pytest.mark.slow
+def test_a_baseline_of_ones_own_registered_in_one_line_runs_in_the_sweep_and_forecasts_from_its_saved_model(
+    tmp_path, capsys
+):
+    """The toy baseline above, registered with one line, is run by the sweep's tasks beside the built-in ones: the
+    summary scores it (as sweeps.report prints it again), the ensemble weighs it (it is right on every validation
+    point), the leaderboard lists it, future.parquet holds its forecast, and the saved model forecasts with it, once
+    it is registered in the process that loads the model."""
+    from forecaster.answer_model import AnswerModel
+    from forecaster.baselines import register, unregister
+    from sweeps import SweepForecaster
+    from sweeps.report import main as report
+
+    register(Drift())
+    try:
+        data = straight_lines()
+        forecaster = SweepForecaster(h=6, level=[80], smoke_test=True, storage_path=str(tmp_path), name="lines")
+        forecaster.fit(data)
+        board = forecaster.leaderboard().set_index("model")
+        assert board.loc["drift", "kind"] == "statistical" and board.loc["drift", "weight"] >= 0.8
+        assert board.loc["drift", "validation_smape"] == pytest.approx(0.0, abs=1e-9)
+        scores = forecaster.run.scores["baselines"]["drift"]
+        assert scores["test_smape"] == pytest.approx(0.0, abs=1e-9)
+        folder = tmp_path / "lines"
+        assert report([str(folder)]) == 0  # the summary `python -m sweeps.run` ends with, from the sweep's folder
+        printed = capsys.readouterr().out
+        assert any(line.lstrip().startswith("drift") for line in printed.splitlines()), printed
+        future = pd.read_parquet(folder / "future.parquet")
+        ends = data.groupby("unique_id")["y"].agg(["last", lambda y: y.iloc[1] - y.iloc[0]])
+        expected = ends["last"].to_numpy()[:, None] + ends.iloc[:, 1].to_numpy()[:, None] * np.arange(1, 7)
+        np.testing.assert_allclose(future["drift"].to_numpy(), expected.ravel(), rtol=1e-9)
+        model = AnswerModel.load(folder)
+        assert "drift" in [member.name for member in model.statistical]
+        np.testing.assert_allclose(forecaster.predict()["answer"], future["answer"], rtol=1e-9)
+    finally:
+        unregister("drift")
+    with pytest.raises(ValueError, match=r"unknown baseline 'drift'.*register"):
+        AnswerModel.load(folder).forecast(data)

@@ -164,7 +164,8 @@ def test_autoarima_with_covariates_runs_only_where_its_fits_take_no_longer_than_
 
     import numpy as np
 
-    from forecaster.baselines import ARIMA_COVARIATES
+    ARIMA_COVARIATES = "AutoARIMA with covariates"
+
     from sweeps.answer.baselines import BaselineJobs, within_the_trials_time
     from sweeps.answer.tasks import Runner
     from sweeps.plan.resources import TrialResources
@@ -173,7 +174,12 @@ def test_autoarima_with_covariates_runs_only_where_its_fits_take_no_longer_than_
     arima = [runner.submit("baselines", "AutoARIMA, series 1-40", time.sleep, 600, trains=False)]
     ets = [runner.submit("baselines", "AutoETS, series 1-40", time.sleep, 0, trains=False)]
     jobs = BaselineJobs(
-        {ARIMA_COVARIATES: arima, "AutoETS": ets}, [np.arange(40)], ("test",), False, priors={ARIMA_COVARIATES: 2.0}
+        {ARIMA_COVARIATES: arima, "AutoETS": ets},
+        [np.arange(40)],
+        ("test",),
+        False,
+        priors={ARIMA_COVARIATES: 2.0},
+        cuttable=("AutoETS", ARIMA_COVARIATES),
     )
     assert within_the_trials_time(jobs, runner, trials_seconds=41.0) is jobs
     cut = within_the_trials_time(jobs, runner, trials_seconds=39.0)

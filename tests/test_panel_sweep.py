@@ -545,7 +545,7 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
 
     # sweeps.report on the finished folder trains and fits nothing (it forecasts with the saved nets and reads the
     # baselines' forecasts), gives the same answer, and leaves every file but those it writes as they were.
-    import forecaster.baselines
+    import forecaster.baselines.statistical
     import forecaster.train
     from sweeps.report import main as report
 
@@ -553,8 +553,7 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
         raise AssertionError("sweeps.report trained a net or fit a baseline")
 
     monkeypatch.setattr(forecaster.train, "fit", refuse)
-    monkeypatch.setattr(forecaster.baselines, "fit_baseline", refuse)
-    monkeypatch.setattr(forecaster.baselines, "statistical", refuse)
+    monkeypatch.setattr(forecaster.baselines.statistical.Statistical, "_statsforecast", refuse)
     before = {path: path.read_bytes() for path in folder.rglob("*") if path.is_file()}
     assert report([str(folder)]) == 0
     printed = capsys.readouterr().out

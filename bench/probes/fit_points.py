@@ -59,7 +59,8 @@ def probe(panel, horizon: int, windows: int, points: list[int], methods: list[st
     from forecaster.baselines import fit_baseline, panel_baselines
 
     inner, _ = panel.split_last(horizon)  # the test window never takes part
-    seasons = panel_baselines(inner).mstl_seasons
+    fitting = panel_baselines(inner)
+    seasons = fitting.of("MSTL").seasons if "MSTL" in fitting.names else ()
     rows = {}
     for method in methods:
         if method == "AutoARIMA with covariates" and (inner.covariates is None or not inner.covariates.futr_count):
@@ -74,7 +75,7 @@ def probe(panel, horizon: int, windows: int, points: list[int], methods: list[st
                 if count:
                     history = history.split_at(np.maximum(history.lengths - count, 0))[1]
                 started = time.perf_counter()
-                found, _ = fit_baseline(method, history, horizon, (), seasons or None)
+                found, _ = fit_baseline(method, history, horizon, (), seasons if method == "MSTL" else ())
                 seconds.append(time.perf_counter() - started)
                 scores.append(smape(window.values, found.values[:, 0]))
             rows[f"{method} @ {count or 'all'}"] = {

@@ -1,11 +1,11 @@
-"""The statistical baselines beside the answer, on the same points (forecaster.baselines: seasonal naive, AutoETS,
-Theta, AutoCES, and where the data hold several seasons seasonal naive at the longest and MSTL), as Ray tasks that
-wait on nothing but the data: a sweep submits them before its trials, and they take a trial's CPUs as they come free.
+"""The baselines beside the answer, on the same points (forecaster.baselines: those that run on the plan's data), as
+Ray tasks that wait on nothing but the data: a sweep submits them before its trials, and they take a trial's CPUs as
+they come free.
 
 Each task fits one baseline on one chunk of the series: on the training parts, forecasting the validation parts (on
 which the ensemble weighs it), and on everything before the test window, forecasting it with the baseline's own
 intervals at the plan's levels; then, without fitting again, it runs the fitted models on over the newer
-points to forecast the future (forecaster.baselines.forward_baseline, statsforecast's forward). A baseline is fit
+points to forecast the future (Baseline.forward, statsforecast's forward). A baseline is fit
 once per series.
 """
 
@@ -24,36 +24,12 @@ from sweeps.answer.tasks import Handle, Runner
 from sweeps.plan.sweep_plan import SweepPlan
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     import pandas as pd
 
-    from forecaster.baselines import PanelBaselines
+    from forecaster.baselines import Baseline, BaselineForecast, PanelBaselines
 
-PRIOR_SECONDS_PER_SERIES = {
-    "AutoETS": 0.07,
-    "AutoCES": 0.015,
-    "Theta": 0.003,
-    "seasonal naive": 0.0,
-    "MSTL": 1.4,
-}
-"""A baseline's seconds per series on one CPU, one fit and its run on, intervals included (a task's fits and runs on
-cost half of it each), before any chunk of it has ended:
-what --time-limit expects of it until its own chunks say (M3 monthly, 2 CPUs, 2026-11-29 and, AutoCES's with its
-intervals in closed form, 2026-12-01; MSTL: 4 weeks of hourly points at seasons 24 and 168, fit 0.8 s and run on
-0.6 s, 2026-12-02). Seasonal naive at another season costs nothing either. On long series each fit costs
-SECONDS_PER_POINT more; AutoARIMA's grows with the series (ARIMA_SECONDS_PER_POINT)."""
-SECONDS_PER_POINT = {"AutoETS": 0.0004, "AutoCES": 0.00011, "Theta": 0.00011, "MSTL": 0.0003}
-"""A long series' cost per point and fit on one CPU, intervals included: a baseline task's seconds over its fits'
-points (bench/long_series.py's year of hourly data, 2026-12-06: its last 2,500 points fit twice, for the validation
-part and the test window, and run on once for the future: AutoETS 2.9 s, MSTL 2.1 s, Theta and AutoCES 0.8 s). Where
-PRIOR_SECONDS_PER_SERIES is less, this times the points of its fits."""
-ARIMA_SECONDS_PER_POINT = 0.0035
-"""AutoARIMA with covariates' seconds per point of a series of season 7 or less, on one CPU; times (season / 7) ** 1.5
-above: its seasonal orders cost more the longer the season (generated series with a 0/1 covariate, 2026-12-05: daily,
-0.0035 s a point at 160 points and 0.0032 at 730)."""
-ARIMA_APPROXIMATE_SECONDS_PER_POINT = 0.0105
-"""The same where its orders are chosen by the approximation (seasons over forecaster.baselines.ARIMA_EXACT_SEASON), at
-a season of 24, times (season / 24) ** 1.5 (bench/long_series.py's year of hourly data with two covariates, 2026-12-06:
-26 s a fit of 2,500 points, 6.4 s of 900, 2.1 s of 500)."""
 SERIES_SECONDS = 60.0
 """The most one series' work of a baseline (its fits and its run on for the future) is planned to take on one CPU:
 on a long series, a baseline whose estimate at the points its seasons need is more fits on fewer points
@@ -84,8 +60,11 @@ class BaselineJobs:
     """Baselines of the data's seasons that its series are too short for, or that would outlast the trials
     (within_the_trials_time), and why."""
     priors: dict[str, float] = dataclasses.field(default_factory=dict)
-    """Per baseline, its expected seconds per series on one CPU on this data (prior_seconds_per_series), until its
+    """Per baseline, its expected seconds per series on one CPU on this data (Baseline.seconds_per_series), until its
     own chunks say."""
+    cuttable: tuple[str, ...] = ()
+    """The baselines that fit models (Baseline.fits), whose tasks --time-limit and the trials' time may cut; the rest
+    cost nothing and are always waited for."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,6 +83,21 @@ class BaselineForecasts:
     read_back: bool = False
     """Read from the sweep's folder (`saved_baselines`), where the answer's statistical members' future is their fit on
     every point (sweeps.answer.future), not made again here."""
+
+
+def by_value(fitting: PanelBaselines) -> PanelBaselines:
+    """`fitting`, its baselines of the user's own (forecaster.baselines.register) set to travel to the tasks by value:
+    Ray's workers need not import the module that defines them (a notebook's, a test's)."""
+    import sys
+
+    from ray import cloudpickle
+
+    register: Callable[[ModuleType], None] = cloudpickle.register_pickle_by_value
+    for baseline in fitting.baselines:
+        module = type(baseline).__module__
+        if not module.startswith("forecaster.") and module in sys.modules and module != "__main__":
+            register(sys.modules[module])
+    return fitting
 
 
 def scored_parts(plan: SweepPlan) -> list[tuple[str, Panel, Panel]]:
@@ -128,7 +122,7 @@ def submit_baselines(plan: SweepPlan, runner: Runner, future_steps: int | None) 
     series = len(plan.panel)
     chunks = series_chunks(series, runner)
     jobs = scored_parts(plan)
-    fitting = plan_baselines(plan)
+    fitting = by_value(plan_baselines(plan))
     handles: dict[str, list[Handle]] = {}
     inputs = []
     later, size = later_windows(plan), plan.parts.window_size
@@ -140,44 +134,32 @@ def submit_baselines(plan: SweepPlan, runner: Runner, future_steps: int | None) 
         ]
         newer = plan.panel.take(mask) if future_steps else None
         inputs.append(runner.put((taken, [history.take(mask) for history in later], newer)))
-    for name in fitting.names:
-        handles[name] = [
+    for baseline in fitting.baselines:
+        handles[baseline.name] = [
             runner.submit(
                 "baselines",
-                f"{name}, series {rows[0] + 1}-{rows[-1] + 1}",
+                f"{baseline.name}, series {rows[0] + 1}-{rows[-1] + 1}",
                 baseline_chunk,
-                name,
+                baseline,
                 chunk,
                 future_steps or 0,
                 plan.distribution_levels,
                 plan.future_levels,
-                fitting.mstl_seasons,
-                fitting.fit_points.get(name),
+                fitting.fit_points.get(baseline.name),
                 trains=False,
             )
             for rows, chunk in zip(chunks, inputs)
         ]
     parts = tuple(name for name, _, _ in jobs)
     fits = len(jobs) + bool(future_steps)  # a run on over a later window costs a few % of a fit: not counted
+    cuttable = tuple(baseline.name for baseline in fitting.baselines if baseline.fits)
     priors = {
-        name: prior_seconds_per_series(name, plan.panel, fitting.fit_points.get(name), fits) for name in fitting.names
+        baseline.name: baseline.seconds_per_series(plan.panel, fitting.fit_points.get(baseline.name), fits)
+        for baseline in fitting.baselines
     }
-    return BaselineJobs(handles, chunks, parts, bool(future_steps), not_run=dict(fitting.not_run), priors=priors)
-
-
-def prior_seconds_per_series(method: str, panel: Panel, points: int | None = None, fits: int = 2) -> float:
-    """What a baseline is expected to take per series of `panel` on one CPU, before any of its chunks has ended:
-    `fits` fits (and runs on) of each series' last `points` points (default: all of them)."""
-    from forecaster.baselines import ARIMA_COVARIATES, ARIMA_EXACT_SEASON
-
-    mean_length = len(panel.values) / max(len(panel), 1)
-    read = mean_length if points is None else min(mean_length, points)
-    if method == ARIMA_COVARIATES and panel.season > ARIMA_EXACT_SEASON:
-        return fits * ARIMA_APPROXIMATE_SECONDS_PER_POINT * read * (panel.season / 24) ** 1.5
-    if method == ARIMA_COVARIATES:
-        return fits * ARIMA_SECONDS_PER_POINT * read * max(1.0, panel.season / 7) ** 1.5
-    prior = PRIOR_SECONDS_PER_SERIES.get(method, 0.0) * fits / 2  # measured on a fit and its run on
-    return max(prior, fits * SECONDS_PER_POINT.get(method, 0.0) * read)
+    return BaselineJobs(
+        handles, chunks, parts, bool(future_steps), not_run=dict(fitting.not_run), priors=priors, cuttable=cuttable
+    )
 
 
 def plan_baselines(plan: SweepPlan) -> PanelBaselines:
@@ -194,8 +176,6 @@ def within_budget(fitting: PanelBaselines, plan: SweepPlan) -> PanelBaselines:
     """`fitting` with each baseline whose work per series would take longer than SERIES_SECONDS (or TIME_LIMIT_SHARE of
     --time-limit) fit on fewer points, as many as the budget allows; one that would need fewer than two cycles of its
     longest season and two horizons is not run. The summary says which, and the estimate."""
-    from forecaster.baselines import seasons_read
-
     limit = plan.options.time_limit
     budget = SERIES_SECONDS if limit is None else min(SERIES_SECONDS, TIME_LIMIT_SHARE * limit)
     whose = f"{100 * TIME_LIMIT_SHARE:.0f} % of --time-limit" if budget < SERIES_SECONDS else "its budget"
@@ -205,12 +185,13 @@ def within_budget(fitting: PanelBaselines, plan: SweepPlan) -> PanelBaselines:
     longest_series = int(plan.panel.lengths.max())
     points, notes, not_run = dict(fitting.fit_points), dict(fitting.notes), dict(fitting.not_run)
     for name, wanted in fitting.fit_points.items():
-        planned = prior_seconds_per_series(name, plan.panel, wanted, fits)
+        baseline = fitting.of(name)
+        planned = baseline.seconds_per_series(plan.panel, wanted, fits)
         read = min(wanted, longest_series)
         if planned <= budget or read <= 0:
             continue
         affordable = int(read * budget / planned)
-        least = 2 * max((*seasons_read(name, plan.panel.season, fitting.mstl_seasons), horizon))
+        least = 2 * max((*baseline.seasons_read(plan.panel.season), horizon))
         estimate = f"about {planned:.0f} s a series on {read:,} points, more than the {budget:.0f} s of {whose}"
         if affordable < least:
             not_run[name] = f"{estimate}, and fewer than {least} points are too few for it"
@@ -219,8 +200,8 @@ def within_budget(fitting: PanelBaselines, plan: SweepPlan) -> PanelBaselines:
             continue
         points[name] = affordable
         notes[name] = f"fit on each series' last {affordable:,} points, not the {read:,} its seasons need: {estimate}"
-    names = tuple(name for name in fitting.names if name not in not_run)
-    return dataclasses.replace(fitting, names=names, not_run=not_run, fit_points=points, notes=notes)
+    kept = tuple(baseline for baseline in fitting.baselines if baseline.name not in not_run)
+    return dataclasses.replace(fitting, baselines=kept, not_run=not_run, fit_points=points, notes=notes)
 
 
 def series_chunks(series: int, runner: Runner) -> list[np.ndarray]:
@@ -237,21 +218,20 @@ def _mask(rows: np.ndarray, series: int) -> np.ndarray:
 
 
 def baseline_chunk(
-    method: str,
-    chunk: tuple,
+    baseline: Baseline,
+    chunk: tuple[Any, ...],
     future_steps: int,
     levels: tuple[float, ...],
     future_levels: tuple[float, ...] = (),
-    mstl_seasons: tuple[int, ...] = (),
     points: int | None = None,
 ) -> dict[str, Any]:
     """One baseline on one chunk ((part name, history, steps) of each part, the histories of the later backtest
     windows, and the chunk's every point or None): its forecast of each part (the validation part window by window,
     the models fit for the first run on over the later ones; the test window with its intervals at `levels`), then
     of `future_steps` points after every point with its intervals at `future_levels`, from the models fit for the last
-    part (MSTL at `mstl_seasons`, the plan's, not the chunk's own), each fit on each series' last `points` points (the
-    plan's). {"unavailable": why} where it cannot run."""
-    from forecaster.baselines import BaselineUnavailable, fit_baseline, forward_baseline
+    part (as made for the plan's data: MSTL at the plan's seasons, not the chunk's own), each fit on each series' last
+    `points` points (the plan's). {"unavailable": why} where it cannot run."""
+    from forecaster.baselines import BaselineUnavailable
 
     scored, later, newer = chunk
     found: dict[str, Any] = {"parts": {}}
@@ -259,12 +239,12 @@ def baseline_chunk(
     try:
         for name, history, steps in scored:
             bounded = levels if name == "test" else ()
-            found["parts"][name], fitted = fit_baseline(method, history, steps, bounded, mstl_seasons or None, points)
+            found["parts"][name], fitted = baseline.fit(history, steps, bounded, points)
             if name == "validation" and later:
-                windows = [forward_baseline(fitted, grown, steps) for grown in later]
+                windows = [baseline.forward(fitted, grown, steps) for grown in later]
                 found["parts"][name] = _one_after_another([found["parts"][name], *windows])
         if newer is not None:
-            found["future"] = forward_baseline(fitted, newer, future_steps, future_levels)
+            found["future"] = baseline.forward(fitted, newer, future_steps, future_levels)
     except BaselineUnavailable as error:
         return {"unavailable": str(error)}
     return found
@@ -281,7 +261,7 @@ def future_fits(plan: SweepPlan, runner: Runner, names: list[str]) -> dict[str, 
         return {}
     series = len(plan.panel)
     chunks = series_chunks(series, runner)
-    fitting = plan_baselines(plan)
+    fitting = by_value(plan_baselines(plan))
     panels = [runner.put(plan.panel.take(_mask(rows, series))) for rows in chunks]
     handles = {
         name: [
@@ -289,11 +269,10 @@ def future_fits(plan: SweepPlan, runner: Runner, names: list[str]) -> dict[str, 
                 "future",
                 f"{name}, series {rows[0] + 1}-{rows[-1] + 1}",
                 fitted_future,
-                name,
+                fitting.of(name),
                 panel,
                 future_horizon(plan),
                 plan.future_levels,
-                fitting.mstl_seasons,
                 fitting.fit_points.get(name),
                 trains=False,
             )
@@ -305,19 +284,11 @@ def future_fits(plan: SweepPlan, runner: Runner, names: list[str]) -> dict[str, 
 
 
 def fitted_future(
-    method: str,
-    panel: Panel,
-    steps: int,
-    levels: tuple[float, ...],
-    mstl_seasons: tuple[int, ...] = (),
-    points: int | None = None,
-) -> Any:
+    baseline: Baseline, panel: Panel, steps: int, levels: tuple[float, ...], points: int | None = None
+) -> BaselineForecast:
     """One statistical member on one chunk: fit on every point of each series (its last `points`), forecasting
     `steps` after it with its intervals at `levels`."""
-    from forecaster.baselines import fit_baseline
-
-    found, _ = fit_baseline(method, panel, steps, levels, mstl_seasons or None, points)
-    return found
+    return baseline.fit(panel, steps, levels, points)[0]
 
 
 def gather_baselines(plan: SweepPlan, runner: Runner, jobs: BaselineJobs) -> BaselineForecasts:
@@ -352,7 +323,7 @@ def gather_baselines(plan: SweepPlan, runner: Runner, jobs: BaselineJobs) -> Bas
     return BaselineForecasts(forecasts, bounds, unavailable, fell_back, future)
 
 
-def _one_after_another(windows: list) -> Any:
+def _one_after_another(windows: list[BaselineForecast]) -> BaselineForecast:
     """The backtest windows' forecasts (no intervals) as one forecast of the validation part, (windows * steps, S)."""
     from forecaster.baselines import BaselineForecast
 
@@ -362,7 +333,7 @@ def _one_after_another(windows: list) -> Any:
     )
 
 
-def _joined(pieces: list) -> Any:
+def _joined(pieces: list[BaselineForecast]) -> BaselineForecast:
     """The chunks' forecasts of a part side by side, (steps, S) in the panel's series order."""
     from forecaster.baselines import BaselineForecast
 
@@ -480,7 +451,7 @@ def _seconds_per_series(jobs: BaselineJobs, runner: Runner, method: str, done: l
     ]
     if finished:
         return float(np.mean(finished))
-    return jobs.priors.get(method, PRIOR_SECONDS_PER_SERIES.get(method, 0.0))
+    return jobs.priors.get(method, 0.0)
 
 
 def within_the_trials_time(jobs: BaselineJobs, runner: Runner, trials_seconds: float) -> BaselineJobs:
@@ -490,10 +461,8 @@ def within_the_trials_time(jobs: BaselineJobs, runner: Runner, trials_seconds: f
     with the series' length, their season and the covariates, is the one this cuts most. The summary says why it did
     not run. Judged when the trials end, on each one's whole work (what ran and what is left) over the cluster's slots,
     at the pace of its ended chunks."""
-    from forecaster.baselines import ARIMA_COVARIATES, MSTL, STATISTICAL
-
     slots, cut = runner.slots(), {}
-    for name in (*STATISTICAL, MSTL, ARIMA_COVARIATES):
+    for name in jobs.cuttable:
         handles = jobs.handles.get(name)
         if not handles:
             continue
@@ -528,12 +497,8 @@ def cancel_baselines(jobs: BaselineJobs, runner: Runner, names: tuple[str, ...],
 def finished_baselines(jobs: BaselineJobs, runner: Runner) -> BaselineJobs:
     """The jobs without the statistical baselines still running, their tasks cancelled (--time-limit's deadline);
     seasonal naive, which costs nothing, is always waited for."""
-    from forecaster.baselines import ARIMA_COVARIATES, MSTL, STATISTICAL
-
     running = tuple(
-        name
-        for name in (*STATISTICAL, MSTL, ARIMA_COVARIATES)
-        if name in jobs.handles and not all(map(runner.done, jobs.handles[name]))
+        name for name in jobs.cuttable if name in jobs.handles and not all(map(runner.done, jobs.handles[name]))
     )
     return cancel_baselines(jobs, runner, running, "cut by --time-limit: it had not finished by the deadline")
 
@@ -542,10 +507,7 @@ def cut_slowest(jobs: BaselineJobs, runner: Runner, why: str) -> str | None:
     """The statistical baseline with the most work left (`baselines_left`), its tasks cancelled and left out of
     `jobs`, in place: the stopper gives it way while the trials run, and the sweep reads the same jobs after them.
     None when every one has finished or been cut."""
-    from forecaster.baselines import ARIMA_COVARIATES, MSTL, STATISTICAL
-
-    cuttable = (*STATISTICAL, MSTL, ARIMA_COVARIATES)
-    left = {name: seconds for name, seconds in baselines_left(jobs, runner).items() if name in cuttable}
+    left = {name: seconds for name, seconds in baselines_left(jobs, runner).items() if name in jobs.cuttable}
     if not left:
         return None
     name = max(left, key=left.__getitem__)

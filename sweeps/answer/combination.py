@@ -1,15 +1,18 @@
-"""For a panel, the combination: the equal-weight mean, point by point, of the answer, AutoETS, Theta and AutoCES on the
-test windows, beside the statistical combination (the same without the answer) as one more baseline, which says what
-the answer adds to it. Combining forecasts of different kinds is what won the M4 competition.
+"""For a panel, the combination: the equal-weight mean, point by point, of the answer and the combined baselines
+(forecaster.baselines.combined_names: AutoETS, Theta and AutoCES) on the test windows, beside the statistical
+combination (the same without the answer) as one more baseline, which says what the answer adds to it. Combining
+forecasts of different kinds is what won the M4 competition.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from forecaster.baselines import combined_names
+
 COMBINATION = "combination"
 """The column and key of the combination: the mean of the answer and COMBINED's forecasts."""
-COMBINED = ("AutoETS", "Theta", "AutoCES")
+COMBINED = combined_names()
 STATISTICAL_COMBINATION = "statistical combination"
 """A baseline for the combination: the mean of COMBINED's forecasts alone."""
 

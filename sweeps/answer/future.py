@@ -8,12 +8,11 @@ panel, the combination.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
 
-from forecaster.baselines import MSTL
 from sweeps.answer import Answer, Tail, answer_members
 from sweeps.answer.baselines import future_fits
 from sweeps.answer.combination import COMBINATION, COMBINED
@@ -38,7 +37,7 @@ class Future:
     run."""
 
 
-def future_model(plan: SweepPlan, answer: Answer, tail: Tail):
+def future_model(plan: SweepPlan, answer: Answer, tail: Tail) -> tuple[AnswerModel, dict[str, Any]]:
     """The answer as one model: its nets continued on every point of the plan's panel, each with its weight in the
     ensemble, and its statistical members (statsforecast fits them on the data at each forecast), with the
     calibration of its intervals (at any level or quantile asked of it later; by default at the sweep's levels); and
@@ -77,8 +76,7 @@ def future_model(plan: SweepPlan, answer: Answer, tail: Tail):
         fitting, lag = plan_baselines(plan), run_on(plan)
         for name in ensemble.chosen:
             if ensemble.kinds[name] == STATISTICAL:
-                seasons = fitting.mstl_seasons if name == MSTL else ()
-                points = fitting.fit_points.get(name)
+                seasons, points = fitting.of(name).seasons, fitting.fit_points.get(name)
                 statistical.append(StatisticalMember(name, ensemble.weights[name], seasons, points, lag))
     used: list[RefitMember | FutureMember] = [*tail.refits, *tail.future]
     trained_on = sorted({member.trained_on for member in used if member.trained_on})
@@ -108,7 +106,7 @@ def run_on(plan: SweepPlan) -> int:
     return cut.test_size if plan.parts.test is not None else cut.val_size
 
 
-def test_model(plan: SweepPlan, tail: Tail):
+def test_model(plan: SweepPlan, tail: Tail) -> AnswerModel | None:
     """The nets that forecast the test window as one model, where any was continued through the validation part
     (without, the trials' own checkpoints hold them); None otherwise."""
     from forecaster.answer_model import AnswerModel, SavedMember, library_versions
@@ -155,7 +153,7 @@ def training_versions() -> dict[str, str]:
 
 
 def future_table(
-    plan: SweepPlan, model, baselines: dict[str, Any], fitted: dict[str, Any] | None = None
+    plan: SweepPlan, model: AnswerModel, baselines: dict[str, Any], fitted: dict[str, Any] | None = None
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The model's forecast of the horizon after every series of the plan's panel, at the plan's levels and
     quantiles (those the calibration bounds), beside every baseline's (`baselines`: name ->
@@ -195,20 +193,22 @@ def future_table(
     return table, record | {"series": len(panel), "rows": len(table)}
 
 
-def build_future(plan: SweepPlan, answer: Answer, tail: Tail, runner: Runner, saved=None) -> Future:
+def build_future(
+    plan: SweepPlan, answer: Answer, tail: Tail, runner: Runner, saved: AnswerModel | None = None
+) -> Future:
     """The future of a sweep: its members as the tail continued them, saved as one model, or `saved`, the model the
     sweep saved (sweeps.report), where it holds the answer's members; and its forecast beside the baselines', its
     statistical members' forecasts the baselines' own future (their `lag` the horizon), or, on a date cut, fit on every
     point by `runner`'s tasks."""
     same = saved is not None and [m.trial_id for m in saved.members] == [m.trial_id for m in tail.refits]
     if same:
-        model = saved
+        model = cast("AnswerModel", saved)
         record: dict[str, Any] = {
-            "trials": [m.trial_id for m in saved.members],
-            "best_epochs": [m.epochs for m in saved.members],
+            "trials": [m.trial_id for m in model.members],
+            "best_epochs": [m.epochs for m in model.members],
         }
-        record |= {"continued": [[list(step) for step in m.continued] for m in saved.members]}
-        record |= {"trained_on": saved.trained_on, "seconds": None, "read_from": "the model the sweep saved"}
+        record |= {"continued": [[list(step) for step in m.continued] for m in model.members]}
+        record |= {"trained_on": model.trained_on, "seconds": None, "read_from": "the model the sweep saved"}
     else:
         model, record = future_model(plan, answer, tail)
     names = [member.name for member in model.statistical]

@@ -251,6 +251,7 @@ def share_beaten(ours: pd.Series, theirs: pd.Series) -> float | None:
 
 
 def _order(name: str) -> int:
-    from forecaster.baselines import BASELINES
+    from forecaster.baselines import baseline_names
 
-    return BASELINES.index(name) if name in BASELINES else len(BASELINES)
+    names = baseline_names()
+    return names.index(name) if name in names else len(names)

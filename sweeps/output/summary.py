@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from forecaster.baselines import REFERENCE
 from forecaster.metrics import METRIC_NAMES, format_score
-from sweeps.answer import Answer
+from sweeps.answer import Answer, Tail
 from sweeps.answer.combination import COMBINATION
 from sweeps.answer.future import Future
 from sweeps.answer.scores import per_series as series_scores
@@ -203,7 +204,7 @@ def future_lines(plan: SweepPlan, future: Future) -> list[str]:
     unavailable = record.get("calibration", {}).get("unavailable")
     if plan.options.levels and not record["levels"]:
         lines.append(f"  the answer without bounds: {unavailable or 'its saved model holds no calibration'}")
-    columns = [c for c in ("unique_id", "ds", "answer", "answer-lo-80", "answer-hi-80", "AutoETS") if c in table]
+    columns = [c for c in ("unique_id", "ds", "answer", "answer-lo-80", "answer-hi-80", REFERENCE) if c in table]
     shown = table[columns].head(FUTURE_ROWS_SHOWN).copy()
     if plan.panel.dated:
         shown["ds"] = shown["ds"].dt.strftime("%Y-%m-%d")
@@ -319,7 +320,7 @@ def write_future(plan: SweepPlan, future: Future) -> dict[str, str]:
     return written
 
 
-def write_test_model(plan: SweepPlan, tail) -> dict[str, str]:
+def write_test_model(plan: SweepPlan, tail: Tail) -> dict[str, str]:
     """test_model/: the nets that forecast the test window, where they were continued through the validation part
     (sweeps.report forecasts with them instead of training again)."""
     from sweeps.answer.future import test_model
@@ -343,7 +344,8 @@ FUTURE_SERIES_DRAWN = 4
 
 
 def _future_plot(plan: SweepPlan, future: Future) -> bytes:
-    """A few series' recent history with the answer's forecast of the future, its bands and AutoETS's."""
+    """A few series' recent history with the answer's forecast of the future, its bands and the reference baseline's
+    (forecaster.baselines.REFERENCE, AutoETS)."""
     from forecaster.intervals import level_name
     from forecaster.plot import plot_future
 
@@ -353,7 +355,7 @@ def _future_plot(plan: SweepPlan, future: Future) -> bytes:
     items = []
     for index in picks:
         rows = table.iloc[index * horizon : (index + 1) * horizon]
-        methods = {name: rows[name].to_numpy() for name in ("answer", "AutoETS") if name in rows}
+        methods = {name: rows[name].to_numpy() for name in ("answer", REFERENCE) if name in rows}
         bands = {
             f"{level_name(level)} %": (rows[f"answer-lo-{level_name(level)}"], rows[f"answer-hi-{level_name(level)}"])
             for level in sorted(future.record["levels"], reverse=True)
