@@ -40,7 +40,7 @@ test-fast: setup
 	$(PYTEST) -m "not slow"
 
 # ruff and mypy, configured in pyproject.toml: the linter and the formatter's check on the whole tree, and the types
-# of forecaster/ and sweeps/ (strict on the public API).
+# of forecaster/ and sweeps/ (mypy's strict flags on every module).
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

@@ -43,7 +43,7 @@ def hidden_states(rnn: nn.RNNBase, inputs: Tensor) -> Tensor:
     for index in range(rnn.num_layers):
         if index and rnn.dropout and rnn.training:
             hidden = F.dropout(hidden, rnn.dropout, training=True)
-        hidden = layer.apply(hidden, *_layer_weights(rnn, index))  # type: ignore[no-untyped-call, unused-ignore]
+        hidden = layer.apply(hidden, *_layer_weights(rnn, index))  # type: ignore[no-untyped-call]
     return hidden
 
 
@@ -205,7 +205,7 @@ class _GRULayer(torch.autograd.Function):
     def backward(ctx: _Context, grad_hidden: Tensor) -> tuple[Tensor | None, Tensor, Tensor, Tensor, Tensor]:
         inputs, weight_ih, weight_hh, gates, hidden_gates, hidden = ctx.saved_tensors
         steps, batch, size = hidden.shape
-        r, z, n = gates.split(size, dim=2)  # type: ignore[no-untyped-call, unused-ignore]
+        r, z, n = gates.split(size, dim=2)  # type: ignore[no-untyped-call]
         previous = torch.cat([torch.zeros_like(hidden[:1]), hidden[:-1]])
         # d(pre-activation)/dh_t for each gate, for all steps at once, outside the loop.
         n_factor = (1 - z) * (1 - n * n)

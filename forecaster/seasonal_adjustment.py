@@ -125,7 +125,7 @@ def _seasonal(values: np.ndarray, season: int) -> bool:
     if variance == 0:
         return False
     acf = np.array([centred[lag:] @ centred[: len(values) - lag] for lag in range(1, season + 1)]) / variance
-    return abs(acf[-1]) > 1.645 * math.sqrt((1 + 2 * np.sum(acf[:-1] ** 2)) / len(values))
+    return bool(abs(acf[-1]) > 1.645 * math.sqrt((1 + 2 * np.sum(acf[:-1] ** 2)) / len(values)))
 
 
 def year_components(train: Panel, indices: np.ndarray, shifts: np.ndarray | None) -> np.ndarray | None:

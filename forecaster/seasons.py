@@ -4,6 +4,8 @@ A plain time index has no calendar: its season is given, and its place counted f
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import pandas as pd
 
@@ -44,7 +46,7 @@ def season_phases(dates: pd.DatetimeIndex, freq: str, period: int | None = None)
     name = _base_name(offset)
     if period is not None and period != season:
         days = np.asarray(dates.dayofweek, dtype=np.int64)
-        return (days * season + season_phases(dates, freq)) % period
+        return cast(np.ndarray, (days * season + season_phases(dates, freq)) % period)
     if name in ("M", "MS", "ME"):
         position = dates.month.to_numpy() - 1
     elif name in ("Q", "QS", "QE"):
@@ -59,7 +61,7 @@ def season_phases(dates: pd.DatetimeIndex, freq: str, period: int | None = None)
     return (np.asarray(position, dtype=np.int64) // offset.n) % season
 
 
-def _base_name(offset) -> str:
+def _base_name(offset: pd.offsets.BaseOffset) -> str:
     return offset.rule_code.split("-")[0].upper()
 
 

@@ -176,7 +176,7 @@ class EpochBatches:
             ]
         validation = self.validation
         yield EpochBatch(
-            list(windows.split(self.batch_size, dim=1)),  # type: ignore[no-untyped-call, unused-ignore]
+            list(windows.split(self.batch_size, dim=1)),  # type: ignore[no-untyped-call]
             validation.inputs,
             validation.actual,
             validation.weights,

@@ -20,7 +20,7 @@ saves it as one model and forecasts after the data.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -35,6 +35,9 @@ from sweeps.answer.refits import AS_TRAINED, FutureMember, RefitMember, continue
 from sweeps.answer.tasks import Runner, TaskTiming
 from sweeps.plan.sweep_plan import SweepPlan
 from sweeps.trials.results import SweepResults
+
+if TYPE_CHECKING:
+    from forecaster.net import RNNNet
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,7 +91,7 @@ def run_tail(
     tail: TailPlan,
     runner: Runner,
     baselines: BaselineJobs | BaselineForecasts,
-    saved_refits: list | None = None,
+    saved_refits: list[RNNNet] | None = None,
     deadline: float | None = None,
 ) -> Tail:
     """Every member's refit and future as tasks, each future waiting on its own refit only, and the baselines'
@@ -103,8 +106,8 @@ def run_tail(
     options = runner.fit_options()
     refit_handles = []
     for index, (member, epochs) in enumerate(zip(tail.members, tail.refit_epochs)):
-        kept = None if saved_refits is None else saved_refits[index]
-        arguments = (member.trial_id, member.best_model, parts, epochs, kept)
+        saved = None if saved_refits is None else saved_refits[index]
+        arguments = (member.trial_id, member.best_model, parts, epochs, saved)
         stop_at = refit_deadline(member, tail, deadline)
         refit_handles.append(runner.submit("refit", member.trial_id, refit_member, *arguments, stop_at, **options))
     future_handles = []

@@ -30,6 +30,7 @@ from sweeps.plan.budget import STOP_SECONDS, TAIL_SECONDS, epochs_cost, start_se
 
 if TYPE_CHECKING:
     from forecaster.net import RNNNet
+    from sweeps.plan.sweep_plan import SweepPlan
 
 AS_TRAINED = "answer before refit"
 """With `refit_answer`: the answer as the trials trained it (on the training parts only), reported beside the refit
@@ -166,7 +167,7 @@ def as_a_trial(fit_options: dict[str, Any]) -> None:
 
 
 def tail_estimate(
-    plan, slots: int, baselines_left: Callable[[], float]
+    plan: SweepPlan, slots: int, baselines_left: Callable[[], float]
 ) -> Callable[[dict[str, dict[str, Any]]], float]:
     """What the answer would take after the trials, as they stand: each top trial's continuations at its own seconds
     per epoch over the slots, and the baselines' work left (sweeps.trials.tuner.BudgetStopper's estimate)."""

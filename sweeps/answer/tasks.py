@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from sweeps.plan.resources import TrialResources
 
@@ -37,7 +37,7 @@ class TaskTiming:
         return self.ended - self.started
 
 
-def timed(kind: str, label: str, function: Callable, *args: Any, **kwargs: Any) -> tuple[Any, TaskTiming]:
+def timed(kind: str, label: str, function: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, TaskTiming]:
     """`function(*args, **kwargs)` and when and where it ran."""
     started = time.time()
     value = function(*args, **kwargs)
@@ -75,7 +75,8 @@ class Runner:
             return 1
         import ray
 
-        return max(1, int(ray.cluster_resources().get("CPU", 1) // self.resources.cpus))
+        cluster_resources: Callable[[], dict[str, float]] = ray.cluster_resources
+        return max(1, int(cluster_resources().get("CPU", 1) // self.resources.cpus))
 
     def put(self, value: Any) -> Any:
         """`value` where every task that takes it reads it: once in Ray's object store (each node maps one copy)."""
@@ -89,7 +90,9 @@ class Runner:
         """What a task that trains tells forecaster.train.fit: its threads and accelerator, as a trial's."""
         return self.resources.task_fit_options() if self.on_ray else {"threads": max(1, int(self.resources.cpus))}
 
-    def submit(self, kind: str, label: str, function: Callable, *args: Any, trains: bool = True, **kwargs) -> Handle:
+    def submit(
+        self, kind: str, label: str, function: Callable[..., Any], *args: Any, trains: bool = True, **kwargs: Any
+    ) -> Handle:
         """`function(*args, **kwargs)` as a task: one that `trains` takes a trial's accelerator too, the others its
         CPUs only. An argument that is another task's `Handle.value` waits for that task."""
         if not self.on_ray:
@@ -143,10 +146,10 @@ class Runner:
     def get_timing(self, handle: Handle) -> TaskTiming:
         """When and where an ended task ran."""
         if not self.on_ray:
-            return handle.timing
+            return cast(TaskTiming, handle.timing)
         import ray
 
-        return ray.get(handle.timing)
+        return cast(TaskTiming, ray.get(handle.timing))
 
     def timings(self) -> list[TaskTiming]:
         """When and where every task that ended ran (one that failed or was cancelled is left out)."""

@@ -250,7 +250,7 @@ def _describe_panel(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
     dropped = len(scores["dropped_series"])
     metric = plan.sweep.metric
 
-    def cell(value, metric_name):
+    def cell(value: float | None, metric_name: str) -> str:
         if value is None or (isinstance(value, float) and math.isnan(value)):
             return f"{'-':>8}"
         return f"{value:8.3f}" if metric_name == "mase" else f"{value:8.2f}"
