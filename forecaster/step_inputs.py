@@ -29,9 +29,10 @@ the two rules.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import pandas as pd
@@ -69,6 +70,34 @@ def step_ns(freq: str | None) -> int | None:
     except ValueError:
         return None
     return step if step > 0 else None
+
+
+@dataclasses.dataclass(frozen=True)
+class StepLayout:
+    """Where each input of a step lies in its row of features, by name: the one place that knows their order. A row is
+    the value, the calendar of the point after it, the known-ahead covariates of the point after it, the historic ones
+    of its own point, the statics, its own point's known-ahead values (covariate_path linear), the value a season
+    back, and the padding's mask (a padded shape's last input)."""
+
+    calendar: range
+    known_ahead: range
+    historic: range
+    static: range
+    own_known: range
+    season_back: range
+    mask: range
+
+    value: ClassVar[range] = range(0, 1)
+
+    @property
+    def width(self) -> int:
+        """The features of a row."""
+        return self.mask.stop
+
+    @property
+    def covariates(self) -> range:
+        """The known-ahead and historic covariates, side by side."""
+        return range(self.known_ahead.start, self.historic.stop)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -112,10 +141,24 @@ class StepInputs:
     def count(self) -> int:
         """The features beside the value: the calendar's, the known-ahead and historic columns', the statics', and
         the value a season back."""
-        own = len(self.futr_names) if self.own_known else 0
-        return (
-            self.calendar_count + self.covariate_count + len(self.static_names) + own + (1 if self.seasonal_lag else 0)
+        return self.layout().width - 1
+
+    def layout(self, padded: bool = False) -> StepLayout:
+        """Where each input lies in a row of these features (`padded`: the row ends with the padding's mask)."""
+        sizes = (
+            self.calendar_count,
+            len(self.futr_names),
+            len(self.hist_names),
+            len(self.static_names),
+            len(self.futr_names) if self.own_known else 0,
+            1 if self.seasonal_lag else 0,
+            1 if padded else 0,
         )
+        stops = np.cumsum((1, *sizes)).tolist()
+        calendar, known_ahead, historic, static, own_known, season_back, mask = (
+            range(start, stop) for start, stop in itertools.pairwise(stops)
+        )
+        return StepLayout(calendar, known_ahead, historic, static, own_known, season_back, mask)
 
     @property
     def names(self) -> list[str]:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from forecaster.panel import Panel
     from forecaster.parts import FitParts
     from forecaster.smoothing import HybridInputs, HybridWindows
+    from forecaster.step_inputs import StepLayout
 
 CELLS = {"RNN": nn.RNN, "LSTM": nn.LSTM, "GRU": nn.GRU}
 
@@ -123,32 +124,28 @@ class Shape:
         the covariates), and the padding's mask; with covariate_path linear, not the covariates."""
         return len(self.recurrent_columns(net))
 
+    def layout(self, net: RNNNet) -> StepLayout:
+        """Where each input lies in a row of the net's features (forecaster.step_inputs.StepLayout)."""
+        return net.transform.step_inputs(net.config.calendar).layout(self.padded)
+
     def recurrent_columns(self, net: RNNNet) -> list[int]:
         """Which of a row's features the recurrent layers read: all, but with covariate_path linear none of the
-        covariates (after the value and the calendar, and each point's own known-ahead values after the statics),
-        which the linear term reads instead (`recurrent_inputs`)."""
-        inputs = net.transform.step_inputs(net.config.calendar)
-        every = range(1 + inputs.count + (1 if self.padded else 0))
+        covariates (those of the point after it, and its own point's known-ahead values), which the linear term reads
+        instead (`recurrent_inputs`)."""
+        layout = self.layout(net)
+        every = range(layout.width)
         if net.config.covariate_path != "linear":
             return list(every)
-        first = 1 + inputs.calendar_count
-        left = set(range(first, first + inputs.covariate_count)) | set(self.own_known_columns(net))
+        left = {*layout.covariates, *layout.own_known}
         return [column for column in every if column not in left]
 
     def known_ahead_columns(self, net: RNNNet) -> range:
-        """Where a row's known-ahead covariates (of the point after it) lie among its features: after the value and
-        the calendar."""
-        inputs = net.transform.step_inputs(net.config.calendar)
-        first = 1 + inputs.calendar_count
-        return range(first, first + len(inputs.futr_names))
+        """Where a row's known-ahead covariates (of the point after it) lie among its features."""
+        return self.layout(net).known_ahead
 
     def own_known_columns(self, net: RNNNet) -> range:
-        """Where a row's own point's known-ahead values lie (covariate_path linear): after the statics."""
-        inputs = net.transform.step_inputs(net.config.calendar)
-        if not inputs.own_known:
-            return range(0)
-        first = 1 + inputs.calendar_count + inputs.covariate_count + len(inputs.static_names)
-        return range(first, first + len(inputs.futr_names))
+        """Where a row's own point's known-ahead values lie (covariate_path linear; empty otherwise)."""
+        return self.layout(net).own_known
 
     def recurrent_inputs(self, net: RNNNet, rows: Tensor) -> Tensor:
         """What the recurrent layers read of `rows` (..., features): all of it; with covariate_path linear, the value
