@@ -127,3 +127,21 @@ def test_sweeps_packages_import_only_from_their_own_layer_or_below():
     ]
     assert upward == []
     assert layer("sweeps.answer.tasks") > layer("sweeps.trials.results") > layer("sweeps.plan.storage")
+
+
+def options_read(package: str) -> list[str]:
+    """Where the modules of `package` read a sweep's options (`plan.options`): each place's module and line."""
+    return [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for path in sorted((ROOT / package.replace(".", "/")).rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute) and node.attr == "options" and isinstance(node.value, ast.Name)
+    ]
+
+
+def test_below_the_driver_no_layer_reads_the_command_lines_options():
+    """The trials, the answer and the output are told what they need (SweepPlan.trial_settings, answer_settings);
+    only the plan and the commands read the options."""
+    for package in SWEEP_LAYERS[1:]:
+        assert options_read(package) == [], package
+    assert options_read("sweeps.plan")  # the check sees a read where there is one

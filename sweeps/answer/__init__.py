@@ -63,7 +63,7 @@ def tail_plan(plan: SweepPlan, chosen: list[Member], future: bool = True) -> Tai
     validation part without one)."""
     refit = plan.sweep.refit_answer and plan.parts.test is not None
     refit_epochs = [continued_epochs(member.epochs) if refit else 0 for member in chosen]
-    wanted = plan.options.future and future
+    wanted = plan.answer_settings.future and future
     future_epochs = [continued_epochs(member.epochs) for member in chosen] if wanted else None
     return TailPlan(chosen, refit_epochs, future_epochs)
 
@@ -268,7 +268,7 @@ def build_answer(plan: SweepPlan, results: SweepResults, tail: Tail) -> Answer:
         if "unavailable" not in intervals.calibration:
             bounds["answer"] = intervals.bounds
         calibration = intervals.calibration
-        if plan.options.levels or plan.options.quantiles:
+        if plan.answer_settings.levels or plan.answer_settings.quantiles:
             calibration_points = intervals.points
     bounds.update(baselines.bounds)
     quantiles = distributions(plan, forecasts.get("test", {}), bounds)
@@ -367,7 +367,7 @@ def asked_bounds(
 ) -> dict[str, dict[float, tuple[np.ndarray, np.ndarray]]]:
     """The intervals at the levels asked for (--levels), of the methods that gave them."""
     kept = {
-        method: {level: found for level, found in by_level.items() if level in plan.options.levels}
+        method: {level: found for level, found in by_level.items() if level in plan.answer_settings.levels}
         for method, by_level in bounds.items()
     }
     return {method: by_level for method, by_level in kept.items() if by_level}

@@ -176,7 +176,7 @@ def within_budget(fitting: PanelBaselines, plan: SweepPlan) -> PanelBaselines:
     """`fitting` with each baseline whose work per series would take longer than SERIES_SECONDS (or TIME_LIMIT_SHARE of
     --time-limit) fit on fewer points, as many as the budget allows; one that would need fewer than two cycles of its
     longest season and two horizons is not run. The summary says which, and the estimate."""
-    limit = plan.options.time_limit
+    limit = plan.answer_settings.time_limit
     budget = SERIES_SECONDS if limit is None else min(SERIES_SECONDS, TIME_LIMIT_SHARE * limit)
     whose = f"{100 * TIME_LIMIT_SHARE:.0f} % of --time-limit" if budget < SERIES_SECONDS else "its budget"
     parts = scored_parts(plan)

@@ -52,7 +52,7 @@ def future_model(plan: SweepPlan, answer: Answer, tail: Tail) -> tuple[AnswerMod
     if plan.parts.test is not None:
         fitted["test"] = members_mean([member.fitted_before_test for member in tail.refits])
     errors, floor = future_errors(plan, parts, weights, fitted)
-    quantiles = conformal_quantiles(errors, plan.options.levels)
+    quantiles = conformal_quantiles(errors, plan.answer_settings.levels)
     tested = plan.parts.test is not None
     calibration = Calibration(
         errors=errors,
@@ -124,11 +124,11 @@ def test_model(plan: SweepPlan, tail: Tail) -> AnswerModel | None:
 
 def model_data(plan: SweepPlan) -> dict[str, Any]:
     """What the saved model says of its data: how to read a newer file of it, and what it trained on."""
-    panel, options = plan.panel, plan.options
+    panel, asked = plan.panel, plan.answer_settings
     shown = (lambda t: str(pd.Timestamp(t).date())) if panel.dated else int
     return {
         "source": plan.data_label,
-        "columns": {"id": options.id_column, "date": options.date_column, "value": options.value_column},
+        "columns": dict(asked.columns),
         "freq": panel.freq,
         "season": panel.season,
         "horizon": future_horizon(plan),
@@ -138,8 +138,8 @@ def model_data(plan: SweepPlan) -> dict[str, Any]:
         "last": shown(panel.last_times().max()),
         "series": [str(series_id) for series_id in panel.ids],
         "covariates": {
-            "futr_exog": list(options.futr_exog),
-            "hist_exog": list(options.hist_exog),
+            "futr_exog": list(asked.futr_exog),
+            "hist_exog": list(asked.hist_exog),
             "static": [] if panel.covariates is None else list(panel.covariates.static_columns),
         },
     }
@@ -174,18 +174,20 @@ def future_table(
             for level, half in conformal_quantiles(calibration.errors, plan.future_levels).items()
             if np.isfinite(half).all()
         }
-        bounded = tuple(level for level in plan.options.levels if level in finite)
-        distributed = tuple(q for q in plan.options.quantiles if set(quantile_levels([q])) <= finite)
+        bounded = tuple(level for level in plan.answer_settings.levels if level in finite)
+        distributed = tuple(q for q in plan.answer_settings.quantiles if set(quantile_levels([q])) <= finite)
     made = {name: found.values for name, found in fitted.items()}
     table = model.forecast(panel, horizon, bounded, quantiles=distributed, statistical_forecasts=made)
     for name, found in baselines.items():
         table[name] = found.values.T.reshape(-1)
-        levels = [level for level in plan.options.levels if level in found.bounds]
+        levels = [level for level in plan.answer_settings.levels if level in found.bounds]
         for level in sorted(levels, reverse=True):
             table[f"{name}-lo-{level_name(level)}"] = found.bounds[level][0].T.reshape(-1)
         for level in sorted(levels):
             table[f"{name}-hi-{level_name(level)}"] = found.bounds[level][1].T.reshape(-1)
-        for quantile, values in (quantiles_of(found.values, found.bounds, plan.options.quantiles) or {}).items():
+        for quantile, values in (
+            quantiles_of(found.values, found.bounds, plan.answer_settings.quantiles) or {}
+        ).items():
             table[quantile_column(name, quantile)] = values.T.reshape(-1)
     if len(panel) > 1 and all(name in table for name in COMBINED):
         table[COMBINATION] = table[["answer", *COMBINED]].mean(axis=1)

@@ -181,7 +181,7 @@ def tail_estimate(
         for trial in top:
             each = continued_epochs(int(trial.get("best_epoch") or trial.get("epoch") or 1))
             refit = each if sweep.refit_answer and plan.parts.test is not None else 0
-            future = each if plan.options.future else 0
+            future = each if plan.answer_settings.future else 0
             epochs += [refit, future]
             seconds += [statistics.median(trial["seconds"])] * 2
         start = max((start_seconds(trial["seconds"]) for trial in top), default=0.0)

@@ -210,7 +210,7 @@ def interval_scores(answer: Answer, plan: SweepPlan) -> dict[str, Any]:
             found[f"width_{name}"] = mean(pd.Series(result["width"]))
             found[f"msis_{name}"] = mean(pd.Series(result["msis"]))
         methods[method] = found
-    return {"levels": list(plan.options.levels), "calibration": answer.calibration, **methods}
+    return {"levels": list(plan.answer_settings.levels), "calibration": answer.calibration, **methods}
 
 
 def part_scores(part: Panel, forecast: np.ndarray, scales: np.ndarray) -> dict[str, np.ndarray]:

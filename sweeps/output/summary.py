@@ -70,7 +70,7 @@ def report_command(plan: SweepPlan) -> str:
 
 
 def resume_command(plan: SweepPlan) -> str:
-    address = f" --address {plan.options.address}" if plan.options.address else ""
+    address = f" --address {plan.answer_settings.address}" if plan.answer_settings.address else ""
     return (
         f"python -m sweeps.run {plan.sweep.name} --resume --name {plan.name} "
         f"--storage-path {plan.storage_path}{address}"
@@ -86,7 +86,7 @@ def more_trials_command(plan: SweepPlan) -> str:
                 next(given, None)  # its value
             continue
         arguments.append(shlex.quote(argument))
-    seed = (plan.options.seed if plan.options.seed is not None else 0) + 1
+    seed = (plan.answer_settings.seed if plan.answer_settings.seed is not None else 0) + 1
     arguments += [
         "--seed",
         str(seed),
@@ -202,7 +202,7 @@ def future_lines(plan: SweepPlan, future: Future) -> list[str]:
     if statistical:
         lines.append(f"  and its statistical members, fit on each series by statsforecast: {', '.join(statistical)}")
     unavailable = record.get("calibration", {}).get("unavailable")
-    if plan.options.levels and not record["levels"]:
+    if plan.answer_settings.levels and not record["levels"]:
         lines.append(f"  the answer without bounds: {unavailable or 'its saved model holds no calibration'}")
     columns = [c for c in ("unique_id", "ds", "answer", "answer-lo-80", "answer-hi-80", REFERENCE) if c in table]
     shown = table[columns].head(FUTURE_ROWS_SHOWN).copy()

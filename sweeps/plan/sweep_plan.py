@@ -42,6 +42,42 @@ are found with it, before the space's."""
 
 
 @dataclasses.dataclass(frozen=True)
+class TrialSettings:
+    """What the trials (sweeps.trials) are told of the options: the layers below the driver read these, never the
+    options themselves."""
+
+    seed: int | None
+    time_limit: float | None
+    """--time-limit, seconds: the stopper's budget, and the trials ranked as they end rather than by the metric."""
+    max_concurrent_trials: int | None
+    trial_timeout: float
+    max_failures: int
+    resume: bool
+    mlflow_uri: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class AnswerSettings:
+    """What the answer made after the trials (sweeps.answer) and what the user gets (sweeps.output) are told of the
+    options."""
+
+    levels: tuple[float, ...]
+    """The prediction intervals asked for (--levels), in order."""
+    quantiles: tuple[float, ...]
+    future: bool
+    """Forecast the horizon after the data and save the answer as one model (not --no-future)."""
+    time_limit: float | None
+    columns: dict[str, str | None]
+    """The id, date and value columns of the data, where named (--id-column, ...): the saved model reads new data
+    by them."""
+    futr_exog: tuple[str, ...]
+    hist_exog: tuple[str, ...]
+    seed: int | None
+    address: str | None
+    """The cluster the sweep ran on (--address): the command that resumes it names it."""
+
+
+@dataclasses.dataclass(frozen=True)
 class SweepPlan:
     """Everything a sweep will run, decided and checked before Ray starts: the options, the registry entry with them
     applied and its space resolved on the data, the data cut once into its parts, and the resources per trial."""
@@ -66,6 +102,35 @@ class SweepPlan:
     """False when the name was made up from the sweep and the time: another free one may be taken instead."""
     arguments: tuple[str, ...] = ()
     """The command line's arguments that started the sweep: the command for more trials repeats them."""
+    trial_settings: TrialSettings = dataclasses.field(init=False)
+    """What the trials are told of `options`."""
+    answer_settings: AnswerSettings = dataclasses.field(init=False)
+    """What the answer and the output are told of `options`."""
+
+    def __post_init__(self) -> None:
+        options = self.options
+        trials = TrialSettings(
+            options.seed,
+            options.time_limit,
+            options.max_concurrent_trials,
+            options.trial_timeout,
+            options.max_failures,
+            options.resume,
+            options.mlflow_uri,
+        )
+        answer = AnswerSettings(
+            tuple(options.levels),
+            tuple(options.quantiles),
+            options.future,
+            options.time_limit,
+            {"id": options.id_column, "date": options.date_column, "value": options.value_column},
+            tuple(options.futr_exog),
+            tuple(options.hist_exog),
+            options.seed,
+            options.address,
+        )
+        object.__setattr__(self, "trial_settings", trials)
+        object.__setattr__(self, "answer_settings", answer)
 
     @property
     def experiment_path(self) -> str:

@@ -314,7 +314,7 @@ def _notes(status: str, history: Any, watchdog_kills: int, plan: SweepPlan) -> s
         )
     if watchdog_kills:
         notes.append(
-            f"reported nothing for {plan.options.trial_timeout:g} s and was killed by the watchdog "
+            f"reported nothing for {plan.trial_settings.trial_timeout:g} s and was killed by the watchdog "
             f"{watchdog_kills} time(s)"
         )
     return "; ".join(notes)

@@ -110,7 +110,7 @@ def trial_inputs(plan: SweepPlan) -> TrialInputs:
     trial checkpoints at every improvement too: stopped at any epoch, its best model is in its last checkpoint."""
     sweep = plan.sweep
     checkpoints = scheduler_of(sweep).checkpoints(sweep)
-    if plan.options.time_limit is not None:
+    if plan.trial_settings.time_limit is not None:
         checkpoints = dataclasses.replace(checkpoints, on_improvement_from=1)
     settings = TrialSettings(
         max_epochs=sweep.max_epochs,
@@ -153,7 +153,7 @@ def progress_reporter(plan: SweepPlan) -> CLIReporter:
         metric_columns={plan.sweep.ranked: best, "best_epoch": "at epoch", "epoch": "epochs"},
         parameter_columns={key: short.get(key, key) for key in plan.searched if key != "random_state"},
         # Tune's sort fails on two trials stopped before they reported (a time budget stops pending ones too).
-        sort_by_metric=plan.options.time_limit is None,
+        sort_by_metric=plan.trial_settings.time_limit is None,
         max_progress_rows=12,
         max_error_rows=5,
         max_report_frequency=10,
@@ -166,7 +166,9 @@ def mlflow_logger(plan: SweepPlan) -> MLflowLoggerCallback:
     experiment named after the sweep."""
     from ray.air.integrations.mlflow import MLflowLoggerCallback
 
-    return MLflowLoggerCallback(tracking_uri=plan.options.mlflow_uri, experiment_name=plan.name, save_artifact=False)
+    return MLflowLoggerCallback(
+        tracking_uri=plan.trial_settings.mlflow_uri, experiment_name=plan.name, save_artifact=False
+    )
 
 
 def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False) -> Tuner:
@@ -192,7 +194,7 @@ def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False) ->
     # TensorBoard's files are written, the JSON is not.
     os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"
     trainable = make_trainable(plan)
-    if plan.options.resume:
+    if plan.trial_settings.resume:
         if not tune.Tuner.can_restore(plan.experiment_path):
             raise PlanError(f"--resume: nothing to resume at {plan.experiment_path}")
         # Restored with its stored RunConfig, whose callbacks (loggers, fault log, watchdog) come back with it.
@@ -200,28 +202,28 @@ def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False) ->
         return tune.Tuner.restore(
             plan.experiment_path,
             trainable=trainable,
-            param_space=tune_param_space(plan.sweep.search, plan.sweep.space, plan.options.seed),
+            param_space=tune_param_space(plan.sweep.search, plan.sweep.space, plan.trial_settings.seed),
             resume_unfinished=True,
             resume_errored=False,
         )
     sweep, scheduler = plan.sweep, scheduler_of(plan.sweep)
-    options = plan.options
-    fair_share = FairShare(plan.experiment_path, plan.resources, options.max_concurrent_trials) if shared else None
+    settings = plan.trial_settings
+    fair_share = FairShare(plan.experiment_path, plan.resources, settings.max_concurrent_trials) if shared else None
     try:
         search, param_space = build_search(
             sweep.search,
             sweep.space,
-            options.seed,
+            settings.seed,
             scheduler.metric(sweep),
             sweep.mode,
-            max_concurrent=None if fair_share else options.max_concurrent_trials,  # the fair share holds the limit
+            max_concurrent=None if fair_share else settings.max_concurrent_trials,  # the fair share holds the limit
         )
     except SearchError as error:
         raise PlanError(str(error)) from None
     if fair_share and sweep.search == "optuna":
         search = FairShareLimiter(cast("Searcher", search), fair_share)
     elif fair_share:
-        search = FairShareVariants(fair_share, random_state=options.seed)
+        search = FairShareVariants(fair_share, random_state=settings.seed)
     return tune.Tuner(
         trainable,
         param_space=param_space,
@@ -243,16 +245,16 @@ def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False) ->
             callbacks=[
                 progress_log(),
                 tensorboard_logger(),  # `tensorboard --logdir <results folder>`: every trial's curves
-                *([mlflow_logger(plan)] if options.mlflow_uri else []),
+                *([mlflow_logger(plan)] if settings.mlflow_uri else []),
                 FaultLog(),
-                HangWatchdog(options.trial_timeout),
+                HangWatchdog(settings.trial_timeout),
                 *(
                     [WarmPool(plan.resources, plan.most_at_once, actors_reused=not shared)]
                     if warm_workers_enabled()
                     else []
                 ),
             ],
-            failure_config=tune.FailureConfig(max_failures=options.max_failures),
+            failure_config=tune.FailureConfig(max_failures=settings.max_failures),
             stop=BudgetStopper(plan.experiment_path),
             progress_reporter=progress_reporter(plan) if progress else None,
             verbose=1 if progress else 0,
