@@ -55,7 +55,7 @@ if data.startswith("generated:"):
     values = level[series] * (1 + generator.uniform(-0.005, 0.01, count)[series] * t + season)
     values *= 1 + 0.05 * generator.standard_normal(len(values))
     ids = np.array([f"g{i}" for i in range(count)], dtype=object)
-    if model.data["freq"] is None:  # the model's kind of time: M3's is a plain integer index
+    if model.data.freq is None:  # the model's kind of time: M3's is a plain integer index
         first = generator.integers(1, 25, count)
         panel = Panel(ids, offsets, first[series] + t, values, None, 12, origins=first)
     else:

@@ -143,17 +143,72 @@ class StatisticalMember:
 
 
 @dataclasses.dataclass(frozen=True)
+class ModelCovariates:
+    """The covariates of a sweep's data (each member keeps how it scales those it reads, and the statics it trained
+    with)."""
+
+    futr_exog: tuple[str, ...] = ()
+    hist_exog: tuple[str, ...] = ()
+    static: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelData:
+    """What a saved answer knows of the data it trained on: how to read newer data of it, and what to forecast."""
+
+    freq: str | None
+    """The data's frequency; None: a plain integer time index."""
+    season: int
+    horizon: int
+    """The points it forecasts by default."""
+    series: tuple[str, ...]
+    """The ids it trained on, in order."""
+    source: str | None = None
+    """Where the sweep read the data."""
+    columns: dict[str, str | None] = dataclasses.field(default_factory=dict)
+    """The id, date and value columns of the file it trained on, where they were named."""
+    covariates: ModelCovariates = ModelCovariates()
+    metric: str | None = None
+    sweep: str | None = None
+    """The sweep's name."""
+    first: str | int | None = None
+    """The data's first and last times (dates as YYYY-MM-DD); `last` None for the model of the test window."""
+    last: str | int | None = None
+
+    def record(self) -> dict[str, Any]:
+        """As model.json holds it."""
+        found = dataclasses.asdict(self)
+        found["series"] = list(self.series)
+        found["covariates"] = {name: list(columns) for name, columns in found["covariates"].items()}
+        return found
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> ModelData:
+        """From model.json's data (a model saved before 2026-12-06 may lack any field but the first four)."""
+        covariates = record.get("covariates") or {}
+        return cls(
+            record.get("freq"),
+            int(record["season"]),
+            int(record["horizon"]),
+            tuple(str(series_id) for series_id in record["series"]),
+            record.get("source"),
+            dict(record.get("columns") or {}),
+            ModelCovariates(*(tuple(covariates.get(kind, ())) for kind in ("futr_exog", "hist_exog", "static"))),
+            record.get("metric"),
+            record.get("sweep"),
+            record.get("first"),
+            record.get("last"),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
 class AnswerModel:
     """A sweep's answer as one model: its members (configurations, weights, what each learnt of each series), the
     interval calibration and the data's description. It forecasts any panel of the data's frequency, series it never
     trained on included, with neither Ray nor Lightning imported."""
 
     members: list[SavedMember]
-    data: dict[str, Any]
-    """freq (None: a plain integer time index), season, horizon, series (the ids it trained on, in order), source,
-    columns (id, date and value columns of the file it trained on, where they were named), covariates (futr_exog,
-    hist_exog and static: the columns it reads; each member keeps how it scales them and the statics it trained
-    with)."""
+    data: ModelData
     calibration: Calibration | None = None
     """None where the sweep calibrated no intervals (no --levels): the model then forecasts points only."""
     versions: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -164,7 +219,7 @@ class AnswerModel:
     # --- what it knows ------------------------------------------------------------------------------------------
     @property
     def horizon(self) -> int:
-        return int(self.data["horizon"])
+        return self.data.horizon
 
     def new_series(self, panel: Panel) -> list[str]:
         """The ids of `panel` the model never trained on.
@@ -174,7 +229,7 @@ class AnswerModel:
 
         Returns:
             Their ids, in the panel's order; each member reads them with transforms fit on their own history."""
-        return [str(series_id) for series_id in panel.ids[known_rows(self.data["series"], panel) < 0]]
+        return [str(series_id) for series_id in panel.ids[known_rows(self.data.series, panel) < 0]]
 
     # --- forecasting --------------------------------------------------------------------------------------------
     @property
@@ -191,7 +246,7 @@ class AnswerModel:
     def _read_by_members(self, kind: str) -> list[str]:
         from forecaster.baselines import baseline_of
 
-        given = (self.data.get("covariates") or {}).get(kind, [])
+        given: tuple[str, ...] = getattr(self.data.covariates, kind)
         if kind == "futr_exog" and any(baseline_of(member.name).reads_futr for member in self.statistical):
             return list(given)  # its regressors: every known-ahead covariate of the sweep
         read: set[str] = set()
@@ -237,7 +292,7 @@ class AnswerModel:
         if isinstance(data, Panel):
             panel = data
         else:
-            named = {**(self.data.get("columns") or {}), **{k: v for k, v in (columns or {}).items() if v}}
+            named = {**self.data.columns, **{k: v for k, v in (columns or {}).items() if v}}
             source = data.reset_index(drop=True) if isinstance(data, pd.DataFrame) else data
             if self.futr_exog and futr_data is None:
                 raise SeriesError(
@@ -260,18 +315,18 @@ class AnswerModel:
                 )
 
             try:
-                panel = load(None if self.data["freq"] else self.data["season"])
+                panel = load(None if self.data.freq else self.data.season)
             except SeriesError as error:
-                if not self.data["freq"]:
+                if not self.data.freq:
                     raise
                 panel = _first_that_reads(  # a frequency the sweep was told, or integers where the model has dates
-                    error, lambda: load(freq=self.data["freq"]), lambda: load(self.data["season"])
+                    error, lambda: load(freq=self.data.freq), lambda: load(self.data.season)
                 )
         self._check_time(panel)
-        if panel.season != self.data["season"]:
+        if panel.season != self.data.season:
             raise SeriesError(
                 f"{panel.label}: its season is {panel.season} points; the model was trained on a season of "
-                f"{self.data['season']}"
+                f"{self.data.season}"
             )
         return panel
 
@@ -393,7 +448,7 @@ class AnswerModel:
         calibration = self.calibration
         assert calibration is not None, "levels are refused (_levels) where the model holds no calibration"
         quantiles = conformal_quantiles(calibration.errors, levels)
-        rows = known_rows(self.data["series"], panel)
+        rows = known_rows(self.data.series, panel)
         missed = np.where(rows >= 0, calibration.fitted_error[np.maximum(rows, 0)], np.nan)
         lowest = np.minimum.reduceat(panel.values, panel.offsets[:-1])
         scale = interval_scales(panel, calibration.horizon, missed)
@@ -427,7 +482,7 @@ class AnswerModel:
         return levels
 
     def _check_time(self, panel: Panel) -> None:
-        freq = self.data["freq"]
+        freq = self.data.freq
         if freq is None and panel.dated:
             raise SeriesError(
                 f"{panel.label}: its time column holds dates ({panel.freq!r}); the model was trained on a plain "
@@ -504,7 +559,7 @@ class AnswerModel:
         """{file name: bytes}: model.json and tensors.pt."""
         tensors: dict[str, torch.Tensor] = {}
         members = []
-        series = {series_id: row for row, series_id in enumerate(self.data["series"])}
+        series = {series_id: row for row, series_id in enumerate(self.data.series)}
         for index, member in enumerate(self.members):
             net, prefix = member.net, f"members.{index}."
             hyperparameters = net.hyperparameters
@@ -541,7 +596,7 @@ class AnswerModel:
         record = {
             "format": FORMAT,
             "kind": "the answer of a sweep: the weighted mean forecast of its members, nets and statistical models",
-            "data": self.data,
+            "data": self.data.record(),
             "members": members,
             "statistical": [dataclasses.asdict(member) for member in self.statistical],
             "calibration": calibration,
@@ -609,7 +664,12 @@ class AnswerModel:
                 spread_floor=float(record["calibration"].get("spread_floor", 0.0)),
             )
         return cls(
-            members, record["data"], calibration, record.get("versions", {}), record.get("trained_on", []), statistical
+            members,
+            ModelData.from_record(record["data"]),
+            calibration,
+            record.get("versions", {}),
+            record.get("trained_on", []),
+            statistical,
         )
 
     def save(self, path: str | os.PathLike[str]) -> str:

@@ -115,7 +115,7 @@ def described(model: AnswerModel, panel: Panel, future: pd.DataFrame, horizon: i
     """What was forecast, what the model had not seen, and the first rows."""
     lines = [
         f"Forecast {horizon} points after the end of each of {len(panel):,} series of {args.data} with the answer of "
-        f"{model.data.get('sweep', 'a sweep')} ({len(model.members)} models): {len(future):,} rows in {args.output}"
+        f"{model.data.sweep or 'a sweep'} ({len(model.members)} models): {len(future):,} rows in {args.output}"
     ]
     new = model.new_series(panel)
     if new:

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.answer_model import AnswerModel, Calibration, SavedMember
+from forecaster.answer_model import AnswerModel, Calibration, ModelCovariates, ModelData, SavedMember
 from forecaster.config import ForecasterConfig
 from forecaster.data import SeriesError, load_panel
 from forecaster.intervals import SPREAD_WEIGHT
@@ -33,7 +33,7 @@ def answer_model(frame: pd.DataFrame, season_length=None, config=SMALL) -> Answe
     panel = load_panel(frame, season_length=season_length)
     nets = [fit_through(config.replace(random_state=seed), 2, panel, threads=1)[0] for seed in (0, 1)]
     errors = np.abs(np.random.default_rng(0).standard_normal((HORIZON, 40)))
-    data = {"freq": panel.freq, "season": panel.season, "horizon": HORIZON, "series": list(panel.ids), "sweep": "t"}
+    data = ModelData(panel.freq, panel.season, HORIZON, tuple(panel.ids), sweep="t")
     calibration = Calibration(errors, np.ones(len(panel)), levels=(80.0, 95.0))
     return AnswerModel([SavedMember(net, f"trial{n}", 2) for n, net in enumerate(nets)], data, calibration)
 
@@ -201,8 +201,7 @@ def test_a_model_whose_members_read_no_covariate_needs_none_of_the_sweeps_to_for
 
     data, future = sales(stores=2, futr_days=4)
     panel = load_panel(data, futr_exog=["promo"])
-    record = {"freq": "D", "season": 7, "horizon": 4, "series": list(panel.ids), "sweep": "t"}
-    record["covariates"] = {"futr_exog": ["promo"], "hist_exog": [], "static": []}
+    record = ModelData("D", 7, 4, tuple(panel.ids), sweep="t", covariates=ModelCovariates(futr_exog=("promo",)))
 
     def model(*paths: str) -> AnswerModel:
         nets = [fit_through(SMALL.replace(covariate_path=path), 1, panel, threads=1)[0] for path in paths]
@@ -234,7 +233,7 @@ def test_a_new_series_is_scaled_by_each_members_own_covariate_rule_whichever_mem
     }
     own_price = data.loc[data.unique_id == "s2", "price"]
     for order in (("shared", "series"), ("series", "shared")):
-        model = AnswerModel([SavedMember(nets[rule], rule, 1) for rule in order], {}, None)
+        model = AnswerModel([SavedMember(nets[rule], rule, 1) for rule in order], ModelData(None, 1, 1, ()), None)
         fitted: dict = {}
         centers = {rule: model._transform_for(nets[rule], everything, fitted)[1].inputs.center[2, 1] for rule in order}
         assert centers["series"] == pytest.approx(own_price.mean()), order
@@ -250,8 +249,8 @@ def test_new_series_are_forecast_alike_whichever_covariate_path_its_first_member
     trained = load_panel(data[data.unique_id == "s0"], futr_exog=["promo", "price"], hist_exog=["temp"])
     config = SMALL.replace(shape="direct", output_chunk_length=4)
     nets = {path: fit_through(config.replace(covariate_path=path), 1, trained, threads=1)[0] for path in PATHS}
-    record = {"freq": "D", "season": 7, "horizon": 4, "series": ["s0"], "sweep": "t"}
-    record["covariates"] = {"futr_exog": ["promo", "price"], "hist_exog": ["temp"], "static": []}
+    covariates = ModelCovariates(futr_exog=("promo", "price"), hist_exog=("temp",))
+    record = ModelData("D", 7, 4, ("s0",), sweep="t", covariates=covariates)
     answers = []
     for order in (PATHS, PATHS[::-1]):
         model = AnswerModel([SavedMember(nets[path], path, 1) for path in order], record)

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import torch
 
-from forecaster.answer_model import AnswerModel, SavedMember
+from forecaster.answer_model import AnswerModel, ModelData, SavedMember
 from forecaster.config import ConfigError, ForecasterConfig
 from forecaster.data import load_panel
 from forecaster.model import RNNForecaster
@@ -211,7 +211,7 @@ def test_the_saved_answer_forecasts_its_series_as_before_and_a_new_one_from_its_
     frame = monthly_panel_frame(lengths=(60, 72, 66))
     panel = load_panel(frame)
     nets = [fit_through(HYBRID.replace(random_state=seed), 3, panel, threads=1)[0] for seed in (0, 1)]
-    data = {"freq": panel.freq, "season": panel.season, "horizon": 6, "series": list(panel.ids), "sweep": "t"}
+    data = ModelData(panel.freq, panel.season, 6, tuple(panel.ids), sweep="t")
     model = AnswerModel([SavedMember(net, f"trial{n}", 3) for n, net in enumerate(nets)], data, None)
     before = model.forecast(frame, h=6)
     again = AnswerModel.load(model.save(tmp_path / "model")).forecast(frame, h=6)

@@ -8,6 +8,7 @@ panel, the combination.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -23,7 +24,7 @@ from sweeps.answer.tasks import Runner
 from sweeps.plan.sweep_plan import SweepPlan
 
 if TYPE_CHECKING:
-    from forecaster.answer_model import AnswerModel
+    from forecaster.answer_model import AnswerModel, ModelData
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,32 +118,34 @@ def test_model(plan: SweepPlan, tail: Tail) -> AnswerModel | None:
         SavedMember(refit.net, refit.trial_id, best.epochs, (("the validation part", refit.epochs),))
         for refit, best in zip(tail.refits, tail.plan.members)
     ]
-    data = model_data(plan) | {"horizon": int(plan.parts.test.lengths.max()), "last": None}
+    data = model_data(plan, test_window=True)
     trained_on = sorted({refit.trained_on for refit in tail.refits if refit.trained_on})
     return AnswerModel(members, data, None, library_versions() | training_versions(), trained_on)
 
 
-def model_data(plan: SweepPlan) -> dict[str, Any]:
-    """What the saved model says of its data: how to read a newer file of it, and what it trained on."""
+def model_data(plan: SweepPlan, test_window: bool = False) -> ModelData:
+    """What the saved model says of its data: how to read a newer file of it, and what it trained on; for the model of
+    the test window (`test_window`), its horizon is the test window's and it has no last time."""
+    from forecaster.answer_model import ModelCovariates, ModelData
+
     panel, asked = plan.panel, plan.answer_settings
-    shown = (lambda t: str(pd.Timestamp(t).date())) if panel.dated else int
-    return {
-        "source": plan.data_label,
-        "columns": dict(asked.columns),
-        "freq": panel.freq,
-        "season": panel.season,
-        "horizon": future_horizon(plan),
-        "metric": plan.sweep.metric,
-        "sweep": plan.name,
-        "first": shown(panel.first_times().min()),
-        "last": shown(panel.last_times().max()),
-        "series": [str(series_id) for series_id in panel.ids],
-        "covariates": {
-            "futr_exog": list(asked.futr_exog),
-            "hist_exog": list(asked.hist_exog),
-            "static": [] if panel.covariates is None else list(panel.covariates.static_columns),
-        },
-    }
+    shown: Callable[[Any], str | int] = (lambda t: str(pd.Timestamp(t).date())) if panel.dated else int
+    covariates = ModelCovariates(
+        asked.futr_exog, asked.hist_exog, () if panel.covariates is None else tuple(panel.covariates.static_columns)
+    )
+    return ModelData(
+        panel.freq,
+        panel.season,
+        int(plan.parts.test.lengths.max()) if test_window and plan.parts.test is not None else future_horizon(plan),
+        tuple(str(series_id) for series_id in panel.ids),
+        plan.data_label,
+        dict(asked.columns),
+        covariates,
+        plan.sweep.metric,
+        plan.name,
+        shown(panel.first_times().min()),
+        None if test_window else shown(panel.last_times().max()),
+    )
 
 
 def training_versions() -> dict[str, str]:
