@@ -53,7 +53,7 @@ def run_once(series: str, seed: int, storage: str, pins: dict, cpus: int) -> dic
     return {
         "seed": seed,
         "split_after": plan.sweep.split_after,
-        "best_trial_validation_mape": run.results.best["best_val_mape"],
+        "best_trial_validation_mape": run.results.best.score,
         "answer_validation_mape": scores["validation_mape"],
         "answer_test_mape": scores["test_mape"],
         "baselines_test_mape": {name: b.get("test_mape") for name, b in scores["baselines"].items()},

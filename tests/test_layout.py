@@ -140,7 +140,7 @@ def options_read(package: str) -> list[str]:
 
 
 def test_below_the_driver_no_layer_reads_the_command_lines_options():
-    """The trials, the answer and the output are told what they need (SweepPlan.trial_settings, answer_settings);
+    """The trials, the answer and the output are told what they need (SweepPlan.tune_settings, answer_settings);
     only the plan and the commands read the options."""
     for package in SWEEP_LAYERS[1:]:
         assert options_read(package) == [], package

@@ -145,7 +145,7 @@ def test_a_diverging_trial_is_stopped_marked_and_never_chosen(local_ray, tmp_pat
     assert len(diverged) and len(healthy)
     assert (diverged.status == "DIVERGED").all() and (diverged.epochs == 1).all()  # stopped at once
     assert diverged.notes.str.contains("diverged at epoch 1").all()
-    assert results.best["config"]["lr"] == 0.005
+    assert results.best.config["lr"] == 0.005
     assert "diverged (stopped, never chosen)" in summary(plan, results, {}, "after 1 s")
 
 
@@ -197,7 +197,7 @@ def test_a_trial_that_fails_every_time_ends_as_error_and_the_sweep_finishes(faul
     assert csv.loc[csv.status == "ERROR", "error"].str.len().iloc[0] > 0
     text = summary(plan, run.results, run.written, "after 1 s")
     assert f"Trial {failed.trial_id} failed 2 time(s), the last for good:" in text
-    assert run.results.best["trial_id"] != failed.trial_id
+    assert run.results.best.trial_id != failed.trial_id
 
 
 @pytest.mark.slow

@@ -82,11 +82,11 @@ def test_every_result_file_parses_and_agrees(asha_sweep):
 def test_the_best_trial_is_chosen_over_all_epochs_not_the_last(asha_sweep):
     _, results, _ = asha_sweep
     best = results.best
-    history = results.histories[best["trial_id"]]
-    assert best["best_val_mape"] == pytest.approx(history["val_mape"].min())
-    assert best["best_epoch"] == int(history.loc[history["val_mape"].idxmin(), "epoch"])
+    history = results.histories[best.trial_id]
+    assert best.score == pytest.approx(history["val_mape"].min())
+    assert best.best_epoch == int(history.loc[history["val_mape"].idxmin(), "epoch"])
     everyone = min(h["val_mape"].min() for h in results.histories.values())
-    assert best["best_val_mape"] == pytest.approx(everyone)
+    assert best.score == pytest.approx(everyone)
 
 
 def test_refit_reproduces_the_best_trial(asha_sweep):
@@ -104,7 +104,7 @@ def test_report_rebuilds_the_same_table_from_storage(asha_sweep, capsys):
     assert report([plan.experiment_path]) == 0
     after = pd.read_csv(f"{plan.experiment_path}/results.csv")
     pd.testing.assert_frame_equal(before, after)
-    assert f"Best: trial {results.best['trial_id']}" in capsys.readouterr().out
+    assert f"Best: trial {results.best.trial_id}" in capsys.readouterr().out
 
 
 def test_the_folder_holds_no_pickle_of_the_sweeps_own(asha_sweep):
@@ -153,14 +153,14 @@ def best_model_of(best):
     """What the best trial's checkpoint holds as its best model: (epoch, val_mape)."""
     import torch
 
-    saved = torch.load(f"{best['checkpoint']}/best_model.ckpt", weights_only=False)
+    saved = torch.load(f"{best.checkpoint}/best_model.ckpt", weights_only=False)
     return saved["epoch"], saved["val_mape"]
 
 
 def test_the_checkpoint_of_the_best_trial_holds_its_best_model(asha_sweep):
     _, results, _ = asha_sweep
     epoch, val_mape = best_model_of(results.best)
-    assert (epoch, val_mape) == (results.best["best_epoch"], pytest.approx(results.best["best_val_mape"]))
+    assert (epoch, val_mape) == (results.best.best_epoch, pytest.approx(results.best.score))
 
 
 def test_optuna_search_runs_a_sweep(local_ray, tmp_path):
@@ -224,7 +224,7 @@ def test_median_stopping_rule_runs_a_sweep(local_ray, tmp_path):
     assert len(results.trials) == 6 and results.trials.status.isin(["COMPLETED", "STOPPED"]).all()
     # The rule may stop a trial at any epoch after its grace period: its best model is checkpointed anyway.
     epoch, val_mape = best_model_of(results.best)
-    assert (epoch, val_mape) == (results.best["best_epoch"], pytest.approx(results.best["best_val_mape"]))
+    assert (epoch, val_mape) == (results.best.best_epoch, pytest.approx(results.best.score))
 
 
 def test_hyperband_first_judges_trials_at_the_grace_period(local_ray, tmp_path):

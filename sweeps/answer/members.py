@@ -108,11 +108,11 @@ def selection(results: SweepResults) -> dict[str, Any]:
         "trials": len(results.trials),
     }
     best = results.best
-    history = results.histories.get(best["trial_id"]) if best else None
+    history = results.histories.get(best.trial_id) if best else None
     if history is None or best is None:
         return found
     scores = f"val_{results.metric}"
-    near = history[(history["epoch"] - best["best_epoch"]).abs() <= AROUND_BEST_EPOCHS]
+    near = history[(history["epoch"] - best.best_epoch).abs() <= AROUND_BEST_EPOCHS]
     near = near[np.isfinite(near[scores])]
     if len(near):
         values = near[scores]

@@ -139,10 +139,10 @@ def summary(
         lines.append("")
     if results.best:
         best = results.best
-        config = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in best["config"].items())
+        config = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in best.config.items())
         lines += [
-            f"Best: trial {best['trial_id']}, validation {METRIC_NAMES[metric]} "
-            f"{format_score(metric, best[plan.sweep.ranked])} at epoch {best['best_epoch']} (of {best['epochs']} run)",
+            f"Best: trial {best.trial_id}, validation {METRIC_NAMES[metric]} "
+            f"{format_score(metric, best.score)} at epoch {best.best_epoch} (of {best.epochs} run)",
             f"  {config}",
             *_selection_lines(plan, scores),
             "",
@@ -266,7 +266,7 @@ def write_results(
     results.trials.to_parquet(buffer, index=False)
     written[RESULTS_PARQUET] = folder.write(RESULTS_PARQUET, buffer.getvalue())
     if results.best:
-        best = results.best | {
+        best = results.best.record() | {
             "max_epochs": plan.sweep.max_epochs,
             "split_after": None if plan.sweep.horizon else plan.sweep.split_after,
             "test_after": None if plan.sweep.horizon else plan.sweep.test_after,
@@ -486,7 +486,7 @@ def _curves_plot(plan: SweepPlan, results: SweepResults) -> bytes:
 
     metric = plan.sweep.metric
     figure, axes = plt.subplots(figsize=(10, 5), layout="constrained")
-    best_id = results.best["trial_id"] if results.best else None
+    best_id = results.best.trial_id if results.best else None
     status = dict(zip(results.trials["trial_id"], results.trials["status"]))
     ceiling = 0.0
     for trial_id, history in results.histories.items():

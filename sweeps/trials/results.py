@@ -38,14 +38,50 @@ NOT_JSON = "<not JSON>"
 """What a configuration shows for a value Tune could only store pickled: never unpickled here."""
 
 
+@dataclasses.dataclass(frozen=True)
+class BestTrial:
+    """The sweep's best trial: the usable trial (not failed, not diverged) with the best validation score."""
+
+    trial_id: str
+    config: dict[str, Any]
+    """Its configuration, as Tune's experiment state records it (a pickled value shows as NOT_JSON)."""
+    metric: str
+    """The sweep's ranking metric (mape, smape, mase, ...)."""
+    score: float
+    """Its best validation score on the metric, over all its epochs (best_val_<metric>)."""
+    best_epoch: int
+    """The epoch of that score."""
+    epochs: int
+    """How many epochs it ran."""
+    status: str
+    """COMPLETED, STOPPED or UNFINISHED (CHOOSABLE)."""
+    checkpoint: str | None
+    """Its latest checkpoint folder, which holds its best model so far (BEST_MODEL_FILE); None if it has none in
+    the storage."""
+
+    def record(self) -> dict[str, Any]:
+        """The trial as best_config.json holds it: trial_id, config, metric, best_val_<metric>, best_epoch, epochs,
+        status, checkpoint."""
+        return {
+            "trial_id": self.trial_id,
+            "config": dict(self.config),
+            "metric": self.metric,
+            f"best_val_{self.metric}": self.score,
+            "best_epoch": self.best_epoch,
+            "epochs": self.epochs,
+            "status": self.status,
+            "checkpoint": self.checkpoint,
+        }
+
+
 @dataclasses.dataclass
 class SweepResults:
     trials: pd.DataFrame
     """One row per trial, best first."""
     histories: dict[str, pd.DataFrame]
     """Each trial's reported rows (epoch, val_mape, val_smape, val_mase, best_val_<metric>, train_loss, ...)."""
-    best: dict[str, Any] | None
-    """The best trial: config, best_val_<metric>, best_epoch, trial_id, checkpoint; None if no trial reported."""
+    best: BestTrial | None
+    """The best trial; None if no usable trial reported."""
     metric: str = "mape"
     """The sweep's ranking metric: the columns best_val_<metric> and last_val_<metric>."""
     checkpoints: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -314,7 +350,7 @@ def _notes(status: str, history: Any, watchdog_kills: int, plan: SweepPlan) -> s
         )
     if watchdog_kills:
         notes.append(
-            f"reported nothing for {plan.trial_settings.trial_timeout:g} s and was killed by the watchdog "
+            f"reported nothing for {plan.tune_settings.trial_timeout:g} s and was killed by the watchdog "
             f"{watchdog_kills} time(s)"
         )
     return "; ".join(notes)
@@ -337,22 +373,20 @@ def _error_line(text: str) -> str:
     return (named or lines or ["unknown error"])[-1][:500]
 
 
-def _best(
-    trials: pd.DataFrame, records: list[_Trial], checkpoints: dict[str, str], metric: str
-) -> dict[str, Any] | None:
+def _best(trials: pd.DataFrame, records: list[_Trial], checkpoints: dict[str, str], metric: str) -> BestTrial | None:
     ranked = f"best_val_{metric}"
     usable = trials[trials["status"].isin(CHOOSABLE) & trials[ranked].notna()] if len(trials) else trials
     if not len(usable):
         return None
     row = usable.iloc[0]
     trial = next(t for t in records if t.trial_id == row["trial_id"])
-    return {
-        "trial_id": row["trial_id"],
-        "config": dict(trial.config),
-        "metric": metric,
-        ranked: float(row[ranked]),
-        "best_epoch": int(row["best_epoch"]),
-        "epochs": int(row["epochs"]),
-        "status": row["status"],
-        "checkpoint": checkpoints.get(trial.trial_id),  # holds the trial's best model so far (BEST_MODEL_FILE)
-    }
+    return BestTrial(
+        trial_id=str(row["trial_id"]),
+        config=dict(trial.config),
+        metric=metric,
+        score=float(row[ranked]),
+        best_epoch=int(row["best_epoch"]),
+        epochs=int(row["epochs"]),
+        status=str(row["status"]),
+        checkpoint=checkpoints.get(trial.trial_id),  # holds the trial's best model so far (BEST_MODEL_FILE)
+    )
