@@ -23,7 +23,6 @@ WINDOW_NORMS = ("none", "subtract", "divide")
 LOSSES = ("mse", "l1", "pinball", "smape", "mase")
 ORIGINAL_UNIT_LOSSES = ("smape", "mase")
 """Losses computed on the predictions in original units (the metrics the field scores with)."""
-ACTIVATIONS = ("ReLU", "Tanh", "Sigmoid", "none")
 COVARIATE_SCALINGS = ("series", "shared")
 COVARIATE_PATHS = ("net", "linear", "none")
 ACCELERATORS = ("cpu", "gpu", "tpu", "auto")
@@ -31,9 +30,13 @@ ACCELERATORS = ("cpu", "gpu", "tpu", "auto")
 MAX_RANDOM_STATE = 2**32 - 1
 
 
-def _field(default: Any, help: str) -> Any:
-    """A config field whose help text the command lines show (`python -m forecaster.fit --help`)."""
+def setting(default: Any, help: str) -> Any:
+    """A hyperparameter, of the shared config or of a shape's settings, whose help text the command lines show
+    (`python -m forecaster.fit --help`)."""
     return dataclasses.field(default=default, metadata={"help": help})
+
+
+_field = setting
 
 
 class ConfigError(ValueError):
@@ -41,8 +44,24 @@ class ConfigError(ValueError):
 
 
 @dataclasses.dataclass(frozen=True)
+class ShapeSettings:
+    """The settings one shape of model reads and no other: a frozen dataclass of its own fields (each declared with
+    `setting`), which its `__post_init__` checks and normalises. A shape's class names it (Shape.settings); a
+    ForecasterConfig of that shape holds an instance and reads its fields as its own (`config.training_length`)."""
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(field.name for field in dataclasses.fields(cls))
+
+
+@dataclasses.dataclass(frozen=True, init=False)
 class ForecasterConfig:
-    """One RNN forecaster. The defaults are the seed configuration of the benchmarks."""
+    """One RNN forecaster: the hyperparameters every shape of model reads, and the settings of its shape
+    (`settings`, whose fields it reads as its own). The defaults are the seed configuration of the benchmarks.
+
+    Made from keywords as one flat set (`ForecasterConfig(shape="direct", output_chunk_length=6)`): each keyword is a
+    shared field or a setting of the shape; another shape's setting is not read (and is left out), an unknown one is
+    refused."""
 
     model: str = _field("RNN", "recurrent cell: RNN (tanh), LSTM or GRU")
     hidden_dim: int = _field(20, "size of the hidden state of every recurrent layer")
@@ -59,15 +78,6 @@ class ForecasterConfig:
         "divided by its in-sample seasonal naive error), over a direct window's output block or a recurrent one's "
         "next-step predictions",
     )
-    loss_after_context: bool = _field(
-        False,
-        "recurrent shape: score the next-step loss only where the net has read input_chunk_length points of its "
-        "window, as a forecast has (Darts scores every position, from the first point on)",
-    )
-    training_length: int = _field(
-        20,
-        "recurrent shape: length of the training windows; the model learns to predict the next point at every position",
-    )
     input_chunk_length: int = _field(
         14,
         "points of history the model reads before it forecasts; recurrent shape: below training_length; direct "
@@ -82,33 +92,10 @@ class ForecasterConfig:
         "the log of each series less a level and seasonal factors that per-series exponential smoothing gives, its "
         "coefficients and initial factors learnt with the net (forecaster/smoothing.py)",
     )
-    output_chunk_length: int = _field(
-        0,
-        "direct shape: points forecast at once, from one read of the input chunk; 0: the validation part's length "
-        "(the horizon)",
-    )
-    hidden_fc_sizes: tuple[int, ...] = _field(
-        (),
-        "direct shape: sizes of the fully connected layers between the RNN's last state and the output block, as "
-        "Darts' hidden_fc_sizes (none: one linear layer)",
-    )
-    activation: str = _field(
-        "ReLU", "direct shape: activation between those fully connected layers: ReLU, Tanh, Sigmoid or none"
-    )
     pinball_tau: float = _field(
         0.48,
         "loss pinball: the quantile the forecasts aim at; a little below the median (Smyl's 0.45-0.49) offsets the "
         "upward bias of forecasts made in logs",
-    )
-    level_penalty: float = _field(
-        200.0,
-        "hybrid shape: weight of the penalty on the wiggliness of each series' smoothed level (the mean squared "
-        "second difference of its log), which keeps the level smooth and leaves the net the rest (Smyl's, 0: off)",
-    )
-    series_lr: float = _field(
-        0.1,
-        "hybrid shape: the learning rate of the per-series smoothing coefficients and initial seasonal factors, as a "
-        "multiple of lr",
     )
     windows_from_last: int = _field(
         0,
@@ -180,6 +167,36 @@ class ForecasterConfig:
         "forecast origins in the validation part, evenly spaced from its start: the validation MAPE pools every "
         "forecast from each origin to the part's end (1: one forecast from the end of training)",
     )
+    settings: ShapeSettings = dataclasses.field(default=ShapeSettings(), metadata={"help": "the shape's own settings"})
+
+    def __init__(self, **values: Any) -> None:
+        check_known_keys(values)
+        shared = {field.name: field for field in dataclasses.fields(self) if field.name != "settings"}
+        for name, field in shared.items():
+            object.__setattr__(self, name, values.get(name, field.default))
+        shape = self.shape
+        if shape not in shape_names():
+            raise ConfigError(f"shape={shape!r} is not one of {', '.join(shape_names())}")
+        kind = shape_of(shape).settings
+        given = values.get("settings")
+        kept = dataclasses.asdict(given) if isinstance(given, ShapeSettings) else dict(given or {})
+        own = {name: value for name, value in {**kept, **values}.items() if name in kind.names()}
+        object.__setattr__(self, "settings", kind(**own))
+        self.__post_init__()
+
+    def __getattr__(self, name: str) -> Any:
+        """A setting of the shape's own (`settings`), read as the config's."""
+        if name.startswith("__"):  # pickle's and copy's questions of a config being built
+            raise AttributeError(name)
+        settings = self.__dict__.get("settings")
+        if settings is not None and name in type(settings).names():
+            return getattr(settings, name)
+        owner = next((shape for shape in shape_names() if name in shape_of(shape).settings.names()), None)
+        if settings is not None and owner is not None:
+            raise AttributeError(
+                f"{name} is the {owner} shape's setting, which a config of shape={self.shape!r} has not"
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __post_init__(self) -> None:
         model = self.model.upper() if isinstance(self.model, str) else self.model
@@ -187,11 +204,9 @@ class ForecasterConfig:
             raise ConfigError(f"model={self.model!r} is not one of {', '.join(MODELS)}")
         object.__setattr__(self, "model", model)
         for name, choices in (
-            ("shape", shape_names()),
             ("target_transform", TARGET_TRANSFORMS),
             ("window_norm", WINDOW_NORMS),
             ("loss", LOSSES),
-            ("activation", ACTIVATIONS),
             ("covariate_scaling", COVARIATE_SCALINGS),
             ("covariate_path", COVARIATE_PATHS),
         ):
@@ -204,7 +219,6 @@ class ForecasterConfig:
                 "hold its values in original units (they depend on every point before it); use target_transform "
                 "'none' or 'log', or loss mse or l1"
             )
-        object.__setattr__(self, "hidden_fc_sizes", _sizes(self.hidden_fc_sizes))
         if self.window_norm == "divide" and self.target_transform == "log_if_positive":
             raise ConfigError(
                 "window_norm='divide' with target_transform='log_if_positive': a window of a series kept as it is "
@@ -215,7 +229,7 @@ class ForecasterConfig:
                 f"window_norm='divide' with target_transform={self.target_transform!r}: differences cross zero, "
                 "so a window's level can be 0; use window_norm='subtract' with differences"
             )
-        for name in ("calendar", "loss_after_context", "deseasonalise"):
+        for name in ("calendar", "deseasonalise"):
             value = getattr(self, name)
             if not isinstance(value, (bool, numbers.Integral)) or value not in (0, 1):
                 raise ConfigError(f"{name}={value!r} must be true or false")
@@ -225,52 +239,37 @@ class ForecasterConfig:
             ("n_rnn_layers", 1),
             ("batch_size", 1),
             ("n_epochs", 1),
-            ("training_length", 2),
             ("input_chunk_length", 1),
             ("random_state", 0),
             ("val_origins", 1),
             ("windows_per_epoch", 1),
-            ("output_chunk_length", 0),
             ("windows_from_last", 0),
             ("seasonal_lag", 0),
         ):
-            object.__setattr__(self, name, _whole_number(name, getattr(self, name), minimum))
+            object.__setattr__(self, name, whole_number(name, getattr(self, name), minimum))
         if self.random_state > MAX_RANDOM_STATE:
             raise ConfigError(
                 f"random_state={self.random_state} must be at most {MAX_RANDOM_STATE} (2**32 - 1), "
                 "as NumPy's and Darts' seeds"
             )
-        dropout = _real_number("dropout", self.dropout)
+        dropout = real_number("dropout", self.dropout)
         if not 0.0 <= dropout < 1.0:
             raise ConfigError(f"dropout={self.dropout!r} must be in [0, 1): it is the probability of zeroing a unit")
-        lr = _real_number("lr", self.lr)
+        lr = real_number("lr", self.lr)
         if not lr > 0.0:
             raise ConfigError(f"lr={self.lr!r} must be a positive learning rate, for example 1e-3")
-        ema_decay = _real_number("ema_decay", self.ema_decay)
+        ema_decay = real_number("ema_decay", self.ema_decay)
         if not 0.0 <= ema_decay < 1.0:
             raise ConfigError(
                 f"ema_decay={self.ema_decay!r} must be in [0, 1): 0 turns the average off, 0.9 is typical"
             )
-        tau = _real_number("pinball_tau", self.pinball_tau)
+        tau = real_number("pinball_tau", self.pinball_tau)
         if not 0.0 < tau < 1.0:
             raise ConfigError(f"pinball_tau={self.pinball_tau!r} must be in (0, 1): it is the quantile aimed at")
-        penalty = _real_number("level_penalty", self.level_penalty)
-        if penalty < 0.0:
-            raise ConfigError(f"level_penalty={self.level_penalty!r} must be at least 0 (0: off)")
-        series_lr = _real_number("series_lr", self.series_lr)
-        if not series_lr > 0.0:
-            raise ConfigError(f"series_lr={self.series_lr!r} must be a positive multiple of lr, for example 0.1")
         object.__setattr__(self, "pinball_tau", tau)
-        object.__setattr__(self, "level_penalty", penalty)
-        object.__setattr__(self, "series_lr", series_lr)
         object.__setattr__(self, "dropout", dropout)
         object.__setattr__(self, "lr", lr)
         object.__setattr__(self, "ema_decay", ema_decay)
-        if self.covariate_path == "linear" and self.shape == "hybrid":
-            raise ConfigError(
-                "covariate_path='linear' with shape='hybrid': the hybrid reads its own smoothed log levels, not the "
-                "values a regression's errors are; use covariate_path 'net' or 'none'"
-            )
         if self.seasonal_lag and not shape_of(self.shape).reads_seasonal_lag:
             raise ConfigError(
                 f"seasonal_lag={self.seasonal_lag} is the recurrent shape's: the {self.shape} shape reads a season "
@@ -279,26 +278,32 @@ class ForecasterConfig:
         shape_of(self.shape).check(self)
 
     @classmethod
+    def shared_names(cls) -> tuple[str, ...]:
+        """The hyperparameters every shape reads."""
+        return tuple(f.name for f in dataclasses.fields(cls) if f.name != "settings")
+
+    @classmethod
     def field_names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in dataclasses.fields(cls))
+        """Every hyperparameter: the shared ones, then each shape's settings."""
+        own = (name for shape in shape_names() for name in shape_of(shape).settings.names())
+        return tuple(dict.fromkeys((*cls.shared_names(), *own)))
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> ForecasterConfig:
-        """Build a config from a mapping (a Tune trial's config, a JSON file), refusing unknown keys."""
-        check_known_keys(values)
+        """Build a config from a flat mapping (a Tune trial's config, a JSON file), refusing unknown keys."""
         return cls(**values)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """Flat: the shared hyperparameters, then the shape's settings."""
+        return {name: getattr(self, name) for name in self.shared_names()} | dataclasses.asdict(self.settings)
 
     def replace(self, **changes: Any) -> ForecasterConfig:
-        check_known_keys(changes)
-        return dataclasses.replace(self, **changes)
+        return ForecasterConfig(**{**self.to_dict(), **changes})
 
 
 def check_known_keys(keys: Mapping[str, Any] | list[str] | tuple[str, ...]) -> None:
     """Raise ConfigError naming every key that is not a hyperparameter, with the closest valid name."""
-    valid = ForecasterConfig.field_names()
+    valid = (*ForecasterConfig.field_names(), "settings")
     unknown = [key for key in keys if key not in valid]
     if not unknown:
         return
@@ -309,16 +314,16 @@ def check_known_keys(keys: Mapping[str, Any] | list[str] | tuple[str, ...]) -> N
     raise ConfigError(f"unknown hyperparameter {', '.join(hints)}; valid ones are: {', '.join(valid)}")
 
 
-def _sizes(value: Any) -> tuple[int, ...]:
+def layer_sizes(value: Any) -> tuple[int, ...]:
     """hidden_fc_sizes as a tuple of layer sizes: from a tuple or a list (JSON, a Tune search), or one number."""
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         value = (value,)
     if not isinstance(value, (tuple, list)):
         raise ConfigError(f"hidden_fc_sizes={value!r} must be a list of layer sizes, e.g. [64] or [] for none")
-    return tuple(_whole_number("hidden_fc_sizes", size, 1) for size in value)
+    return tuple(whole_number("hidden_fc_sizes", size, 1) for size in value)
 
 
-def _whole_number(name: str, value: Any, minimum: int) -> int:
+def whole_number(name: str, value: Any, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ConfigError(f"{name}={value!r} must be a whole number, got {type(value).__name__}")
     if isinstance(value, numbers.Integral):
@@ -332,7 +337,7 @@ def _whole_number(name: str, value: Any, minimum: int) -> int:
     return number
 
 
-def _real_number(name: str, value: Any) -> float:
+def real_number(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
         raise ConfigError(f"{name}={value!r} must be a finite number")
     return float(value)

@@ -129,6 +129,21 @@ class FitOptions:
     json: bool = option(False, "print the result as one JSON line instead of text", group="run", action="store_true")
 
 
+def type_name(field: dataclasses.Field[Any]) -> str:
+    """A field's type as its module wrote it ("int", "tuple[int, ...]"), annotations postponed or not."""
+    kind = field.type
+    return kind if isinstance(kind, str) else kind.__name__ if isinstance(kind, type) else str(kind)
+
+
+def hyperparameters() -> list[dataclasses.Field[Any]]:
+    """ForecasterConfig's shared fields, then each shape's settings (a subclass's once, after its parent's)."""
+    from forecaster.shapes import shape_names, shape_of
+
+    shared = [field for field in dataclasses.fields(ForecasterConfig) if field.name != "settings"]
+    own = {field.name: field for name in shape_names() for field in dataclasses.fields(shape_of(name).settings)}
+    return [*shared, *own.values()]
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The hyperparameters, one option per field of ForecasterConfig, then FitOptions'."""
     parser = argparse.ArgumentParser(
@@ -138,11 +153,11 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     model = parser.add_argument_group("model (defaults: the seed config)")
-    for field in dataclasses.fields(ForecasterConfig):
-        sizes = field.type == "tuple[int, ...]"  # --hidden-fc-sizes 64 32, or nothing for none
+    for field in hyperparameters():
+        sizes = type_name(field) == "tuple[int, ...]"  # --hidden-fc-sizes 64 32, or nothing for none
         model.add_argument(
             "--" + field.name.replace("_", "-"),
-            type=FIELD_TYPES[str(field.type)],
+            type=FIELD_TYPES[type_name(field)],
             nargs="*" if sizes else None,
             default=field.default,
             help=with_default(field.metadata["help"], field.default, always=True),
@@ -159,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
 
     quiet_lightning()
     try:
-        config = ForecasterConfig(**{field: getattr(parsed, field) for field in ForecasterConfig.field_names()})
+        config = ForecasterConfig(**{field.name: getattr(parsed, field.name) for field in hyperparameters()})
         panel = load_panel(
             args.data, args.id_column, args.date_column, args.value_column, args.freq, args.season_length
         )

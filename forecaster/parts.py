@@ -196,17 +196,9 @@ def default_metric(panel: Panel) -> str:
     return "mape" if len(panel) == 1 else "smape"
 
 
-FIT_PARTS_FIELDS = (
-    "shape",
-    "input_chunk_length",
-    "training_length",
-    "target_transform",
-    "window_norm",
-    "calendar",
-    "val_origins",
-)
-"""The fields of a configuration that `check_parts` reads: two configurations equal on these are checked alike
-(a sweep checks every corner of its space once per distinct value of them)."""
+FIT_PARTS_FIELDS = ("shape", "input_chunk_length", "target_transform", "window_norm", "calendar", "val_origins")
+"""The shared fields of a configuration that `check_parts` reads: two configurations equal on these and on their
+shape's settings are checked alike (a sweep checks every corner of its space once per distinct value of them)."""
 
 
 def fit_parts(

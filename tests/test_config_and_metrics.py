@@ -1,5 +1,7 @@
 """The config refuses what cannot train, and MAPE is what the textbook says."""
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -20,19 +22,14 @@ def test_defaults_are_the_seed_config():
         "batch_size": 16,
         "n_epochs": 300,
         "lr": 1e-3,
-        "loss_after_context": False,
         "loss": "mse",
-        "training_length": 20,
         "input_chunk_length": 14,
-        # Darts' RNNModel; the direct shape's own settings (Darts' BlockRNNModel), which it never reads.
+        # Darts' RNNModel, with its own settings.
         "shape": "recurrent",
-        "output_chunk_length": 0,
-        "hidden_fc_sizes": (),
-        "activation": "ReLU",
-        # The pinball loss' quantile, and the hybrid shape's own settings (Smyl's ES-RNN), which the others never read.
+        "loss_after_context": False,
+        "training_length": 20,
+        # The pinball loss' quantile.
         "pinball_tau": 0.48,
-        "level_penalty": 200.0,
-        "series_lr": 0.1,
         "windows_from_last": 0,
         # Every window of a single series once per epoch (Air Passengers has about 100); a panel's epoch is capped.
         "windows_per_epoch": 4096,
@@ -51,6 +48,27 @@ def test_defaults_are_the_seed_config():
         "seasonal_lag": 0,
         "val_origins": 1,
     }
+    # The other shapes' own settings, which a config of theirs holds instead: Darts' BlockRNNModel's, and Smyl's
+    # ES-RNN's beside them.
+    direct = {"output_chunk_length": 0, "hidden_fc_sizes": (), "activation": "ReLU"}
+    assert dataclasses.asdict(ForecasterConfig(shape="direct").settings) == direct
+    assert dataclasses.asdict(ForecasterConfig(shape="hybrid").settings) == direct | {
+        "level_penalty": 200.0,
+        "series_lr": 0.1,
+    }
+
+
+def test_a_shape_holds_its_own_settings_and_leaves_another_shapes_out():
+    """Flat keywords, as a sweep's trial and a JSON file give them: each shape keeps its own settings, reads them as
+    the config's, and leaves out another shape's; a replace that changes the shape keeps what the new one shares."""
+    direct = ForecasterConfig(shape="direct", output_chunk_length=6, training_length=30, hidden_fc_sizes=[8])
+    assert (direct.output_chunk_length, direct.hidden_fc_sizes) == (6, (8,))
+    assert "training_length" not in direct.to_dict()
+    with pytest.raises(AttributeError, match="training_length is the recurrent shape's setting"):
+        _ = direct.training_length
+    hybrid = direct.replace(shape="hybrid", level_penalty=50)
+    assert (hybrid.output_chunk_length, hybrid.hidden_fc_sizes, hybrid.level_penalty) == (6, (8,), 50.0)
+    assert ForecasterConfig.from_dict(hybrid.to_dict()) == hybrid
 
 
 @pytest.mark.parametrize(
@@ -77,8 +95,8 @@ def test_defaults_are_the_seed_config():
         ),
         ({"shape": "direct", "hidden_fc_sizes": [32, 0]}, "hidden_fc_sizes=0 must be at least 1"),
         ({"shape": "direct", "hidden_fc_sizes": "64"}, "hidden_fc_sizes='64' must be a list of layer sizes"),
-        ({"activation": "Swish"}, "activation='Swish' is not one of ReLU, Tanh, Sigmoid, none"),
-        ({"output_chunk_length": -1}, "output_chunk_length=-1 must be at least 0"),
+        ({"shape": "direct", "activation": "Swish"}, "activation='Swish' is not one of ReLU, Tanh, Sigmoid, none"),
+        ({"shape": "direct", "output_chunk_length": -1}, "output_chunk_length=-1 must be at least 0"),
         ({"windows_from_last": 1.5}, "windows_from_last=1.5 must be a whole number"),
     ],
 )

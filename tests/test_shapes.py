@@ -2,19 +2,33 @@
 registered with one line, is checked, trained, forecast with, saved and loaded as the built-in ones are; and the
 built-in shapes are found by name without loading any other."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
 from forecaster import recurrence
-from forecaster.config import ConfigError, ForecasterConfig
+from forecaster.config import ConfigError, ForecasterConfig, ShapeSettings, setting
 from forecaster.data import load_panel
 from forecaster.net import RNNNet
-from forecaster.shapes import register, shape_names, shape_of
+from forecaster.shapes import register, shape_names, shape_of, unregister
 from forecaster.shapes.base import Shape
 from forecaster.train import fit
 from tests.test_panel import monthly_panel_frame
+
+
+@dataclasses.dataclass(frozen=True)
+class OneStepSettings(ShapeSettings):
+    """The toy's own two settings, which no other shape reads."""
+
+    head_width: int = setting(0, "one_step shape: the width of a hidden layer before the output (0: none)")
+    head_dropout: float = setting(0.0, "one_step shape: dropout after that hidden layer")
+
+    def __post_init__(self):
+        if not 0.0 <= self.head_dropout < 1.0:
+            raise ConfigError(f"head_dropout={self.head_dropout!r} must be in [0, 1)")
 
 
 class OneStep(Shape):
@@ -22,13 +36,18 @@ class OneStep(Shape):
 
     name = "one_step"
     padded = True
+    settings = OneStepSettings
 
     def check(self, config):
         if config.window_norm != "none":
             raise ConfigError(f"window_norm={config.window_norm!r} with shape='one_step': it reads its windows as cut")
 
     def head(self, net):
-        return nn.Linear(net.config.hidden_dim, 1)
+        config = net.config
+        if not config.head_width:
+            return nn.Linear(config.hidden_dim, 1)
+        hidden = nn.Linear(config.hidden_dim, config.head_width)
+        return nn.Sequential(hidden, nn.ReLU(), nn.Dropout(config.head_dropout), nn.Linear(config.head_width, 1))
 
     def forward(self, net, inputs):
         return net.head(recurrence.hidden_states(net.rnn, inputs)[-1]).T  # (1, B)
@@ -48,13 +67,21 @@ class OneStep(Shape):
         return torch.cat(points)
 
 
-register(OneStep())
+@pytest.fixture(autouse=True, scope="module")
+def one_step():
+    """The toy registered with one line, for this module's tests only."""
+    yield register(OneStep())
+    unregister(OneStep.name)
 
 
 def test_a_shape_of_ones_own_is_checked_trained_forecast_saved_and_loaded(tmp_path):
     assert shape_names()[-1] == "one_step"
     with pytest.raises(ConfigError, match="window_norm='subtract' with shape='one_step'"):
         ForecasterConfig(shape="one_step", window_norm="subtract")
+    with pytest.raises(ConfigError, match=r"head_dropout=1.5 must be in \[0, 1\)"):
+        ForecasterConfig(shape="one_step", head_dropout=1.5)
+    assert ForecasterConfig(shape="one_step", head_width=4).head_width == 4
+    assert "head_width" not in ForecasterConfig().to_dict()  # the recurrent shape has no such setting
     panel = load_panel(monthly_panel_frame(lengths=(60, 72, 30)))
     config = ForecasterConfig(shape="one_step", input_chunk_length=12, hidden_dim=8, n_epochs=30, lr=1e-2)
     result = fit(config, panel, val_size=6, test_size=6, threads=1)
@@ -68,6 +95,27 @@ def test_a_shape_of_ones_own_is_checked_trained_forecast_saved_and_loaded(tmp_pa
     loaded = RNNNet.load_best_model(path)
     assert loaded.shape is shape_of("one_step")
     np.testing.assert_array_equal(loaded.forecast_columns(result.parts.seen, 9), forecast)
+
+
+@pytest.mark.slow
+def test_a_shape_of_ones_own_with_settings_of_its_own_is_swept(tmp_path):
+    """The air_rnn sweep pinned to the toy shape and its two settings: Ray's workers, which never imported this
+    module, know the shape (the sweep registers it there), train it with those settings, and its answer, saved as one
+    model, forecasts with them."""
+    from forecaster.answer_model import AnswerModel
+    from sweeps import SweepOptions, sweep
+
+    pins = {"shape": "one_step", "window_norm": "none", "calendar": False, "head_width": 8, "head_dropout": 0.1}
+    options = SweepOptions(sweep="air_rnn", smoke_test=True, pins=pins, storage_path=str(tmp_path), name="toy")
+    run = sweep(options, progress=False)
+    trials = run.results.trials
+    assert set(trials["status"]) <= {"COMPLETED", "STOPPED"} and set(trials["shape"]) == {"one_step"}  # none failed
+    assert set(trials["head_width"]) == {8} and "output_chunk_length" not in trials
+    assert run.future is not None
+    saved = AnswerModel.load(tmp_path / "toy")
+    assert {(member.net.config.head_width, member.net.config.head_dropout) for member in saved.members} == {(8, 0.1)}
+    assert isinstance(saved.members[0].net.head, nn.Sequential)
+    assert np.isfinite(saved.forecast("air_passengers", h=6)["answer"]).all()
 
 
 def test_an_unknown_shape_names_the_shapes_there_are():

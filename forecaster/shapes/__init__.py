@@ -46,9 +46,14 @@ def shape_of(name: str) -> Shape:
     return _LOADED[name]
 
 
+def registered() -> tuple[Shape, ...]:
+    """The shapes `register` made known in this process, beside the built-in ones."""
+    return tuple(shape for name, shape in _LOADED.items() if name not in BUILT_IN)
+
+
 def register(shape: Shape) -> Shape:
     """Make a shape known by its name in this process: configurations of it can then be made, trained, saved and loaded.
-    Ray's workers know only the built-in shapes unless they register it too.
+    A sweep started in this process registers it in Ray's workers too (its trials and tasks take it by value).
 
     Args:
         shape: An instance of a subclass of Shape (forecaster/shapes/base.py), with a `name` of its own.
@@ -62,3 +67,9 @@ def register(shape: Shape) -> Shape:
         raise ValueError(f"a shape needs a name of its own, not {shape.name!r}")
     _LOADED[shape.name] = shape
     return shape
+
+
+def unregister(name: str) -> None:
+    """Forget a shape `register` made known (a test's toy, a notebook's experiment)."""
+    if name not in BUILT_IN:
+        _LOADED.pop(name, None)

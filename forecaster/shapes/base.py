@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from forecaster.config import ShapeSettings
 from forecaster.transforms import (
     ForecastInputs,
     TargetTransform,
@@ -48,6 +49,9 @@ class Shape:
     """The interface of a shape, with the behaviour of the shapes that read scaled windows (recurrent, direct)."""
 
     name: ClassVar[str] = ""
+    settings: ClassVar[type[ShapeSettings]] = ShapeSettings
+    """Its own settings (forecaster.config.ShapeSettings): a frozen dataclass whose fields only this shape reads, which
+    a ForecasterConfig of it holds and reads as its own; a subclass's settings may extend its parent's."""
     padded: ClassVar[bool] = False
     """Histories shorter than the input chunk are padded with zeros and masked: the mask is the net's last input."""
     scaled: ClassVar[bool] = True

@@ -11,13 +11,15 @@ least.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+import dataclasses
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 
 from forecaster import recurrence
+from forecaster.config import ConfigError, ShapeSettings, layer_sizes, setting, whole_number
 from forecaster.shapes.base import Shape
 
 if TYPE_CHECKING:
@@ -29,8 +31,33 @@ if TYPE_CHECKING:
 ACTIVATIONS = {"ReLU": nn.ReLU, "Tanh": nn.Tanh, "Sigmoid": nn.Sigmoid}
 
 
+@dataclasses.dataclass(frozen=True)
+class DirectSettings(ShapeSettings):
+    output_chunk_length: int = setting(
+        0,
+        "direct shape: points forecast at once, from one read of the input chunk; 0: the validation part's length "
+        "(the horizon)",
+    )
+    hidden_fc_sizes: tuple[int, ...] = setting(
+        (),
+        "direct shape: sizes of the fully connected layers between the RNN's last state and the output block, as "
+        "Darts' hidden_fc_sizes (none: one linear layer)",
+    )
+    activation: str = setting(
+        "ReLU", "direct shape: activation between those fully connected layers: ReLU, Tanh, Sigmoid or none"
+    )
+
+    def __post_init__(self) -> None:
+        if self.activation not in (*ACTIVATIONS, "none"):
+            raise ConfigError(f"activation={self.activation!r} is not one of {', '.join([*ACTIVATIONS, 'none'])}")
+        object.__setattr__(self, "hidden_fc_sizes", layer_sizes(self.hidden_fc_sizes))
+        length = whole_number("output_chunk_length", self.output_chunk_length, 0)
+        object.__setattr__(self, "output_chunk_length", length)
+
+
 class Direct(Shape):
     name = "direct"
+    settings: ClassVar[type[ShapeSettings]] = DirectSettings
     padded = True
     reads_hist = True
 

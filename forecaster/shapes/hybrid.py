@@ -23,8 +23,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from forecaster.config import ConfigError
-from forecaster.shapes.direct import Direct
+from forecaster.config import ConfigError, real_number, setting
+from forecaster.shapes.direct import Direct, DirectSettings
 from forecaster.smoothing import (
     HybridInputs,
     HybridWindows,
@@ -51,14 +51,45 @@ PLAIN_SETTINGS = {"target_transform": "none", "window_norm": "none", "deseasonal
 """The settings of the transforms that the hybrid does its own way, as it needs them left."""
 
 
+@dataclasses.dataclass(frozen=True)
+class HybridSettings(DirectSettings):
+    level_penalty: float = setting(
+        200.0,
+        "hybrid shape: weight of the penalty on the wiggliness of each series' smoothed level (the mean squared "
+        "second difference of its log), which keeps the level smooth and leaves the net the rest (Smyl's, 0: off)",
+    )
+    series_lr: float = setting(
+        0.1,
+        "hybrid shape: the learning rate of the per-series smoothing coefficients and initial seasonal factors, as a "
+        "multiple of lr",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        penalty = real_number("level_penalty", self.level_penalty)
+        if penalty < 0.0:
+            raise ConfigError(f"level_penalty={self.level_penalty!r} must be at least 0 (0: off)")
+        series_lr = real_number("series_lr", self.series_lr)
+        if not series_lr > 0.0:
+            raise ConfigError(f"series_lr={self.series_lr!r} must be a positive multiple of lr, for example 0.1")
+        object.__setattr__(self, "level_penalty", penalty)
+        object.__setattr__(self, "series_lr", series_lr)
+
+
 class Hybrid(Direct):
     name = "hybrid"
+    settings = HybridSettings
     scaled = False
     forecasts_new_series = True
     reads_hist = True
 
     def check(self, config: ForecasterConfig) -> None:
         """Its own logs and its own level and season: the transforms that do either are refused, not ignored."""
+        if config.covariate_path == "linear":
+            raise ConfigError(
+                "covariate_path='linear' with shape='hybrid': the hybrid reads its own smoothed log levels, not the "
+                "values a regression's errors are; use covariate_path 'net' or 'none'"
+            )
         if config.loss not in HYBRID_LOSSES:
             raise ConfigError(
                 f"loss={config.loss!r} with shape='hybrid': its loss is in its own units (the log less the level and "

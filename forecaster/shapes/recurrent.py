@@ -9,6 +9,7 @@ next input, carrying the hidden state, for as many steps as asked.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -16,7 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from forecaster import recurrence
-from forecaster.config import ConfigError
+from forecaster.config import ConfigError, ShapeSettings, setting, whole_number
 from forecaster.shapes.base import Shape
 
 if TYPE_CHECKING:
@@ -26,8 +27,29 @@ if TYPE_CHECKING:
     from forecaster.transforms import ForecastInputs
 
 
+@dataclasses.dataclass(frozen=True)
+class RecurrentSettings(ShapeSettings):
+    loss_after_context: bool = setting(
+        False,
+        "recurrent shape: score the next-step loss only where the net has read input_chunk_length points of its "
+        "window, as a forecast has (Darts scores every position, from the first point on)",
+    )
+    training_length: int = setting(
+        20,
+        "recurrent shape: length of the training windows; the model learns to predict the next point at every position",
+    )
+
+    def __post_init__(self) -> None:
+        flag = self.loss_after_context
+        if not isinstance(flag, (bool, int)) or flag not in (0, 1):
+            raise ConfigError(f"loss_after_context={flag!r} must be true or false")
+        object.__setattr__(self, "loss_after_context", bool(flag))
+        object.__setattr__(self, "training_length", whole_number("training_length", self.training_length, 2))
+
+
 class Recurrent(Shape):
     name = "recurrent"
+    settings = RecurrentSettings
     reads_short_series = True
     reads_seasonal_lag = True
 
@@ -40,7 +62,8 @@ class Recurrent(Shape):
             )
 
     def window_points(self, config: ForecasterConfig) -> int:
-        return config.training_length + 1
+        own = cast(RecurrentSettings, config.settings)
+        return own.training_length + 1
 
     def one_window(self, config: ForecasterConfig, lag: int, differenced: str) -> str:
         return f"training_length + 1{differenced} = {self.window_points(config) + lag} for one training window"

@@ -22,10 +22,9 @@ import numpy as np
 from forecaster.panel import Panel
 from sweeps.answer.tasks import Handle, Runner
 from sweeps.plan.sweep_plan import SweepPlan
+from sweeps.trials.trial import by_value
 
 if TYPE_CHECKING:
-    from types import ModuleType
-
     import pandas as pd
 
     from forecaster.baselines import Baseline, BaselineForecast, PanelBaselines
@@ -85,18 +84,10 @@ class BaselineForecasts:
     every point (sweeps.answer.future), not made again here."""
 
 
-def by_value(fitting: PanelBaselines) -> PanelBaselines:
-    """`fitting`, its baselines of the user's own (forecaster.baselines.register) set to travel to the tasks by value:
-    Ray's workers need not import the module that defines them (a notebook's, a test's)."""
-    import sys
-
-    from ray import cloudpickle
-
-    register: Callable[[ModuleType], None] = cloudpickle.register_pickle_by_value
-    for baseline in fitting.baselines:
-        module = type(baseline).__module__
-        if not module.startswith("forecaster.") and module in sys.modules and module != "__main__":
-            register(sys.modules[module])
+def shipped(fitting: PanelBaselines) -> PanelBaselines:
+    """`fitting`, its baselines of the user's own (forecaster.baselines.register) set to travel to the tasks by value
+    (sweeps.trials.trial.by_value)."""
+    by_value(fitting.baselines)
     return fitting
 
 
@@ -122,7 +113,7 @@ def submit_baselines(plan: SweepPlan, runner: Runner, future_steps: int | None) 
     series = len(plan.panel)
     chunks = series_chunks(series, runner)
     jobs = scored_parts(plan)
-    fitting = by_value(plan_baselines(plan))
+    fitting = shipped(plan_baselines(plan))
     handles: dict[str, list[Handle]] = {}
     inputs = []
     later, size = later_windows(plan), plan.parts.window_size
@@ -261,7 +252,7 @@ def future_fits(plan: SweepPlan, runner: Runner, names: list[str]) -> dict[str, 
         return {}
     series = len(plan.panel)
     chunks = series_chunks(series, runner)
-    fitting = by_value(plan_baselines(plan))
+    fitting = shipped(plan_baselines(plan))
     panels = [runner.put(plan.panel.take(_mask(rows, series))) for rows in chunks]
     handles = {
         name: [

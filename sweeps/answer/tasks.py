@@ -15,9 +15,13 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from sweeps.plan.resources import TrialResources
+from sweeps.trials.trial import known_shapes, shipped_shapes
+
+if TYPE_CHECKING:
+    from forecaster.shapes.base import Shape
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +48,14 @@ def timed(kind: str, label: str, function: Callable[..., Any], *args: Any, **kwa
     return value, TaskTiming(kind, label, started, time.time(), _node())
 
 
+def timed_with(
+    shapes: tuple[Shape, ...], kind: str, label: str, function: Callable[..., Any], *args: Any, **kwargs: Any
+) -> tuple[Any, TaskTiming]:
+    """`timed` in a worker that first registers the shapes the driver registered (sweeps.trials.trial.known_shapes)."""
+    known_shapes(shapes)
+    return timed(kind, label, function, *args, **kwargs)
+
+
 def _node() -> str:
     try:
         import ray
@@ -68,6 +80,8 @@ class Runner:
     def __init__(self, resources: TrialResources, on_ray: bool):
         self.resources, self.on_ray = resources, on_ray
         self.handles: list[Handle] = []
+        self.shapes = shipped_shapes() if on_ray else ()
+        """The shapes registered in this process, which each task registers in its worker."""
 
     def slots(self) -> int:
         """How many tasks of a trial's CPUs the cluster runs at once (1 here)."""
@@ -105,8 +119,8 @@ class Runner:
                 from sweeps.trials.warm_pool import trial_env_vars
 
                 options["runtime_env"] = {"env_vars": trial_env_vars()}
-            remote = ray.remote(timed).options(num_returns=2, scheduling_strategy="SPREAD", **options)
-            handle = Handle(*remote.remote(kind, label, function, *args, **kwargs))
+            remote = ray.remote(timed_with).options(num_returns=2, scheduling_strategy="SPREAD", **options)
+            handle = Handle(*remote.remote(self.shapes, kind, label, function, *args, **kwargs))
         self.handles.append(handle)
         return handle
 

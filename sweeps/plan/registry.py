@@ -103,20 +103,17 @@ class Sweep:
         return data
 
 
-UNREAD = ("pinball_tau", "level_penalty", "series_lr")
-"""Settings only the pinball loss and the hybrid shape read."""
+UNREAD = ("pinball_tau",)
+"""What only the pinball loss reads."""
 RECURRENT_SHAPE = {
     "shape": "recurrent",
     "windows_from_last": 0,
     "seasonal_lag": 0,  # monthly data: no season beyond the lookback
-    # The direct shape's own settings, which the recurrent shape does not read.
-    "output_chunk_length": 0,
-    "hidden_fc_sizes": (),
-    "activation": "ReLU",
     **{field.name: field.default for field in dataclasses.fields(ForecasterConfig) if field.name in UNREAD},
 }
-"""Darts' RNNModel, its windows drawn from the whole training part of every series (the pinball loss' quantile and
-the hybrid shape's settings at their defaults, unread)."""
+"""Darts' RNNModel, its windows drawn from the whole training part of every series (the pinball loss' quantile at
+its default, unread). A space names every shared hyperparameter; a shape's settings it leaves out take their
+defaults (forecaster.config.ShapeSettings)."""
 
 
 SWEEPS: dict[str, Sweep] = {

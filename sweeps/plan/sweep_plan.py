@@ -42,9 +42,9 @@ are found with it, before the space's."""
 
 
 @dataclasses.dataclass(frozen=True)
-class TrialSettings:
-    """What the trials (sweeps.trials) are told of the options: the layers below the driver read these, never the
-    options themselves."""
+class TuneSettings:
+    """What Ray Tune's run of the trials (sweeps.trials) is told of the options: the layers below the driver read
+    these, never the options themselves."""
 
     seed: int | None
     time_limit: float | None
@@ -102,14 +102,14 @@ class SweepPlan:
     """False when the name was made up from the sweep and the time: another free one may be taken instead."""
     arguments: tuple[str, ...] = ()
     """The command line's arguments that started the sweep: the command for more trials repeats them."""
-    trial_settings: TrialSettings = dataclasses.field(init=False)
+    tune_settings: TuneSettings = dataclasses.field(init=False)
     """What the trials are told of `options`."""
     answer_settings: AnswerSettings = dataclasses.field(init=False)
     """What the answer and the output are told of `options`."""
 
     def __post_init__(self) -> None:
         options = self.options
-        trials = TrialSettings(
+        trials = TuneSettings(
             options.seed,
             options.time_limit,
             options.max_concurrent_trials,
@@ -129,7 +129,7 @@ class SweepPlan:
             options.seed,
             options.address,
         )
-        object.__setattr__(self, "trial_settings", trials)
+        object.__setattr__(self, "tune_settings", trials)
         object.__setattr__(self, "answer_settings", answer)
 
     @property
@@ -622,7 +622,7 @@ def _check_space(sweep: Sweep, data_label: str, parts: FitParts, drop_short: boo
     try:
         check_structure(sweep.space)
         check_known_keys(list(sweep.space))
-        missing = set(ForecasterConfig.field_names()) - {"n_epochs"} - set(sweep.space)
+        missing = set(ForecasterConfig.shared_names()) - {"n_epochs", "settings"} - set(sweep.space)
         if missing:
             raise PlanError(f"the space of {sweep.name!r} leaves {', '.join(sorted(missing))} undefined")
         corners = extremes(sweep.space)
@@ -634,7 +634,7 @@ def _check_space(sweep: Sweep, data_label: str, parts: FitParts, drop_short: boo
     for corner in corners:
         try:
             config = ForecasterConfig.from_dict({**corner, "n_epochs": sweep.max_epochs})
-            reads = tuple(getattr(config, field) for field in FIT_PARTS_FIELDS)
+            reads = (*(getattr(config, field) for field in FIT_PARTS_FIELDS), config.settings)
             if reads in checked:
                 continue
             checked.add(reads)

@@ -14,7 +14,8 @@ import dataclasses
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from forecaster.parts import FitParts
@@ -25,6 +26,7 @@ from sweeps.plan.storage import CHECKPOINT_FILE
 if TYPE_CHECKING:
     from ray.train import Checkpoint
 
+    from forecaster.shapes.base import Shape
     from sweeps.trials.epoch_reporter import EpochReporter, Report
 
 
@@ -38,6 +40,38 @@ class TrialSettings:
     """When to checkpoint: so that a trial stopped by its scheduler has its best model in its last checkpoint."""
     storage_path: str | None = None
     """Where data-parallel trials keep their Ray Train runs (the sweep's storage)."""
+    shapes: tuple[Shape, ...] = ()
+    """The shapes registered in the driver (forecaster.shapes.register), which a worker registers before it reads a
+    configuration (`known_shapes`)."""
+
+
+def by_value(objects: Iterable[object]) -> None:
+    """Let these objects of the user's own (a registered shape or baseline) travel to Ray's workers by value: a
+    worker need not import the module that defines one (a notebook's, a test's)."""
+    from ray import cloudpickle
+
+    register: Callable[[ModuleType], None] = cloudpickle.register_pickle_by_value
+    for found in objects:
+        module = type(found).__module__
+        if not module.startswith("forecaster.") and module in sys.modules and module != "__main__":
+            register(sys.modules[module])
+
+
+def shipped_shapes() -> tuple[Shape, ...]:
+    """The shapes registered in this process, set to travel to Ray's workers by value."""
+    from forecaster.shapes import registered
+
+    shapes = registered()
+    by_value(shapes)
+    return shapes
+
+
+def known_shapes(shapes: tuple[Shape, ...]) -> None:
+    """Register in this worker the shapes the driver registered."""
+    from forecaster.shapes import register
+
+    for shape in shapes:
+        register(shape)
 
 
 def train_trial(config: dict[str, Any], *, parts: FitParts, settings: TrialSettings) -> None:
@@ -159,6 +193,7 @@ def _fit(
 
     quiet_lightning()
     logging.getLogger("ray.train").setLevel(logging.WARNING)  # one "checkpoint created" line per checkpoint
+    known_shapes(settings.shapes)
     hyperparameters = ForecasterConfig.from_dict({**config, "n_epochs": settings.max_epochs})
     with checkpoint.as_directory() if checkpoint else contextlib.nullcontext() as folder:
         fit(

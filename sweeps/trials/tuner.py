@@ -26,7 +26,7 @@ from sweeps.plan.sweep_plan import SweepPlan
 from sweeps.trials.faults import FaultLog, HangWatchdog
 from sweeps.trials.ray_session import warm_workers_enabled
 from sweeps.trials.sharing import FairShare, FairShareLimiter, FairShareVariants
-from sweeps.trials.trial import TrialSettings, train_trial
+from sweeps.trials.trial import TrialSettings, shipped_shapes, train_trial
 from sweeps.trials.warm_pool import WarmPool
 
 if TYPE_CHECKING:
@@ -110,13 +110,14 @@ def trial_inputs(plan: SweepPlan) -> TrialInputs:
     trial checkpoints at every improvement too: stopped at any epoch, its best model is in its last checkpoint."""
     sweep = plan.sweep
     checkpoints = scheduler_of(sweep).checkpoints(sweep)
-    if plan.trial_settings.time_limit is not None:
+    if plan.tune_settings.time_limit is not None:
         checkpoints = dataclasses.replace(checkpoints, on_improvement_from=1)
     settings = TrialSettings(
         max_epochs=sweep.max_epochs,
         resources=plan.resources,
         checkpoints=checkpoints,
         storage_path=plan.storage_path,
+        shapes=shipped_shapes(),
     )
     return {"parts": plan.parts.without_test(), "settings": settings}
 
@@ -153,7 +154,7 @@ def progress_reporter(plan: SweepPlan) -> CLIReporter:
         metric_columns={plan.sweep.ranked: best, "best_epoch": "at epoch", "epoch": "epochs"},
         parameter_columns={key: short.get(key, key) for key in plan.searched if key != "random_state"},
         # Tune's sort fails on two trials stopped before they reported (a time budget stops pending ones too).
-        sort_by_metric=plan.trial_settings.time_limit is None,
+        sort_by_metric=plan.tune_settings.time_limit is None,
         max_progress_rows=12,
         max_error_rows=5,
         max_report_frequency=10,
@@ -167,7 +168,7 @@ def mlflow_logger(plan: SweepPlan) -> MLflowLoggerCallback:
     from ray.air.integrations.mlflow import MLflowLoggerCallback
 
     return MLflowLoggerCallback(
-        tracking_uri=plan.trial_settings.mlflow_uri, experiment_name=plan.name, save_artifact=False
+        tracking_uri=plan.tune_settings.mlflow_uri, experiment_name=plan.name, save_artifact=False
     )
 
 
@@ -194,7 +195,7 @@ def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False) ->
     # TensorBoard's files are written, the JSON is not.
     os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"
     trainable = make_trainable(plan)
-    if plan.trial_settings.resume:
+    if plan.tune_settings.resume:
         if not tune.Tuner.can_restore(plan.experiment_path):
             raise PlanError(f"--resume: nothing to resume at {plan.experiment_path}")
         # Restored with its stored RunConfig, whose callbacks (loggers, fault log, watchdog) come back with it.
@@ -202,12 +203,12 @@ def build_tuner(plan: SweepPlan, progress: bool = True, shared: bool = False) ->
         return tune.Tuner.restore(
             plan.experiment_path,
             trainable=trainable,
-            param_space=tune_param_space(plan.sweep.search, plan.sweep.space, plan.trial_settings.seed),
+            param_space=tune_param_space(plan.sweep.search, plan.sweep.space, plan.tune_settings.seed),
             resume_unfinished=True,
             resume_errored=False,
         )
     sweep, scheduler = plan.sweep, scheduler_of(plan.sweep)
-    settings = plan.trial_settings
+    settings = plan.tune_settings
     fair_share = FairShare(plan.experiment_path, plan.resources, settings.max_concurrent_trials) if shared else None
     try:
         search, param_space = build_search(
