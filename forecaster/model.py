@@ -36,8 +36,7 @@ from torch import Tensor
 
 from forecaster.metrics import panel_scores
 from forecaster.net import RNNNet
-from forecaster.smoothing import HybridInputs, HybridWindows
-from forecaster.transforms import ForecastInputs, TrainingWindows
+from forecaster.transforms import ForecastInputs, ShapeInputs, ShapeWindows
 
 
 @dataclasses.dataclass
@@ -48,7 +47,7 @@ class EpochBatch:
     """The epoch's mini-batches of training windows, each (span, batch, 1 + C) in the net's units: the value, and
     with calendar inputs the next point's place in the season. The hybrid shape's: (2, batch), each window's series and
     origin, which its loss cuts from `source`."""
-    validation: ForecastInputs | HybridInputs
+    validation: ShapeInputs
     """The forecasts that score the epoch, one column per series and validation origin (B of them)."""
     actual: Tensor
     """(steps, B): the validation values each forecast is scored on, in original units (1 where there is none)."""
@@ -63,7 +62,7 @@ class EpochBatch:
     originals: list[tuple[ForecastInputs, Tensor]] | None = None
     """For a loss in original units (smape and mase), per mini-batch: what takes the scored points of its windows
     back to original units, and each window's MASE scale."""
-    source: TrainingWindows | HybridWindows | None = None
+    source: ShapeWindows | None = None
     """What the windows were cut from: the hybrid cuts its own, step by step, as its smoothing learns."""
 
 

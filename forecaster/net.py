@@ -24,9 +24,9 @@ from forecaster.config import ForecasterConfig
 from forecaster.data import as_panel
 from forecaster.panel import Panel
 from forecaster.shapes import shape_of
-from forecaster.smoothing import HybridInputs, SeasonalSmoothing
+from forecaster.smoothing import SeasonalSmoothing
 from forecaster.step_inputs import StepInputs
-from forecaster.transforms import ForecastInputs, MinMaxScaler, TargetTransform
+from forecaster.transforms import MinMaxScaler, ShapeInputs, TargetTransform
 
 CPU_FORECAST_COLUMNS = 2048
 """A CPU forecast of many series runs in blocks of this many: each block's states stay in the cache, so the time per
@@ -196,7 +196,7 @@ class RNNNet(nn.Module):
         with torch.autocast(context.device.type, enabled=False):
             return self.shape.forecast_scaled(self, context, steps, future)
 
-    def predict(self, inputs: ForecastInputs | HybridInputs, steps: int) -> Tensor:
+    def predict(self, inputs: ShapeInputs, steps: int) -> Tensor:
         """Forecasts of `steps` points from each origin of `inputs`, in original units: (steps, B)."""
         return self.shape.predict(self, inputs, steps)
 

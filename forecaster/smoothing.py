@@ -243,8 +243,6 @@ class HybridWindows:
     """(S,) int64: how many windows (origins) each series has."""
     beside: Tensor | None = None
     """(S, T + output_chunk_length, C) float32: as HybridInputs'."""
-    originals = None
-    """No loss in original units: EpochBatches asks."""
 
     @classmethod
     def of(cls, train: Panel, shifts: np.ndarray, windows_from_last: int) -> HybridWindows:
@@ -280,3 +278,7 @@ class HybridWindows:
     def cut(self, series: Tensor, positions: Tensor) -> Tensor:
         """(2, E) int64: the series and origin (its first point forecast) of each window drawn."""
         return torch.stack([series, self.first[series] + positions])
+
+    def in_original_units(self, series: Tensor, positions: Tensor, windows: Tensor) -> None:
+        """None: the hybrid's losses are in its own units (forecaster.transforms.ShapeWindows)."""
+        return None

@@ -40,8 +40,7 @@ from forecaster.net import RNNNet
 from forecaster.panel import Panel
 from forecaster.parts import FitParts, fit_parts
 from forecaster.shapes import shape_of
-from forecaster.smoothing import HybridInputs, HybridWindows
-from forecaster.transforms import ForecastInputs, TargetTransform, TrainingWindows
+from forecaster.transforms import ShapeInputs, ShapeWindows, TargetTransform
 
 
 @dataclasses.dataclass
@@ -122,7 +121,7 @@ class EpochBatches:
 
     def __init__(
         self,
-        windows: TrainingWindows | HybridWindows,
+        windows: ShapeWindows,
         validation: Validation,
         batch_size: int,
         windows_per_epoch: int,
@@ -167,8 +166,9 @@ class EpochBatches:
         series, positions = series.to(device), positions.to(device)
         windows = self.windows.cut(series, positions)
         originals = None
-        if self.windows.originals is not None:  # a loss in original units
-            inputs, error_scale = self.windows.in_original_units(series, positions, windows)
+        found = self.windows.in_original_units(series, positions, windows)
+        if found is not None:  # a loss in original units
+            inputs, error_scale = found
             size = self.batch_size
             originals = [
                 (inputs.columns(slice(start, start + size)), error_scale[start : start + size])
@@ -192,7 +192,7 @@ class EpochBatches:
 class Validation:
     """The forecasts that score every epoch: from each validation origin of every series to its part's end."""
 
-    inputs: ForecastInputs | HybridInputs
+    inputs: ShapeInputs
     actual: Tensor
     """(steps, B), original units; 1 past a part's end, where the weight is 0."""
     weights: Tensor

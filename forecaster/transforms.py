@@ -49,7 +49,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -478,6 +478,36 @@ def _season_back(
     return np.where(known, transform.normalised_with(scaled[index], level), 0.0)
 
 
+class ShapeWindows(Protocol):
+    """What the epochs (forecaster.train.EpochBatches) read of the training windows a shape lays out: TrainingWindows,
+    or a shape's own (the hybrid's HybridWindows)."""
+
+    counts: Tensor
+    """(S,) int64: how many windows each series has."""
+
+    @property
+    def device(self) -> torch.device: ...
+
+    def to(self, device: torch.device | str) -> ShapeWindows: ...
+
+    def cut(self, series: Tensor, positions: Tensor) -> Tensor:
+        """What the shape's loss reads of the windows at `positions` of `series`."""
+        ...
+
+    def in_original_units(
+        self, series: Tensor, positions: Tensor, windows: Tensor
+    ) -> tuple[ForecastInputs, Tensor] | None:
+        """What takes those windows' scored points back to original units; None without a loss in original units."""
+        ...
+
+
+class ShapeInputs(Protocol):
+    """The inputs of a shape's forecasts (ForecastInputs, or a shape's own: the hybrid's HybridInputs), which only that
+    shape reads: the epochs and the net move them to the device and pass them along."""
+
+    def to(self, device: torch.device | str, dtype: torch.dtype = torch.float32) -> ShapeInputs: ...
+
+
 @dataclasses.dataclass
 class TrainingWindows:
     """Every series' training part in the net's units, back to back on one device, from which any of its windows is
@@ -644,14 +674,17 @@ class TrainingWindows:
             parts.append(real.float()[..., None])
         return parts[0] if len(parts) == 1 else torch.cat(parts, -1)
 
-    def in_original_units(self, series: Tensor, positions: Tensor, windows: Tensor) -> tuple[ForecastInputs, Tensor]:
+    def in_original_units(
+        self, series: Tensor, positions: Tensor, windows: Tensor
+    ) -> tuple[ForecastInputs, Tensor] | None:
         """What takes the scored rows of `windows` (cut at these positions of these series: from `first_scored` on)
         back to original units (the inputs of `TargetTransform.from_model`, as for a forecast from each window's
-        input chunk), and the MASE scale of each window's series (E,)."""
+        input chunk), and the MASE scale of each window's series (E,); None without a loss in original units."""
+        if self.originals is None:
+            return None
         values, real, positions, index = self._points(series, positions)
         _, level = self.transform.normalise(values, self.input_chunk_length, real)
         originals, icl = self.originals, self.input_chunk_length
-        assert originals is not None, "windows cut for a loss in original units carry what takes them back"
         seasonal = shifts = None
         if originals.seasonal is not None:  # scored point j is y's point k + first_scored + j + lag of its series
             rows = torch.arange(self.first_scored, self.span, device=level.device)[:, None]

@@ -27,6 +27,8 @@ from torch import Tensor, nn
 from forecaster.config import ShapeSettings
 from forecaster.transforms import (
     ForecastInputs,
+    ShapeInputs,
+    ShapeWindows,
     TargetTransform,
     TrainingWindows,
     covariate_regression,
@@ -39,7 +41,6 @@ if TYPE_CHECKING:
     from forecaster.net import RNNNet
     from forecaster.panel import Panel
     from forecaster.parts import FitParts
-    from forecaster.smoothing import HybridInputs, HybridWindows
     from forecaster.step_inputs import StepLayout
 
 CELLS = {"RNN": nn.RNN, "LSTM": nn.LSTM, "GRU": nn.GRU}
@@ -202,7 +203,7 @@ class Shape:
     # --- training ---------------------------------------------------------------------------------------------------
     def training_data(
         self, config: ForecasterConfig, parts: FitParts, transform: TargetTransform, ends: np.ndarray, **state: Any
-    ) -> tuple[TrainingWindows | HybridWindows, ForecastInputs | HybridInputs]:
+    ) -> tuple[ShapeWindows, ShapeInputs]:
         """The training windows of `parts.train`, and the inputs of the validation forecasts from each row `ends` of
         `parts.seen`, `parts.window_size` points each."""
         windows = TrainingWindows.of(transform, parts.train, config, self)
@@ -240,7 +241,7 @@ class Shape:
         calendar of each point after (`future`)."""
         raise NotImplementedError
 
-    def predict(self, net: RNNNet, inputs: ForecastInputs | HybridInputs, steps: int) -> Tensor:
+    def predict(self, net: RNNNet, inputs: ShapeInputs, steps: int) -> Tensor:
         """Forecasts of `steps` points from each origin of `inputs`, in original units: (steps, B)."""
         assert isinstance(inputs, ForecastInputs), f"the {self.name} shape reads ForecastInputs"
         with net.averaged_weights():

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from forecaster.net import RNNNet
     from forecaster.panel import Panel
     from forecaster.parts import FitParts
-    from forecaster.transforms import ForecastInputs, TargetTransform
+    from forecaster.transforms import ForecastInputs, ShapeInputs, TargetTransform
 
 HYBRID_LOSSES = ("mse", "l1", "pinball")
 """The hybrid's losses: in its own units, the log of the series less its smoothed level and season."""
@@ -234,7 +234,7 @@ class Hybrid(Direct):
         return loss
 
     # --- forecasting ------------------------------------------------------------------------------------------------
-    def predict(self, net: RNNNet, inputs: ForecastInputs | HybridInputs, steps: int) -> Tensor:
+    def predict(self, net: RNNNet, inputs: ShapeInputs, steps: int) -> Tensor:
         assert isinstance(inputs, HybridInputs), "the hybrid reads HybridInputs"
         with net.averaged_weights(), torch.no_grad(), torch.autocast(inputs.z.device.type, enabled=False):
             return self.forecast_blocks(net, inputs, steps)
