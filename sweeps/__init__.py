@@ -2,7 +2,7 @@
 
     from sweeps import SweepOptions, read_results, sweep
     run = sweep(SweepOptions(sweep="panel", data="stores.csv", horizon=12, levels=(80, 95)))
-    run.scores["test_smape"], run.future.table                     # the answer beside the baselines, the future
+    run.scores.answer["test_smape"], run.future.table              # the answer beside the baselines, the future
     read_results("results/panel-20261201-101500").best                 # any sweep's folder, later
 
 The names below load their modules when first used: `import sweeps` loads no Ray, torch or Lightning.

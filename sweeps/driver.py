@@ -36,6 +36,7 @@ from sweeps.answer.future import Future, build_future
 from sweeps.answer.intervals import future_horizon
 from sweeps.answer.members import members
 from sweeps.answer.refits import tail_estimate
+from sweeps.answer.scores import AnswerScores, TimeLimitCut
 from sweeps.answer.scores import scores as score
 from sweeps.answer.tasks import Runner
 from sweeps.output.summary import (
@@ -320,8 +321,8 @@ class SweepRun:
     results: SweepResults
     written: dict[str, str]
     """The files written at the end, name -> path."""
-    scores: dict[str, Any] | None
-    """The answer's scores and the baselines' (sweeps.answer); None if no trial left a model."""
+    scores: AnswerScores | None
+    """The answer's scores and the baselines' (sweeps.answer.scores); None if no trial left a model."""
     future: Future | None
     """The forecast after the data and the answer saved as one model (sweeps.answer.future); None with --no-future,
     when no trial left a model, or when Ctrl+C stopped the trials."""
@@ -485,7 +486,7 @@ def run_sweep(
             found = build_answer(plan, results, tail)
             scores = score(found, plan)
             if plan.options.time_limit is not None:
-                scores["time_limit"] = {"seconds": plan.options.time_limit, "cut": cut.lines()}
+                scores = dataclasses.replace(scores, time_limit=TimeLimitCut(plan.options.time_limit, cut.lines()))
         written = write_results(plan, results, found, scores)  # the answer's files first: the future takes longest
         if tail is not None:
             written.update(write_test_model(plan, tail))

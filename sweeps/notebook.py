@@ -123,7 +123,7 @@ class SweepForecaster:
                 f"the sweep ended without an answer (no trial left a model, or it was stopped): see {written}"
             )
         self.model, self._data = self.run.future.model, df
-        self._board = (self.run.scores or {}).get("leaderboard")
+        self._board = None if self.run.scores is None else self.run.scores.leaderboard
         return self
 
     def predict(

@@ -434,7 +434,7 @@ def test_a_baseline_of_ones_own_registered_in_one_line_runs_in_the_sweep_and_for
         board = forecaster.leaderboard().set_index("model")
         assert board.loc["drift", "kind"] == "statistical" and board.loc["drift", "weight"] >= 0.8
         assert board.loc["drift", "validation_smape"] == pytest.approx(0.0, abs=1e-9)
-        scores = forecaster.run.scores["baselines"]["drift"]
+        scores = forecaster.run.scores.baselines["drift"]
         assert scores["test_smape"] == pytest.approx(0.0, abs=1e-9)
         folder = tmp_path / "lines"
         assert report([str(folder)]) == 0  # the summary `python -m sweeps.run` ends with, from the sweep's folder

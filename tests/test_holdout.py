@@ -136,7 +136,7 @@ def test_the_report_rebuilds_the_answers_scores_from_storage(holdout, capsys):
 
     plan, run = holdout
     assert report([plan.experiment_path]) == 0
-    assert f"which no trial saw): {run.scores['test_mape']:.2f} %" in capsys.readouterr().out
+    assert f"which no trial saw): {run.scores.answer['test_mape']:.2f} %" in capsys.readouterr().out
 
 
 def test_the_answer_of_one_series_has_ordered_intervals_in_its_units_calibrated_before_the_test_window(holdout):
@@ -146,13 +146,13 @@ def test_the_answer_of_one_series_has_ordered_intervals_in_its_units_calibrated_
     assert len(test) == 23 and ((low95 <= low80) & (low80 <= high80) & (high80 <= high95)).all()
     assert ((low95 <= test.answer) & (test.answer <= high95)).all() and (low95 >= 0).all()  # passengers, never < 0
     assert ((high80 - low80) / test.answer).between(0.01, 2).all()
-    intervals = run.scores["intervals"]
+    intervals = run.scores.intervals
     assert intervals["answer"]["coverage_95"] == pytest.approx(((test.y >= low95) & (test.y <= high95)).mean())
     calibration = intervals["calibration"]
     # One series: its validation part's 23 errors, every step pooled, from the answer's members as their trials kept
     # them (no model trained for them).
     assert calibration["steps_pooled"] and calibration["calibration_series"] == 1
-    chosen = [name for name, weight in run.scores["ensemble"]["weights"].items() if weight > 0]
+    chosen = [name for name, weight in run.scores.ensemble.weights.items() if weight > 0]
     assert calibration["calibration_errors"] == 23 and calibration["members"] == len(chosen)
     for baseline in ("seasonal naive", "AutoETS", "Theta", "AutoCES"):
         assert 0 <= intervals[baseline]["coverage_80"] <= intervals[baseline]["coverage_95"] <= 1

@@ -55,7 +55,7 @@ def test_trials_and_the_answers_tasks_spread_over_nodes_and_a_big_trial_runs_whe
     assert set(run.results.trials.node) == {small.node_id, big.node_id}
     # The tasks after the trials (the members' nets continued for the future, the baselines) ran on both nodes too.
     tasks = run.timings["tasks"]
-    assert tasks["refit"]["tasks"] == tasks["future"]["tasks"] == len(run.scores["trials"]) >= 2
+    assert tasks["refit"]["tasks"] == tasks["future"]["tasks"] == len(run.scores.trials) >= 2
     assert set(run.timings["after_the_last_trial"]["nodes"]) == {small.node_id, big.node_id}
     assert (tmp_path / "spread" / "model" / "model.json").exists()
     plan = make_plan(

@@ -399,7 +399,7 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
     )
     far_results = dataclasses.replace(results, trials=far_scores)
     assert [trial_id for trial_id, _ in top_checkpoints(plan, far_results)] == [by_last[0], *by_last[2:]]
-    left_out = _left_out({"selection": {"far_behind": ranking(plan, far_results)[1]}}, plan)
+    left_out = _left_out({"far_behind": ranking(plan, far_results)[1]}, plan)
     assert left_out == [
         f"  left out: {by_last[1]}, its validation sMAPE over 2 times the best trial's (too far behind to average in)"
     ]

@@ -6,6 +6,7 @@ on which the answer (and the combination) beats it; and the intervals' coverage,
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -69,9 +70,137 @@ def wql(answer: Answer, plan: SweepPlan, method: str) -> float | None:
     return None if quantiles is None else weighted_quantile_loss(test.values, quantiles)
 
 
-def scores(answer: Answer, plan: SweepPlan) -> dict[str, Any]:
-    """JSON-ready: the mean over series of every metric for the answer and every baseline, on both parts, and the share
-    of series on which the answer beats each baseline (on the test windows where there are)."""
+@dataclasses.dataclass(frozen=True)
+class EnsembleScores:
+    """How the ensemble was weighed (sweeps.answer.ensemble), as best_config.json records it."""
+
+    weights: dict[str, float]
+    """Per candidate, its weight (0 for those not chosen): the nets by their trials' ids, then the baselines."""
+    left_out: dict[str, str]
+    """Candidates that could not be weighed, and why."""
+    weighed_on_windows: int
+    """How many of the latest backtest windows the weights were chosen on (1 with one validation part)."""
+    windows: int
+    """The validation parts' backtest windows in all."""
+
+    def record(self) -> dict[str, Any]:
+        """JSON-ready, as best_config.json's answer holds it under "ensemble"."""
+        return {
+            "weights": self.weights,
+            "left_out": self.left_out,
+            "weighed_on_windows": self.weighed_on_windows,
+            "windows": self.windows,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class TimeLimitCut:
+    """What --time-limit cut from the work after the trials (sweeps.plan.budget.Cut), for the summary."""
+
+    seconds: float
+    """The limit asked for."""
+    cut: list[str]
+    """What gave way, in the order it did (Cut.lines); empty where everything fitted."""
+
+    def record(self) -> dict[str, Any]:
+        """JSON-ready, as best_config.json's answer holds it under "time_limit"."""
+        return {"seconds": self.seconds, "cut": self.cut}
+
+
+@dataclasses.dataclass(frozen=True)
+class AnswerScores:
+    """How good the answer is, beside the baselines: what `scores` finds, written to best_config.json as its
+    "answer" (`record`) and read by the summary (sweeps.answer.text, sweeps.output.summary).
+
+    The nested parts stay JSON-like dicts: each baseline's scores (keys named by the judged part, "unavailable" for
+    one that did not run), the combination's, the leaderboard's rows (keys named by the sweep's metric), the
+    intervals (keyed by method and level), `selection` and `refit` (as sweeps.answer.members and .refits give
+    them)."""
+
+    trials: list[str]
+    """The trials whose best models make the answer, best first."""
+    answer: dict[str, float | None]
+    """The answer's own scores, the mean over series: validation_mape, validation_smape, validation_mase, test_mape,
+    test_smape, test_mase (None where a part is missing or a metric undefined on some series) and test_wql (None
+    without a test window or intervals)."""
+    metric: str
+    """The sweep's ranking metric (mape, smape or mase)."""
+    series: int
+    """How many series were scored (the validation part's)."""
+    dropped_series: list[str]
+    """The series dropped as too short."""
+    horizon: int | None
+    """The sweep's horizon (None for a split by dates)."""
+    test_after: str | None
+    """Where the test window starts, for a split by dates (None with a horizon)."""
+    validation_points: int
+    """The longest series' points in the validation part."""
+    test_points: int | None
+    """The longest series' points in the test window; None without one."""
+    baselines: dict[str, dict[str, Any]]
+    """Per baseline, in forecaster.baselines' order: its scores as `answer`'s, the share of series on which the
+    answer beats it ("{judged}_beaten_by_answer", per metric), the series it fell back on and how it was fit; or
+    {"unavailable": why} for one that did not run."""
+    selection: dict[str, Any]
+    """How the best validation score was found (sweeps.answer.members.selection)."""
+    refit: dict[str, Any] | None = None
+    """How the answer's nets were continued through the validation part (sweeps.answer.refits); None where not."""
+    combination: dict[str, Any] | None = None
+    """A panel's combination (the mean of the answer and the statistical baselines): what it is the mean of ("of"),
+    its scores as `answer`'s and the share of series on which it beats each method ("{judged}_beats"); None
+    without."""
+    ensemble: EnsembleScores | None = None
+    """How the ensemble was weighed; None where the answer is the nets' mean."""
+    leaderboard: list[dict[str, Any]] | None = None
+    """Every candidate of the ensemble, best on validation first (`leaderboard`); None without an ensemble."""
+    intervals: dict[str, Any] | None = None
+    """The intervals' coverage, width and MSIS per method, their levels and the answer's calibration
+    (`interval_scores`); None without --levels."""
+    time_limit: TimeLimitCut | None = None
+    """What --time-limit cut (set by the driver); None without one."""
+
+    def score(self, part: str, metric: str) -> float | None:
+        """The answer's mean over series of `metric` on `part` ("validation", "test")."""
+        return self.answer[f"{part}_{metric}"]
+
+    @property
+    def judged(self) -> str:
+        """The part the summary judges the answer on: "test" where its test sMAPE is scored, else "validation"."""
+        return "test" if self.answer["test_smape"] is not None else "validation"
+
+    def record(self) -> dict[str, Any]:
+        """JSON-ready: best_config.json's "answer", key by key as it has always been written."""
+        found: dict[str, Any] = {
+            "trials": self.trials,
+            **self.answer,
+            "metric": self.metric,
+            "series": self.series,
+            "dropped_series": self.dropped_series,
+            "horizon": self.horizon,
+            "test_after": self.test_after,
+            "validation_points": self.validation_points,
+            "test_points": self.test_points,
+            "baselines": self.baselines,
+            "selection": self.selection,
+        }
+        if self.refit is not None:
+            found["refit"] = self.refit
+        if self.combination is not None:
+            found[COMBINATION] = self.combination
+        if self.ensemble is not None:
+            found["ensemble"] = self.ensemble.record()
+        if self.leaderboard is not None:
+            found["leaderboard"] = self.leaderboard
+        if self.intervals is not None:
+            found["intervals"] = self.intervals
+        if self.time_limit is not None:
+            found["time_limit"] = self.time_limit.record()
+        return found
+
+
+def scores(answer: Answer, plan: SweepPlan) -> AnswerScores:
+    """The mean over series of every metric for the answer and every baseline, on both parts, and the share of series
+    on which the answer beats each baseline (on the test windows where there are)."""
     val, test = plan.parts.val, plan.parts.test
     table = per_series(answer, plan)
     means = {
@@ -79,7 +208,7 @@ def scores(answer: Answer, plan: SweepPlan) -> dict[str, Any]:
         for (part, method), group in table.groupby(["part", "method"], sort=False)
     }
 
-    def flat(method: str) -> dict[str, Any]:
+    def flat(method: str) -> dict[str, float | None]:
         found = {f"{part}_{metric}": means.get((part, method), {}).get(metric) for part in PARTS for metric in METRICS}
         return found | {"test_wql": wql(answer, plan, method)}
 
@@ -95,47 +224,49 @@ def scores(answer: Answer, plan: SweepPlan) -> dict[str, Any]:
     ours = judged_scores("answer")
     names = sorted((name for name in answer.forecasts[judged] if name not in ("answer", COMBINATION)), key=_order)
     notes = plan_baselines(plan).notes
-    baselines: dict[str, Any] = {
+    baselines: dict[str, dict[str, Any]] = {
         name: flat(name)
         | {f"{judged}_beaten_by_answer": shares(ours, name), "fell_back": answer.fell_back[name]}
         | ({"fit": notes[name]} if name in notes else {})
         for name in names
     }
     baselines.update({name: {"unavailable": why} for name, why in answer.unavailable.items()})
-    extra: dict[str, Any] = {}
+    combination = None
     if COMBINATION in answer.forecasts[judged]:
         combined = judged_scores(COMBINATION)
-        extra[COMBINATION] = (
+        combination = (
             {"of": ["answer", *COMBINED]}
             | flat(COMBINATION)
             | {f"{judged}_beats": {name: shares(combined, name) for name in ["answer", *names]}}
         )
+    ensemble = board = None
     if answer.ensemble is not None:
-        extra["ensemble"] = {
-            "weights": answer.ensemble.weights,
-            "left_out": answer.ensemble.left_out,
-            "weighed_on_windows": plan.parts.weighing_windows or 1,
-            "windows": plan.parts.windows,
-        }
-        extra["leaderboard"] = leaderboard(answer, plan)
-    if answer.bounds:
-        extra["intervals"] = interval_scores(answer, plan)
+        ensemble = EnsembleScores(
+            weights=answer.ensemble.weights,
+            left_out=answer.ensemble.left_out,
+            weighed_on_windows=plan.parts.weighing_windows or 1,
+            windows=plan.parts.windows,
+        )
+        board = leaderboard(answer, plan)
     sweep = plan.sweep
-    return {
-        "trials": answer.trial_ids,
-        **flat("answer"),
-        "metric": sweep.metric,
-        "series": len(val),
-        "dropped_series": list(plan.panel.dropped),
-        "horizon": sweep.horizon,
-        "test_after": None if sweep.horizon else sweep.test_after,
-        "validation_points": int(val.lengths.max()),
-        "test_points": None if test is None else int(test.lengths.max()),
-        "baselines": dict(sorted(baselines.items(), key=lambda item: _order(item[0]))),
-        "selection": answer.selection,
-        **({"refit": answer.refit} if answer.refit else {}),
-        **extra,
-    }
+    return AnswerScores(
+        trials=answer.trial_ids,
+        answer=flat("answer"),
+        metric=sweep.metric,
+        series=len(val),
+        dropped_series=list(plan.panel.dropped),
+        horizon=sweep.horizon,
+        test_after=None if sweep.horizon else sweep.test_after,
+        validation_points=int(val.lengths.max()),
+        test_points=None if test is None else int(test.lengths.max()),
+        baselines=dict(sorted(baselines.items(), key=lambda item: _order(item[0]))),
+        selection=answer.selection,
+        refit=answer.refit or None,
+        combination=combination,
+        ensemble=ensemble,
+        leaderboard=board,
+        intervals=interval_scores(answer, plan) if answer.bounds else None,
+    )
 
 
 ANSWER_ROW = "answer (the ensemble)"

@@ -1,7 +1,7 @@
 """The answer's lines of the summary: for one series its score and each baseline's margin; for a panel a table of
 every metric's mean over series and the share of series on which the answer beats each baseline; with intervals,
 their coverage, width and MSIS, and how the answer's were calibrated. They read the answer's scores
-(sweeps.answer.scores), as stored in best_config.json.
+(sweeps.answer.scores.AnswerScores), as best_config.json stores them.
 """
 
 from __future__ import annotations
@@ -11,35 +11,36 @@ import textwrap
 from typing import Any
 
 from forecaster.metrics import METRIC_LABELS, METRIC_NAMES, format_score
-from sweeps.answer.combination import COMBINATION, COMBINED
+from sweeps.answer.combination import COMBINED
 from sweeps.answer.members import FAR_BEHIND
 from sweeps.answer.refits import AS_TRAINED
+from sweeps.answer.scores import AnswerScores
 from sweeps.plan.sweep_plan import SweepPlan
 
 
-def describe(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
+def describe(scores: AnswerScores, plan: SweepPlan) -> list[str]:
     """The answer's lines of the summary: for one series its MAPE and each baseline's margin; for a panel a table of
     every metric's mean over series, and the share of series on which the answer beats each baseline; with
     intervals, their coverage, width and MSIS."""
-    lines = _describe_one(scores, plan) if scores["series"] == 1 else _describe_panel(scores, plan)
+    lines = _describe_one(scores, plan) if scores.series == 1 else _describe_panel(scores, plan)
     lines += _describe_leaderboard(scores)
-    return lines + _describe_distributions(scores) + _describe_intervals(scores.get("intervals"))
+    return lines + _describe_distributions(scores) + _describe_intervals(scores.intervals)
 
 
-def _describe_leaderboard(scores: dict[str, Any]) -> list[str]:
+def _describe_leaderboard(scores: AnswerScores) -> list[str]:
     """The leaderboard: every candidate of the ensemble, the nets' mean (the answer) and the ensemble, best on the
     validation parts first, with their test scores, weights and seconds."""
-    rows = scores.get("leaderboard")
+    rows = scores.leaderboard
     if not rows:
         return []
-    metric = scores["metric"]
+    metric = scores.metric
     label = METRIC_NAMES[metric]
 
     def cell(value: float | None, width: int) -> str:
         return f"{'-':>{width}}" if value is None else f"{format_score(metric, value).rstrip(' %'):>{width}}"
 
-    ensemble = scores.get("ensemble", {})
-    windows, weighed = ensemble.get("windows", 1), ensemble.get("weighed_on_windows", 1)
+    ensemble = scores.ensemble
+    windows, weighed = (1, 1) if ensemble is None else (ensemble.windows, ensemble.weighed_on_windows)
     latest = "the latest" if weighed == 1 else f"the latest {weighed}"
     where = (
         "the validation parts"
@@ -58,17 +59,15 @@ def _describe_leaderboard(scores: dict[str, Any]) -> list[str]:
             f"  {row['model']:<{width}}{row['kind']:<13}{cell(row[f'validation_{metric}'], 11)}"
             f"{cell(row[f'test_{metric}'], 9)}{weight:>8}{seconds:>9}"
         )
-    left_out = scores.get("ensemble", {}).get("left_out", {})
+    left_out = {} if ensemble is None else ensemble.left_out
     lines += [f"  {name} left out of the ensemble: {why}" for name, why in left_out.items()]
     return lines
 
 
-def _describe_distributions(scores: dict[str, Any]) -> list[str]:
+def _describe_distributions(scores: AnswerScores) -> list[str]:
     """Every method's WQL on the test windows, where it gives a forecast distribution."""
-    found = {"answer": scores.get("test_wql")} | {
-        name: baseline.get("test_wql")
-        for name, baseline in scores["baselines"].items()
-        if "unavailable" not in baseline
+    found = {"answer": scores.answer["test_wql"]} | {
+        name: baseline.get("test_wql") for name, baseline in scores.baselines.items() if "unavailable" not in baseline
     }
     scored = {name: value for name, value in found.items() if value is not None and math.isfinite(value)}
     if not scored:
@@ -130,9 +129,9 @@ def _describe_intervals(intervals: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-def _describe_refit(scores: dict[str, Any]) -> list[str]:
+def _describe_refit(scores: AnswerScores) -> list[str]:
     """How the answer's nets were continued before the test window, where they were."""
-    refit = scores.get("refit")
+    refit = scores.refit
     if not refit:
         return []
     if refit.get("read_from"):
@@ -151,21 +150,21 @@ def _describe_refit(scores: dict[str, Any]) -> list[str]:
     ]
 
 
-def _where(plan: SweepPlan, scores: dict[str, Any]) -> tuple[str, str]:
+def _where(plan: SweepPlan, scores: AnswerScores) -> tuple[str, str]:
     """How the summary names the validation part and the test window."""
     if plan.sweep.horizon:
         h, windows = plan.sweep.horizon, plan.sweep.val_windows
         before = f"{windows} backtest windows of {h} points" if windows > 1 else f"the {h} points"
         return f"{before} before the test window", f"the last {h} points"
-    return f"{scores['validation_points']} points after {plan.sweep.split_after}", (
-        f"{scores['test_points']} points after {scores['test_after']}"
+    return f"{scores.validation_points} points after {plan.sweep.split_after}", (
+        f"{scores.test_points} points after {scores.test_after}"
     )
 
 
-def _who(k: int, plan: SweepPlan, scores: dict[str, Any]) -> str:
+def _who(k: int, plan: SweepPlan, scores: AnswerScores) -> str:
     """What the answer is, in words: the ensemble and its weights, or the mean of the nets."""
     last = " (ranked on their last epoch's validation)" if plan.sweep.answer_scope == "last" else ""
-    weights = scores.get("ensemble", {}).get("weights")
+    weights = None if scores.ensemble is None else scores.ensemble.weights
     if weights:
         chosen = sorted(((weight, name) for name, weight in weights.items() if weight > 0), reverse=True)
         named = " + ".join(f"{weight:.2f} {name}" for weight, name in chosen)
@@ -179,9 +178,10 @@ def _who(k: int, plan: SweepPlan, scores: dict[str, Any]) -> str:
     return f"the mean forecast of the top {k} trials' best models{last}"
 
 
-def _left_out(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
-    """The summary's line naming the trials of the top k too far behind the best to be in the answer, if any."""
-    far = scores["selection"].get("far_behind")  # a sweep of the day before says nothing of it
+def _left_out(selection: dict[str, Any], plan: SweepPlan) -> list[str]:
+    """The summary's line naming the trials of the top k too far behind the best to be in the answer, if any
+    (`selection`: AnswerScores.selection)."""
+    far = selection.get("far_behind")  # a sweep of the day before says nothing of it
     if not far:
         return []
     return [
@@ -190,24 +190,24 @@ def _left_out(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
     ]
 
 
-def _describe_one(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
+def _describe_one(scores: AnswerScores, plan: SweepPlan) -> list[str]:
     """One series, in the sweep's ranking metric: the answer on both parts, and each baseline's margin (the answer
     before a refit forecasts the test window only)."""
-    k = len(scores["trials"])
+    k = len(scores.trials)
     who = _who(k, plan, scores)
-    metric = scores["metric"]
-    has_test = scores[f"test_{metric}"] is not None
+    metric = scores.metric
+    on_validation, on_test = scores.score("validation", metric), scores.score("test", metric)
+    assert on_validation is not None, "the trials were ranked on this metric of the validation part"
+    has_test = on_test is not None
     validation, test = _where(plan, scores)
     lines = [
         f"Answer: {who}, forecasting on from what the sweep saw ({METRIC_NAMES[metric]})",
-        *_left_out(scores, plan),
+        *_left_out(scores.selection, plan),
         f"  on the validation part ({validation}, from the end of training): "
-        f"{format_score(metric, scores[f'validation_{metric}'])} (chosen on these points: optimistic)",
+        f"{format_score(metric, on_validation)} (chosen on these points: optimistic)",
     ]
-    if has_test:
-        lines.append(
-            f"  on the test window ({test}, which no trial saw): {format_score(metric, scores[f'test_{metric}'])}"
-        )
+    if on_test is not None:
+        lines.append(f"  on the test window ({test}, which no trial saw): {format_score(metric, on_test)}")
         lines += _describe_refit(scores)
     else:
         lines.append(
@@ -215,8 +215,8 @@ def _describe_one(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
         )
     lines.append("Baselines on the same points, and the answer's margin over each:")
     window = "test" if has_test else "validation"
-    ours = scores[f"{window}_{metric}"]
-    for name, baseline in scores["baselines"].items():
+    ours = on_test if on_test is not None else on_validation
+    for name, baseline in scores.baselines.items():
         if "unavailable" in baseline:
             lines.append(f"  {name:<19} not run: {baseline['unavailable']}")
             continue
@@ -231,23 +231,23 @@ def _describe_one(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
     return lines + _fit_notes(scores)
 
 
-def _fit_notes(scores: dict[str, Any]) -> list[str]:
+def _fit_notes(scores: AnswerScores) -> list[str]:
     """How the baselines were fit where not on the series as given (on the points their seasons need, on fewer
     within their budget, with a season taken off first): one line per note, naming every baseline it holds for."""
     notes: dict[str, list[str]] = {}
-    for name, baseline in scores["baselines"].items():
+    for name, baseline in scores.baselines.items():
         if "fit" in baseline:
             notes.setdefault(baseline["fit"], []).append(name)
     return [f"  {', '.join(names)}: {note}" for note, names in notes.items()]
 
 
-def _describe_panel(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
-    k = len(scores["trials"])
+def _describe_panel(scores: AnswerScores, plan: SweepPlan) -> list[str]:
+    k = len(scores.trials)
     who = _who(k, plan, scores)
     validation, test = _where(plan, scores)
-    has_test = scores["test_smape"] is not None
-    judged = "test" if has_test else "validation"
-    dropped = len(scores["dropped_series"])
+    judged = scores.judged
+    has_test = judged == "test"
+    dropped = len(scores.dropped_series)
     metric = plan.sweep.metric
 
     def cell(value: float | None, metric_name: str) -> str:
@@ -258,20 +258,20 @@ def _describe_panel(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
     header = "".join(f"{METRIC_LABELS[name]:>8}" for name in ("smape", "mase", "mape"))
     lines = [
         f"Answer: {who}, series by series, forecasting on from what the sweep saw",
-        *_left_out(scores, plan),
-        f"  {scores['series']} series{f' ({dropped} dropped as too short)' if dropped else ''}; validation: "
+        *_left_out(scores.selection, plan),
+        f"  {scores.series} series{f' ({dropped} dropped as too short)' if dropped else ''}; validation: "
         f"{validation} of each (chosen on them: optimistic)"
         + (f"; test: {test} of each, which no trial saw" if has_test else ""),
         f"  {'means over series':<38}{header}   answer better on (by {METRIC_LABELS[metric]})",
     ]
     for part in ("validation", "test") if has_test else ("validation",):
-        row = "".join(cell(scores[f"{part}_{name}"], name) for name in ("smape", "mase", "mape"))
+        row = "".join(cell(scores.score(part, name), name) for name in ("smape", "mase", "mape"))
         lines.append(f"  {'answer, ' + part:<38}{row}")
     lines += _describe_refit(scores)
-    if COMBINATION in scores:
-        row = "".join(cell(scores[COMBINATION][f"{judged}_{name}"], name) for name in ("smape", "mase", "mape"))
+    if scores.combination is not None:
+        row = "".join(cell(scores.combination[f"{judged}_{name}"], name) for name in ("smape", "mase", "mape"))
         lines.append(f"  {'combination, ' + judged:<38}{row}")
-    for name, baseline in scores["baselines"].items():
+    for name, baseline in scores.baselines.items():
         if "unavailable" in baseline:
             lines.append(f"  {name:<15} not run: {baseline['unavailable']}")
             continue
@@ -286,8 +286,8 @@ def _describe_panel(scores: dict[str, Any], plan: SweepPlan) -> list[str]:
             + fell_back
         )
     lines += _fit_notes(scores)
-    if COMBINATION in scores:
-        combined = scores[COMBINATION]
+    if scores.combination is not None:
+        combined = scores.combination
         beats = [
             f"{'the answer' if name == 'answer' else name} {100 * share[metric]:.0f} %"
             for name, share in combined[f"{judged}_beats"].items()

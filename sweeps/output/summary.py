@@ -21,6 +21,7 @@ from forecaster.metrics import METRIC_NAMES, format_score
 from sweeps.answer import Answer, Tail
 from sweeps.answer.combination import COMBINATION
 from sweeps.answer.future import Future
+from sweeps.answer.scores import AnswerScores
 from sweeps.answer.scores import per_series as series_scores
 from sweeps.answer.text import describe
 from sweeps.output.timings import timing_lines
@@ -103,7 +104,7 @@ def summary(
     results: SweepResults,
     written: dict[str, str],
     took: str,
-    scores: dict[str, Any] | None = None,
+    scores: AnswerScores | None = None,
     future: Future | None = None,
     timings: dict[str, Any] | None = None,
 ) -> str:
@@ -147,17 +148,17 @@ def summary(
             *_selection_lines(plan, scores),
             "",
         ]
-        if scores:
+        if scores is not None:
             lines += [*describe(scores, plan), ""]
         if future is not None:
             lines += [*future_lines(plan, future), ""]
     else:
         lines += ["No trial reported a result.", ""]
-    limit = (scores or {}).get("time_limit")
-    if limit:
-        cut = "; ".join(limit["cut"])
+    limit = None if scores is None else scores.time_limit
+    if limit is not None:
+        cut = "; ".join(limit.cut)
         done = f"to end in time, cut in this order: {cut}" if cut else "the answer's work fitted, nothing was cut"
-        lines += [f"--time-limit {shown_duration(limit['seconds'])}: {done}", ""]
+        lines += [f"--time-limit {shown_duration(limit.seconds)}: {done}", ""]
     if timings:
         lines += [*timing_lines(timings), ""]
     lines.append(f"Written to {plan.experiment_path}:")
@@ -222,11 +223,11 @@ def future_lines(plan: SweepPlan, future: Future) -> list[str]:
     return lines
 
 
-def _selection_lines(plan: SweepPlan, scores: dict[str, Any] | None) -> list[str]:
+def _selection_lines(plan: SweepPlan, scores: AnswerScores | None) -> list[str]:
     """What the best validation score is: the lowest of many, so luck is in it; how it varied around its epoch."""
-    if not scores:
+    if scores is None:
         return []
-    selection = scores["selection"]
+    selection = scores.selection
     origins = plan.sweep.space.get("val_origins", 1)
     pooled = f", each pooling forecasts from {origins} origins" if isinstance(origins, int) and origins > 1 else ""
     lines = [
@@ -256,7 +257,7 @@ def summary_table(trials: pd.DataFrame, searched: list[str], ranked: str = "best
 
 
 def write_results(
-    plan: SweepPlan, results: SweepResults, answer: Answer | None = None, scores: dict[str, Any] | None = None
+    plan: SweepPlan, results: SweepResults, answer: Answer | None = None, scores: AnswerScores | None = None
 ) -> dict[str, str]:
     """Write the tables, the best configuration (with the answer's scores) and the plots to the sweep's folder;
     return their paths."""
@@ -271,7 +272,7 @@ def write_results(
             "split_after": None if plan.sweep.horizon else plan.sweep.split_after,
             "test_after": None if plan.sweep.horizon else plan.sweep.test_after,
             "horizon": plan.sweep.horizon,
-            "answer": scores,
+            "answer": None if scores is None else scores.record(),
             "refit": f"python -m sweeps.refit {plan.experiment_path}",
         }
         written[BEST_CONFIG_FILE] = folder.write(BEST_CONFIG_FILE, json.dumps(best, indent=2).encode())
@@ -283,7 +284,7 @@ def write_results(
     return written
 
 
-def _answer_files(plan: SweepPlan, answer: Answer, scores: dict[str, Any], folder: SweepFolder) -> dict[str, str]:
+def _answer_files(plan: SweepPlan, answer: Answer, scores: AnswerScores, folder: SweepFolder) -> dict[str, str]:
     """What a forecaster looks at: every forecast in one long table, every series' errors, and the pictures (one
     series: its forecast; a panel: a few series, and the spread of the errors over series)."""
     written = {}
@@ -367,16 +368,16 @@ def _future_plot(plan: SweepPlan, future: Future) -> bytes:
     return buffer.getvalue()
 
 
-def _forecast_plot(plan: SweepPlan, answer: Answer, scores: dict[str, Any]) -> bytes:
+def _forecast_plot(plan: SweepPlan, answer: Answer, scores: AnswerScores) -> bytes:
     """The answer forecasting the validation part from the end of training, and the test window from the end of
     the validation part, against the truth."""
     from forecaster.plot import plot_forecast
 
     train, val, test = plan.parts.train, plan.parts.val, plan.parts.test
-    title = f"{plan.name}: validation MAPE {scores['validation_mape']:.2f} % (chosen on it)"
+    title = f"{plan.name}: validation MAPE {scores.answer['validation_mape']:.2f} % (chosen on it)"
     test_forecast, test_bands = None, None
     if test is not None:
-        title += f", test MAPE {scores['test_mape']:.2f} % (never seen)"
+        title += f", test MAPE {scores.answer['test_mape']:.2f} % (never seen)"
         test_forecast = pd.Series(answer.forecasts["test"]["answer"], index=test.series(0).index)
         test_bands = _answer_bands(answer, np.ones(len(test.values), dtype=bool))
     validation = pd.Series(answer.forecasts["validation"]["answer"], index=val.series(0).index)
@@ -402,26 +403,22 @@ def _answer_bands(answer: Answer, rows: np.ndarray) -> dict[str, tuple[np.ndarra
     return {f"{level_name(level)} %": (found[level][0][rows], found[level][1][rows]) for level in sorted(found)[::-1]}
 
 
-def _judged(scores: dict[str, Any]) -> str:
-    return "test" if scores["test_smape"] is not None else "validation"
-
-
-def _best_baseline(scores: dict[str, Any], metric: str) -> str | None:
-    part = _judged(scores)
+def _best_baseline(scores: AnswerScores, metric: str) -> str | None:
+    part = scores.judged
     ran = {
         name: values[f"{part}_{metric}"]
-        for name, values in scores["baselines"].items()
+        for name, values in scores.baselines.items()
         if "unavailable" not in values and values.get(f"{part}_{metric}") is not None
     }
     return min(ran, key=ran.__getitem__) if ran else None
 
 
-def _series_plot(plan: SweepPlan, answer: Answer, per_series: pd.DataFrame, scores: dict[str, Any]) -> bytes:
+def _series_plot(plan: SweepPlan, answer: Answer, per_series: pd.DataFrame, scores: AnswerScores) -> bytes:
     """The series on which the answer does best, at the median and worst (by the sweep's metric, on the test
     windows where there are): their recent history, the truth, the answer and the best baseline."""
     from forecaster.plot import plot_series_forecasts
 
-    metric, part = plan.sweep.metric, _judged(scores)
+    metric, part = plan.sweep.metric, scores.judged
     parts = plan.parts
     window, history = (parts.test, parts.seen) if part == "test" else (parts.val, parts.train)
     assert window is not None, "an answer judged on its test window has one"
@@ -459,13 +456,13 @@ def _series_plot(plan: SweepPlan, answer: Answer, per_series: pd.DataFrame, scor
     return buffer.getvalue()
 
 
-def _errors_plot(plan: SweepPlan, per_series: pd.DataFrame, scores: dict[str, Any]) -> bytes:
+def _errors_plot(plan: SweepPlan, per_series: pd.DataFrame, scores: AnswerScores) -> bytes:
     """Every method's error on every series (the sweep's metric), as box plots with the mean marked."""
     from forecaster.plot import plot_error_spread
 
-    metric, part = plan.sweep.metric, _judged(scores)
+    metric, part = plan.sweep.metric, scores.judged
     judged = per_series[per_series["part"] == part]
-    shown = [*scores["baselines"], COMBINATION]
+    shown = [*scores.baselines, COMBINATION]
     methods = ["answer", *[name for name in shown if name in set(judged["method"])]]
     spread = {method: judged.loc[judged["method"] == method, metric].to_numpy() for method in methods}
     buffer = io.BytesIO()
