@@ -107,6 +107,42 @@ def test_in_sweeps_only_the_cluster_probe_reads_rays_private_apis():
     assert readers == {"sweeps.trials.cluster_probe"}
 
 
+FORECASTER_LAYERS = (
+    # the data and what every layer uses: panels, series files, seasons, metrics, the hand-written layers, the commands'
+    # options and plots
+    ("datasets", "seasons", "covariates", "panel", "data", "metrics", "recurrence", "ensemble", "cli", "plot"),
+    ("step_inputs", "seasonal_adjustment", "smoothing"),  # what a net reads beside the value
+    ("shapes", "config"),  # the shapes' registry (names, no import) and the hyperparameters
+    ("transforms",),  # what the net sees, and the way back
+    ("shapes.base", "shapes.recurrent", "shapes.direct", "shapes.hybrid"),  # each shape of model
+    ("net", "model", "parts"),  # the net, its LightningModule, the parts of the data it trains on
+    ("train",),
+    ("baselines", "baselines.base", "baselines.naive", "baselines.statistical", "intervals"),
+    ("answer_model",),  # the saved answer
+    ("fit", ""),  # the command, and the package's exports
+)
+"""forecaster/'s modules from the bottom up (`forecaster.` left out): a module imports only from its own layer or
+below (its type checker's imports aside, which never run)."""
+
+
+def forecaster_layer(module: str) -> int:
+    name = module.removeprefix("forecaster").removeprefix(".")
+    return next(index for index, names in enumerate(FORECASTER_LAYERS) if name in names)
+
+
+def test_forecasters_modules_import_only_from_their_own_layer_or_below():
+    graph = project_graph()
+    modules = {module for module in graph if module.split(".")[0] == "forecaster"}
+    assert {forecaster_layer(module) for module in modules} == set(range(len(FORECASTER_LAYERS)))  # every one placed
+    upward = [
+        f"{module} -> {imported}"
+        for module in sorted(modules)
+        for imported in sorted(graph[module])
+        if imported.startswith("forecaster.") and forecaster_layer(imported) > forecaster_layer(module)
+    ]  # `from forecaster import recurrence` names the package too: its exports load lazily, nothing at import
+    assert upward == []
+
+
 def layer(module: str) -> int:
     """Where `module` stands in SWEEP_LAYERS (the commands above them all)."""
     return next(
