@@ -94,7 +94,7 @@ $(XLA_VENV)/.installed: $(XLA_BIN)/python pyproject.toml
 		< $(XLA_VENV)/resolved.json > $(XLA_VENV)/requirements.txt
 	$(XLA_BIN)/pip install --quiet --no-deps $(XLA_TORCH_INDEX) -r $(XLA_VENV)/requirements.txt
 	$(XLA_BIN)/pip install --quiet --no-deps -e .
-	PJRT_DEVICE=CPU $(XLA_BIN)/python -c "import torch, torch_xla, lightning, forecaster.train; torch_xla.device()"
+	PJRT_DEVICE=CPU $(XLA_BIN)/python -c "import torch, torch_xla, lightning, forecaster.training.train; torch_xla.device()"
 	touch $@
 
 xla-env: $(XLA_VENV)/.installed

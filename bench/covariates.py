@@ -210,7 +210,7 @@ def scores(path: str, horizon: int, forecast, futr: list[str], plain_season: int
     scores (forecaster.metrics: MASE over the seasonal naive error of everything before the test window)."""
     import numpy as np
 
-    from forecaster.data import load_panel
+    from forecaster.data.read import load_panel
     from forecaster.metrics import mase_scales, panel_scores
 
     seen, test = load_panel(path, futr_exog=futr, season_length=plain_season).split_last(horizon)

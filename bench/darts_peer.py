@@ -32,7 +32,7 @@ args = parser.parse_args()
 if args.threads:
     torch.set_num_threads(args.threads)
 
-csv = Path(__file__).resolve().parent.parent / "forecaster" / "datasets" / "air_passengers.csv"
+csv = Path(__file__).resolve().parent.parent / "forecaster" / "data" / "datasets" / "air_passengers.csv"
 series = TimeSeries.from_dataframe(pd.read_csv(csv), "Month", "#Passengers")
 train, val = series.split_after(pd.Timestamp("1959-01-01"))
 scaler = Scaler()

@@ -34,15 +34,15 @@ import json, resource, sys, time
 started = time.perf_counter()
 import torch
 torch.set_num_threads(int(sys.argv[3]))
-from forecaster.answer_model import AnswerModel
-from forecaster.data import load_panel
+from forecaster.answer.model import AnswerModel
+from forecaster.data.read import load_panel
 imported = time.perf_counter()
 model = AnswerModel.load(sys.argv[1])
 loaded = time.perf_counter()
 data = sys.argv[2]
 if data.startswith("generated:"):
     import numpy as np, pandas as pd
-    from forecaster.panel import Panel
+    from forecaster.data.panel import Panel
     count = int(data.split(":")[1])
     generator = np.random.default_rng(0)
     lengths = generator.integers(48, 145, count)

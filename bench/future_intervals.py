@@ -6,7 +6,8 @@ sweep's data, and that horizon is the panel's (K-1)-th from its end (K = 1: the 
 Each folder's model is scored with two calibrations, both rebuilt here from the sweep's kept nets as the sweep built
 them before its answer became an ensemble (2026-12-06: the test window's errors of the nets' mean, continued through
 the validation part): every point's unit 1, and each point's unit the members' spread plus its floor
-(forecaster.intervals.spread_units, the sweep's since 2026-12-05), around the nets' mean. Coverage at 80 % and 95 %
+(forecaster.answer.intervals.spread_units, the sweep's since 2026-12-05), around the nets' mean. Coverage at 80 % and 95
+%
 and WQL over q = 0.1, ..., 0.9, pooled over every point of the series the sweep kept (it drops those too short for
 its space). Prints JSON.
 
@@ -29,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 def calibrations(folder: str):
     """The folder's saved model and its calibrations {rule: Calibration}, rebuilt from the test model's nets."""
-    from forecaster.answer_model import AnswerModel
-    from forecaster.intervals import fitted_error
+    from forecaster.answer.intervals import fitted_error
+    from forecaster.answer.model import AnswerModel
     from sweeps.answer.intervals import members_mean, reach, scaled_errors
     from sweeps.plan.record import read_plan
     from sweeps.plan.storage import TEST_MODEL_FOLDER
@@ -59,7 +60,7 @@ def calibrations(folder: str):
 
 
 def scored(folder: Path) -> dict:
-    from forecaster.data import load_panel
+    from forecaster.data.read import load_panel
     from forecaster.metrics import WQL_QUANTILES, weighted_quantile_loss
 
     match = re.match(r"(.+)-inner(\d*)-seed\d+", folder.name)

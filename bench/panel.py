@@ -47,7 +47,8 @@ SEEDS |= {"m1_monthly": (0,), "m1_quarterly": (0,)}
 SWEEPS_SCALE = (
     "the geometric mean of its MASE scale, the same over its last horizon and its validation error (the sweep's)"
 )
-"""The interval scale the sweep uses (forecaster.intervals.interval_scales), among the alternatives --answers scores."""
+"""The interval scale the sweep uses (forecaster.answer.intervals.interval_scales), among the alternatives --answers
+scores."""
 MASE_SCALE = "its MASE scale over its whole training part (the sweep's before 2026-11-27)"
 REFIT_SCALE = "the sweep's, over every point the refit answer trained on instead of the training part"
 PUBLISHED = {
@@ -82,7 +83,7 @@ and Hibon 2000), Tourism (Athanasopoulos et al. 2011), N-BEATS (Oreshkin et al. 
 def inner_file(panel: str, folder: str, windows: int = 1) -> tuple[str, int, int]:
     """The panel less its last `windows` horizons (1: its in-sample part; the official hold-out never enters) as a
     Parquet long table, its horizon and season."""
-    from forecaster.data import load_panel
+    from forecaster.data.read import load_panel
 
     whole = load_panel(panel)
     seen, _ = whole.split_last(windows * whole.horizon)
@@ -172,7 +173,7 @@ def answer_rules(folder: str) -> dict:
     import numpy as np
 
     from forecaster.metrics import mase_scales, panel_scores
-    from forecaster.net import RNNNet
+    from forecaster.training.net import RNNNet
     from sweeps.plan.record import read_plan
     from sweeps.plan.storage import BEST_MODEL_FILE
     from sweeps.trials.results import CHOOSABLE, collect
@@ -224,7 +225,8 @@ def answer_rules(folder: str) -> dict:
 def interval_methods(folder: str, plan, top: list) -> dict:
     """Coverage, width and MSIS on the test windows of the sweep's own way to bound the answer (conformal on the
     errors of forecasts of points that ranked no trial, from configurations trained again, in each series' scale:
-    forecaster.intervals) and of others: the same points in other scales per series (`_scale_choices`), or each side
+    forecaster.answer.intervals) and of others: the same points in other scales per series (`_scale_choices`), or each
+    side
     from its own signed errors; conformal on the answer's own validation errors, the points that ranked the trials,
     symmetric (absolute errors) or each side from the signed errors; and the spread of the top models' forecasts
     (the mean plus and minus z times their standard deviation, as if normal)."""
@@ -232,9 +234,9 @@ def interval_methods(folder: str, plan, top: list) -> dict:
     import pandas as pd
     from scipy.stats import norm
 
-    from forecaster.intervals import bands, conformal_quantiles, interval_scales, interval_scores, level_name
+    from forecaster.answer.intervals import bands, conformal_quantiles, interval_scales, interval_scores, level_name
+    from forecaster.features.transforms import error_scales
     from forecaster.metrics import mase_scales
-    from forecaster.transforms import error_scales
 
     train, seen, test, levels = plan.parts.train, plan.parts.seen, plan.parts.test, plan.options.levels
     h, series = int(test.lengths.max()), len(test)
@@ -294,7 +296,7 @@ def _sided(answer, scale, signed, levels, floor=None) -> dict:
     least 0, times each series' scale."""
     import numpy as np
 
-    from forecaster.intervals import conformal_quantiles
+    from forecaster.answer.intervals import conformal_quantiles
 
     tails = {level: 100 - (100 - level) / 2 for level in levels}
     above = conformal_quantiles(signed, list(tails.values()))
@@ -309,11 +311,11 @@ def _sided(answer, scale, signed, levels, floor=None) -> dict:
 
 def _scale_choices(panel, horizon: int, answer_error) -> dict:
     """{name: (S,)}: ways to scale each series' errors, from its points in `panel` and the answer's mean absolute
-    validation error (`answer_error`): the sweep's (forecaster.intervals.interval_scales) and its parts."""
+    validation error (`answer_error`): the sweep's (forecaster.answer.intervals.interval_scales) and its parts."""
     import numpy as np
 
-    from forecaster.intervals import interval_scales
-    from forecaster.transforms import error_scales
+    from forecaster.answer.intervals import interval_scales
+    from forecaster.features.transforms import error_scales
 
     whole = error_scales(panel)
     none = np.full(len(panel), np.nan)  # where interval_scales is given no validation error, the MASE scale stands in
@@ -360,7 +362,7 @@ def run_peer(python: str, seed: int, dataset: str, trials: int, cpus: int, folde
     import numpy as np
     import pandas as pd
 
-    from forecaster.data import load_panel
+    from forecaster.data.read import load_panel
     from forecaster.metrics import mase_scales, panel_scores
 
     out = os.path.join(folder, f"peer-{dataset}-{seed}.parquet")

@@ -11,7 +11,8 @@ and the memory grow linearly.
     python bench/panel_fit.py [--sizes 1000 10000 100000] [--epochs 6] [--no-m3] [--devices cpu gpu]
         [--shapes recurrent direct hybrid] [--covariates]
 
-With --covariates, each generated panel also runs with 4 covariates (forecaster/step_inputs.py): a promotion flag and
+With --covariates, each generated panel also runs with 4 covariates (forecaster/features/step_inputs.py): a promotion
+flag and
 a price known ahead, a temperature known only up to each point, a store size per series; `covariate_ratios` gives the
 seconds per epoch with them over without, shape by shape.
 
@@ -76,7 +77,7 @@ def generated_panel(series: int, length: int = 120, seed: int = 0, covariates: b
     import numpy as np
     import pandas as pd
 
-    from forecaster.data import load_panel
+    from forecaster.data.read import load_panel
 
     generator = np.random.default_rng(seed)
     values = np.empty((series, length))
@@ -146,8 +147,8 @@ def epoch_clock(device: str):
 def one(workload: str, device: str, epochs: int, shape: str) -> dict:
     """One fit in this process: the figures of one workload on one device."""
     from forecaster.config import ForecasterConfig
-    from forecaster.data import load_panel
-    from forecaster.train import fit, quiet_lightning
+    from forecaster.data.read import load_panel
+    from forecaster.training.train import fit, quiet_lightning
 
     quiet_lightning()
     started = time.perf_counter()

@@ -2,9 +2,9 @@
 
 Each measurement is a fresh process, `python -m forecaster.fit --threads 1 --json`, as a user runs it.
 Each fit also runs on PyTorch's own nn.RNN/nn.GRU instead of the hand-written layers of
-forecaster/recurrence.py, interleaved, to show what those layers save: a fresh process of this script,
+forecaster/shapes/recurrence.py, interleaved, to show what those layers save: a fresh process of this script,
 `python bench/single_trial.py --plain-modules-child FIT_ARGS...`, replaces
-`forecaster.recurrence.fast_path_applies` with a function that returns False, then runs
+`forecaster.shapes.recurrence.fast_path_applies` with a function that returns False, then runs
 `forecaster.fit.main(FIT_ARGS)`, the same fit with the same arguments. With a Darts environment
 (`make darts-env`), the peer runs in the same loop, interleaved, so the CPU ratio compares two figures taken
 side by side on the same noisy machine; the peer runs both at torch's default thread count (the reference
@@ -47,9 +47,10 @@ def ours(model: str, seed: int = 42, plain_modules: bool = False) -> dict:
 
 def plain_modules_child(fit_args: list[str]) -> int:
     """`python -m forecaster.fit FIT_ARGS` with every recurrent module running itself (PyTorch's nn.RNN/nn.GRU), never
-    the hand-written layers: forecaster.recurrence.hidden_states looks fast_path_applies up at call time."""
+    the hand-written layers: forecaster.shapes.recurrence.hidden_states looks fast_path_applies up at call time."""
     sys.path.insert(0, str(ROOT))  # as `python -m` from ROOT finds the package
-    from forecaster import fit, recurrence
+    from forecaster import fit
+    from forecaster.shapes import recurrence
 
     recurrence.fast_path_applies = lambda *args: False
     return fit.main(fit_args)

@@ -33,9 +33,9 @@ PUBLISHED_AUTOETS_WQL = {
 
 
 def score(name: str, jobs: int) -> dict:
+    from forecaster.answer.intervals import quantile_level, quantiles_of
     from forecaster.baselines import forecast
-    from forecaster.data import load_panel
-    from forecaster.intervals import quantile_level, quantiles_of
+    from forecaster.data.read import load_panel
     from forecaster.metrics import WQL_QUANTILES, mase_scales, weighted_quantile_loss
     from sweeps.answer.intervals import grid
 

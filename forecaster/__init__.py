@@ -14,28 +14,28 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from forecaster.answer_model import AnswerModel
+    from forecaster.answer.model import AnswerModel
     from forecaster.config import ConfigError, ForecasterConfig
-    from forecaster.data import SeriesError, load_panel, load_series
-    from forecaster.net import RNNNet
-    from forecaster.panel import Panel
+    from forecaster.data.panel import Panel
+    from forecaster.data.read import SeriesError, load_panel, load_series
     from forecaster.shapes import register, shape_of
     from forecaster.shapes.base import Shape
-    from forecaster.train import FitResult, fit, fit_through
+    from forecaster.training.net import RNNNet
+    from forecaster.training.train import FitResult, fit, fit_through
 
 _WHERE = {
-    "AnswerModel": "forecaster.answer_model",
+    "AnswerModel": "forecaster.answer.model",
     "ConfigError": "forecaster.config",
-    "FitResult": "forecaster.train",
+    "FitResult": "forecaster.training.train",
     "ForecasterConfig": "forecaster.config",
-    "Panel": "forecaster.panel",
-    "RNNNet": "forecaster.net",
-    "SeriesError": "forecaster.data",
+    "Panel": "forecaster.data.panel",
+    "RNNNet": "forecaster.training.net",
+    "SeriesError": "forecaster.data.read",
     "Shape": "forecaster.shapes.base",
-    "fit": "forecaster.train",
-    "fit_through": "forecaster.train",
-    "load_panel": "forecaster.data",
-    "load_series": "forecaster.data",
+    "fit": "forecaster.training.train",
+    "fit_through": "forecaster.training.train",
+    "load_panel": "forecaster.data.read",
+    "load_series": "forecaster.data.read",
     "register": "forecaster.shapes",
     "shape_of": "forecaster.shapes",
 }

@@ -90,7 +90,7 @@ class ForecasterConfig:
         "and whose fully connected layers emit output_chunk_length points at once (longer forecasts roll forward "
         "block by block), with shorter histories padded and masked; hybrid: Smyl's ES-RNN, the direct shape reading "
         "the log of each series less a level and seasonal factors that per-series exponential smoothing gives, its "
-        "coefficients and initial factors learnt with the net (forecaster/smoothing.py)",
+        "coefficients and initial factors learnt with the net (forecaster/features/smoothing.py)",
     )
     pinball_tau: float = _field(
         0.48,
@@ -110,7 +110,8 @@ class ForecasterConfig:
         "however many series the panel has",
     )
     random_state: int = _field(42, "seed of the weights, the shuffling and dropout: same seed, same model on CPU")
-    # What the net sees, and how its epochs are scored (forecaster/transforms.py). The defaults are the plain path:
+    # What the net sees, and how its epochs are scored (forecaster/features/transforms.py). The defaults are the plain
+    # path:
     # min-max scaling fit on the training part, one forecast from the end of it, the latest weights.
     target_transform: str = _field(
         "none",

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 from forecaster.cli import add_options, option, read_options, with_default
 from forecaster.config import ACCELERATORS, ConfigError, ForecasterConfig
-from forecaster.data import SeriesError
-from forecaster.datasets import AIR_PASSENGERS_SPLIT_AFTER, BENCHMARK_PANELS, BUILTIN_DATASETS, DEFAULT_DATASET
+from forecaster.data.datasets import AIR_PASSENGERS_SPLIT_AFTER, BENCHMARK_PANELS, BUILTIN_DATASETS, DEFAULT_DATASET
+from forecaster.data.read import SeriesError
 from forecaster.metrics import METRICS
-from forecaster.parts import no_cut_message
+from forecaster.training.parts import no_cut_message
 
 if TYPE_CHECKING:
-    from forecaster.train import FitResult
+    from forecaster.training.train import FitResult
 
 
 def _boolean(text: str) -> bool:
@@ -169,8 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     parsed = build_parser().parse_args(argv)
     args: FitOptions = read_options(FitOptions, parsed)
     # Heavy imports after argument parsing, so that --help and argument errors answer at once.
-    from forecaster.data import load_panel
-    from forecaster.train import AcceleratorError, fit, quiet_lightning
+    from forecaster.data.read import load_panel
+    from forecaster.training.train import AcceleratorError, fit, quiet_lightning
 
     quiet_lightning()
     try:

@@ -22,7 +22,7 @@ import numpy as np
 if TYPE_CHECKING:
     from torch import Tensor
 
-    from forecaster.panel import Panel
+    from forecaster.data.panel import Panel
 
 METRICS = ("mape", "smape", "mase")
 METRIC_NAMES = {"mape": "MAPE", "smape": "sMAPE", "mase": "MASE"}
@@ -41,7 +41,7 @@ def mape(actual: np.ndarray | Tensor, forecast: np.ndarray | Tensor) -> np.float
     """Mean absolute percentage error, in percent: 100 * mean(|y - y_hat| / |y|), pooled over every point.
 
     Works on NumPy arrays and torch tensors alike (on any device, without a host sync). A zero in `actual` gives
-    inf: refuse such data up front (forecaster.data checks it).
+    inf: refuse such data up front (forecaster.data.read checks it).
 
     Raises:
         ValueError: The two have different shapes (which NumPy and torch would broadcast).

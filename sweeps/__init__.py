@@ -14,7 +14,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from forecaster.answer_model import AnswerModel
+    from forecaster.answer.model import AnswerModel
     from sweeps.driver import SweepRun, run_sweep, sweep
     from sweeps.notebook import SweepForecaster
     from sweeps.plan.options import PlanError, SweepOptions
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from sweeps.trials.results import SweepResults, read_results
 
 _WHERE = {
-    "AnswerModel": "forecaster.answer_model",
+    "AnswerModel": "forecaster.answer.model",
     "PlanError": "sweeps.plan.options",
     "SWEEPS": "sweeps.plan.registry",
     "Sweep": "sweeps.plan.registry",

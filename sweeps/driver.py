@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from forecaster.data.panel import Panel
+from forecaster.features.seasonal_adjustment import seasonal_components, year_components
 from forecaster.metrics import METRIC_NAMES
-from forecaster.panel import Panel
-from forecaster.seasonal_adjustment import seasonal_components, year_components
 from forecaster.shapes import shape_of
 from sweeps.answer import TailPlan, build_answer, run_tail, tail_plan
 from sweeps.answer.baselines import (
@@ -336,7 +336,7 @@ class SweepRun:
     """Where the time went (sweeps.output.timings): timings.json."""
 
 
-DRIVER_MODULES_LATER = ("torch", "forecaster.net", "forecaster.baselines", "matplotlib")
+DRIVER_MODULES_LATER = ("torch", "forecaster.training.net", "forecaster.baselines", "matplotlib")
 """What the driver needs once Ray is up (the answer's models, statsforecast's baselines and the plots): imported
 while Ray starts, which is mostly waiting for its processes. Nothing of Ray's: two threads importing parts of one
 package that import each other deadlock, and Python breaks the tie by failing one import (`KeyError: 'ray.tune'`).

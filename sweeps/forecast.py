@@ -1,7 +1,7 @@
 """`python -m sweeps.forecast RESULTS_DIR --data NEWER.csv`: forecast with the answer a sweep saved, without training
 and without Ray.
 
-The sweep saved its answer as one model in RESULTS_DIR/model (forecaster.answer_model). This reads a newer file of the
+The sweep saved its answer as one model in RESULTS_DIR/model (forecaster.answer.model). This reads a newer file of the
 same data (the same series a month later, or series the model never saw: a global model forecasts them from their own
 history), checks it as a sweep checks its data, and writes the forecast after each series' end: unique_id, ds,
 answer, answer-lo-95, answer-lo-80, answer-hi-80, answer-hi-95 (and, with --quantiles, answer_ql0.1 ...).
@@ -33,8 +33,8 @@ ROWS_SHOWN = 6
 if TYPE_CHECKING:
     import pandas as pd
 
-    from forecaster.answer_model import AnswerModel, Calibration
-    from forecaster.panel import Panel
+    from forecaster.answer.model import AnswerModel, Calibration
+    from forecaster.data.panel import Panel
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args: ForecastOptions = read_options(ForecastOptions, build_parser().parse_args(argv))
-    from forecaster.answer_model import AnswerModel
+    from forecaster.answer.model import AnswerModel
 
     try:
         model = AnswerModel.load(args.results_dir)

@@ -1,6 +1,6 @@
 """The sweep as a notebook holds it, in neuralforecast's and AutoGluon-TimeSeries' words: `fit` a DataFrame, `predict`
 the horizon after it, read the `leaderboard`, `save` the answer and `load` it next month. A thin layer over
-`sweeps.sweep` and the saved answer (forecaster.answer_model.AnswerModel): the command line and this class run the
+`sweeps.sweep` and the saved answer (forecaster.answer.model.AnswerModel): the command line and this class run the
 same sweep, check the same data and write the same folder.
 
     from sweeps import SweepForecaster
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 if TYPE_CHECKING:
-    from forecaster.answer_model import AnswerModel
+    from forecaster.answer.model import AnswerModel
     from sweeps.driver import SweepRun
 
 
@@ -179,7 +179,7 @@ class SweepForecaster:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> SweepForecaster:
         """A saved answer (`save`, or a sweep's folder), ready to `predict(df, ...)` without Ray."""
-        from forecaster.answer_model import AnswerModel
+        from forecaster.answer.model import AnswerModel
 
         model = AnswerModel.load(path)
         loaded = cls(model.horizon, futr_exog_list=model.futr_exog, hist_exog_list=model.hist_exog)

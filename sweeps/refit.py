@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from forecaster.config import ForecasterConfig
     from forecaster.metrics import METRIC_NAMES
-    from forecaster.train import fit, quiet_lightning
+    from forecaster.training.train import fit, quiet_lightning
     from sweeps.plan.options import PlanError
     from sweeps.plan.record import read_plan
     from sweeps.plan.storage import SweepFolder

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from forecaster.cli import add_options, levels_option, option, read_options
 
 if TYPE_CHECKING:
-    from forecaster.answer_model import AnswerModel, SavedMember
+    from forecaster.answer.model import AnswerModel, SavedMember
     from sweeps.plan.sweep_plan import SweepPlan
 
 
@@ -105,7 +105,7 @@ def _continued(member: SavedMember) -> int:
 def saved_model(plan: SweepPlan, name: str, trials: list[str]) -> AnswerModel | None:
     """The model the sweep saved in its folder `name`, where it holds the members `trials`; None where there is none
     that reads, or it holds others (a sweep stopped before it saved one)."""
-    from forecaster.answer_model import AnswerModel
+    from forecaster.answer.model import AnswerModel
 
     try:
         model = AnswerModel.load(f"{plan.experiment_path}/{name}")

@@ -1,4 +1,4 @@
-"""The answer saved as one model (forecaster.answer_model) and `python -m sweeps.forecast`: load it and forecast the
+"""The answer saved as one model (forecaster.answer.model) and `python -m sweeps.forecast`: load it and forecast the
 series it trained on a month later, series it never saw, dated and integer time, a model saved on a card on a machine
 without one, without Ray or Lightning imported; and each kind of data it cannot forecast refused, naming where, with
 nothing written. The models are small fits through every point, as a sweep's future refit trains them
@@ -13,11 +13,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.answer_model import AnswerModel, Calibration, ModelCovariates, ModelData, SavedMember
+from forecaster.answer.intervals import SPREAD_WEIGHT
+from forecaster.answer.model import AnswerModel, Calibration, ModelCovariates, ModelData, SavedMember
 from forecaster.config import ForecasterConfig
-from forecaster.data import SeriesError, load_panel
-from forecaster.intervals import SPREAD_WEIGHT
-from forecaster.train import fit_through
+from forecaster.data.read import SeriesError, load_panel
+from forecaster.training.train import fit_through
 from sweeps.forecast import main as forecast_cli
 from tests.test_model import ROOT
 from tests.test_panel import monthly_panel_frame, write_csv
@@ -289,7 +289,7 @@ print(model.forecast(monthly_panel_frame()).answer.tolist())
 
 FORECAST_WITHOUT_RAY = """
 import json, sys
-from forecaster.answer_model import AnswerModel
+from forecaster.answer.model import AnswerModel
 future = AnswerModel.load(sys.argv[1]).forecast(sys.argv[2])
 imported = {name: name in sys.modules for name in ("ray", "lightning")}
 print(json.dumps({"answer": future.answer.tolist(), **imported}))

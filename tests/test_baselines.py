@@ -21,10 +21,10 @@ from forecaster.baselines import (
     panel_baselines,
     seasonal_naive,
 )
-from forecaster.data import as_panel, load_panel
+from forecaster.data.panel import Panel
+from forecaster.data.read import as_panel, load_panel
+from forecaster.data.seasons import season_length, season_lengths, usable_seasons
 from forecaster.metrics import mape
-from forecaster.panel import Panel
-from forecaster.seasons import season_length, season_lengths, usable_seasons
 
 ARIMA_COVARIATES = "AutoARIMA with covariates"
 STATISTICAL = ("AutoETS", "Theta", "AutoCES")
@@ -421,7 +421,7 @@ def test_a_baseline_of_ones_own_registered_in_one_line_runs_in_the_sweep_and_for
     summary scores it (as sweeps.report prints it again), the ensemble weighs it (it is right on every validation
     point), the leaderboard lists it, future.parquet holds its forecast, and the saved model forecasts with it, once
     it is registered in the process that loads the model."""
-    from forecaster.answer_model import AnswerModel
+    from forecaster.answer.model import AnswerModel
     from forecaster.baselines import register, unregister
     from sweeps import SweepForecaster
     from sweeps.report import main as report

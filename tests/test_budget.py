@@ -94,8 +94,8 @@ def test_a_continuation_stops_at_its_deadline_after_at_least_one_epoch():
     import time
 
     from forecaster.config import ForecasterConfig
-    from forecaster.data import load_panel
-    from forecaster.train import fit_through
+    from forecaster.data.read import load_panel
+    from forecaster.training.train import fit_through
     from sweeps.answer.refits import continued
     from tests.test_panel import monthly_panel_frame
 

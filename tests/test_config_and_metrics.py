@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from forecaster.config import ConfigError, ForecasterConfig
-from forecaster.data import SeriesError, load_panel
+from forecaster.data.read import SeriesError, load_panel
 from forecaster.metrics import mape
-from forecaster.parts import fit_parts
+from forecaster.training.parts import fit_parts
 
 
 def test_defaults_are_the_seed_config():

@@ -1,4 +1,5 @@
-"""Covariates read with a panel (forecaster.data.load_panel, by neuralforecast's names): the table series after series,
+"""Covariates read with a panel (forecaster.data.read.load_panel, by neuralforecast's names): the table series after
+series,
 each series' data points then its future's; statics one-hot; unused columns named; every bad input refused with its
 file, line, series and column; and the plan that checks, stores and shows them. None of it starts Ray."""
 
@@ -6,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.data import SeriesError, load_panel
+from forecaster.data.read import SeriesError, load_panel
 from sweeps.plan.space import Choice
 from sweeps.plan.sweep_plan import PlanError, make_plan
 

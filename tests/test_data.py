@@ -5,9 +5,9 @@ import pandas as pd
 import pytest
 
 from forecaster.config import ForecasterConfig
-from forecaster.data import SeriesError, load_panel, load_series
-from forecaster.parts import FIT_PARTS_FIELDS, fit_parts
-from forecaster.transforms import MinMaxScaler
+from forecaster.data.read import SeriesError, load_panel, load_series
+from forecaster.features.transforms import MinMaxScaler
+from forecaster.training.parts import FIT_PARTS_FIELDS, fit_parts
 
 
 def write_csv(tmp_path, text, name="series.csv"):

@@ -14,15 +14,15 @@ import pytest
 import torch
 
 from forecaster.config import ForecasterConfig
-from forecaster.data import SeriesError, load_panel
+from forecaster.data.panel import Panel
+from forecaster.data.read import SeriesError, load_panel
+from forecaster.features.transforms import ForecastInputs, TargetTransform
 from forecaster.fit import main as fit_cli
 from forecaster.metrics import mase_scales, series_scores
-from forecaster.model import RNNForecaster
-from forecaster.net import RNNNet
-from forecaster.panel import Panel
-from forecaster.parts import fit_parts
-from forecaster.train import PanelDataModule, fit
-from forecaster.transforms import ForecastInputs, TargetTransform
+from forecaster.training.model import RNNForecaster
+from forecaster.training.net import RNNNet
+from forecaster.training.parts import fit_parts
+from forecaster.training.train import PanelDataModule, fit
 from tests.helpers import ROOT
 from tests.test_panel import monthly_panel_frame
 
@@ -62,7 +62,7 @@ def test_one_series_trains_and_its_checkpoint_forecasts_the_same_without_lightni
     history = result.parts.train.series(0)
     path = checkpoint_of(result.model, tmp_path / "best_model.ckpt")
     script = (
-        "import json, sys; from forecaster.data import load_series; from forecaster.net import RNNNet; "
+        "import json, sys; from forecaster.data.read import load_series; from forecaster.training.net import RNNNet; "
         "print(json.dumps(RNNNet.load_best_model(sys.argv[1]).forecast(load_series(sys.argv[2]), 23).tolist()))"
     )
     saved = tmp_path / "history.csv"
@@ -219,7 +219,7 @@ def test_every_loss_of_a_block_is_what_a_hand_computation_gives():
 
 
 def test_the_mase_loss_divides_by_each_series_mase_scale_and_falls_back_where_it_is_zero():
-    from forecaster.transforms import error_scales
+    from forecaster.features.transforms import error_scales
 
     frame = pd.DataFrame(
         {

@@ -1,4 +1,4 @@
-"""The answer as an ensemble: greedy selection with replacement (forecaster.ensemble) worked by hand, and a sweep
+"""The answer as an ensemble: greedy selection with replacement (forecaster.answer.ensemble) worked by hand, and a sweep
 whose ensemble weighs the baseline that is right, with its saved model."""
 
 import json
@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.answer_model import AnswerModel
-from forecaster.ensemble import greedy_weights, series_errors
+from forecaster.answer.ensemble import greedy_weights, series_errors
+from forecaster.answer.model import AnswerModel
 from tests.test_sweep_cli import sweeps_run
 
 

@@ -10,9 +10,9 @@ import shutil
 
 import torch
 
-from forecaster.data import load_panel
-from forecaster.datasets import AIR_PASSENGERS_SPLIT_AFTER
-from forecaster.parts import Cut, cut_parts
+from forecaster.data.datasets import AIR_PASSENGERS_SPLIT_AFTER
+from forecaster.data.read import load_panel
+from forecaster.training.parts import Cut, cut_parts
 from sweeps.plan.resources import TrialResources
 from sweeps.plan.schedulers import CheckpointSchedule
 from sweeps.plan.storage import BEST_MODEL_FILE

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from forecaster.metrics import mape
-from forecaster.model import RNNForecaster
+from forecaster.training.model import RNNForecaster
 from sweeps.driver import run_sweep
 from sweeps.output.summary import summary
 from sweeps.plan.storage import BEST_MODEL_FILE

@@ -12,13 +12,20 @@ import pandas as pd
 import pytest
 import torch
 
-from forecaster.answer_model import AnswerModel, ModelData, SavedMember
+from forecaster.answer.model import AnswerModel, ModelData, SavedMember
 from forecaster.config import ConfigError, ForecasterConfig
-from forecaster.data import load_panel
-from forecaster.model import RNNForecaster
-from forecaster.net import RNNNet
-from forecaster.smoothing import INITIAL_LEVEL_LOGIT, INITIAL_SEASON_LOGIT, factors_ahead, log_shifts, smooth, to_logs
-from forecaster.train import fit, fit_through
+from forecaster.data.read import load_panel
+from forecaster.features.smoothing import (
+    INITIAL_LEVEL_LOGIT,
+    INITIAL_SEASON_LOGIT,
+    factors_ahead,
+    log_shifts,
+    smooth,
+    to_logs,
+)
+from forecaster.training.model import RNNForecaster
+from forecaster.training.net import RNNNet
+from forecaster.training.train import fit, fit_through
 from tests.test_direct import checkpoint_of
 from tests.test_panel import monthly_panel_frame
 
@@ -154,7 +161,7 @@ def test_a_batch_smoothing_each_series_once_has_the_loss_and_gradients_of_each_w
     import dataclasses
     import types
 
-    from forecaster.smoothing import HybridWindows
+    from forecaster.features.smoothing import HybridWindows
 
     model, train = trained.model, trained.parts.train
     windows = HybridWindows.of(train, model.log_shifts, 0)

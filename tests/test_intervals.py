@@ -9,11 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from forecaster.baselines import forecast as baseline_forecast
-from forecaster.baselines import seasonal_naive
-from forecaster.config import ForecasterConfig
-from forecaster.data import load_panel
-from forecaster.intervals import (
+from forecaster.answer.intervals import (
     bands,
     check_levels,
     check_quantiles,
@@ -27,10 +23,14 @@ from forecaster.intervals import (
     spread_floor,
     spread_units,
 )
+from forecaster.baselines import forecast as baseline_forecast
+from forecaster.baselines import seasonal_naive
+from forecaster.config import ForecasterConfig
+from forecaster.data.panel import Panel
+from forecaster.data.read import load_panel
+from forecaster.features.transforms import TargetTransform
 from forecaster.metrics import WQL_QUANTILES, series_weighted_quantile_loss, weighted_quantile_loss
-from forecaster.net import RNNNet
-from forecaster.panel import Panel
-from forecaster.transforms import TargetTransform
+from forecaster.training.net import RNNNet
 from tests.test_panel import monthly_panel_frame
 
 

@@ -83,7 +83,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_no_module_imports_itself_through_others():
     graph = project_graph()
-    assert {"sweeps.run", "sweeps.plan.storage", "forecaster.train"} <= set(graph)  # the walk found the code
+    assert {"sweeps.run", "sweeps.plan.storage", "forecaster.training.train"} <= set(graph)  # the walk found the code
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
 
 
@@ -108,17 +108,16 @@ def test_in_sweeps_only_the_cluster_probe_reads_rays_private_apis():
 
 
 FORECASTER_LAYERS = (
-    # the data and what every layer uses: panels, series files, seasons, metrics, the hand-written layers, the commands'
-    # options and plots
-    ("datasets", "seasons", "covariates", "panel", "data", "metrics", "recurrence", "ensemble", "cli", "plot"),
-    ("step_inputs", "seasonal_adjustment", "smoothing"),  # what a net reads beside the value
-    ("shapes", "config"),  # the shapes' registry (names, no import) and the hyperparameters
-    ("transforms",),  # what the net sees, and the way back
-    ("shapes.base", "shapes.recurrent", "shapes.direct", "shapes.hybrid"),  # each shape of model
-    ("net", "model", "parts"),  # the net, its LightningModule, the parts of the data it trains on
-    ("train",),
-    ("baselines", "baselines.base", "baselines.naive", "baselines.statistical", "intervals"),
-    ("answer_model",),  # the saved answer
+    # the data and what every layer uses: panels, series files, seasons, metrics, the commands' options and plots
+    ("data", "data.datasets", "data.seasons", "data.covariates", "data.panel", "data.read", "metrics", "cli", "plot"),
+    ("features", "features.step_inputs", "features.seasonal_adjustment", "features.smoothing"),  # beside the value
+    ("shapes", "config", "training"),  # the shapes' registry (names, no import), the hyperparameters
+    ("features.transforms",),  # what the net sees, and the way back
+    ("shapes.recurrence", "shapes.base", "shapes.recurrent", "shapes.direct", "shapes.hybrid"),  # each shape of model
+    ("training.net", "training.model", "training.parts"),  # the net, its LightningModule, the parts of the data
+    ("training.train",),
+    ("baselines", "baselines.base", "baselines.naive", "baselines.statistical", "answer", "answer.ensemble"),
+    ("answer.intervals", "answer.model"),  # the saved answer and its intervals
     ("fit", ""),  # the command, and the package's exports
 )
 """forecaster/'s modules from the bottom up (`forecaster.` left out): a module imports only from its own layer or
@@ -139,7 +138,7 @@ def test_forecasters_modules_import_only_from_their_own_layer_or_below():
         for module in sorted(modules)
         for imported in sorted(graph[module])
         if imported.startswith("forecaster.") and forecaster_layer(imported) > forecaster_layer(module)
-    ]  # `from forecaster import recurrence` names the package too: its exports load lazily, nothing at import
+    ]  # `from forecaster.shapes import recurrence` names the package too: its exports load lazily, nothing at import
     assert upward == []
 
 

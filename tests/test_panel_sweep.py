@@ -18,8 +18,8 @@ import pytest
 import ray
 
 from forecaster.config import ForecasterConfig
-from forecaster.train import PanelDataModule
-from forecaster.transforms import TargetTransform
+from forecaster.features.transforms import TargetTransform
+from forecaster.training.train import PanelDataModule
 from sweeps.answer.members import FAR_BEHIND, ranking, top_checkpoints
 from sweeps.answer.text import _left_out
 from sweeps.driver import describe_data
@@ -546,13 +546,13 @@ def test_the_panel_sweep_runs_on_a_small_panel_with_intervals_in_each_series_uni
     # sweeps.report on the finished folder trains and fits nothing (it forecasts with the saved nets and reads the
     # baselines' forecasts), gives the same answer, and leaves every file but those it writes as they were.
     import forecaster.baselines.statistical
-    import forecaster.train
+    import forecaster.training.train
     from sweeps.report import main as report
 
     def refuse(*args, **kwargs):
         raise AssertionError("sweeps.report trained a net or fit a baseline")
 
-    monkeypatch.setattr(forecaster.train, "fit", refuse)
+    monkeypatch.setattr(forecaster.training.train, "fit", refuse)
     monkeypatch.setattr(forecaster.baselines.statistical.Statistical, "_statsforecast", refuse)
     before = {path: path.read_bytes() for path in folder.rglob("*") if path.is_file()}
     assert report([str(folder)]) == 0

@@ -9,13 +9,12 @@ import pytest
 import torch
 from torch import nn
 
-from forecaster import recurrence
 from forecaster.config import ConfigError, ForecasterConfig, ShapeSettings, setting
-from forecaster.data import load_panel
-from forecaster.net import RNNNet
-from forecaster.shapes import register, shape_names, shape_of, unregister
+from forecaster.data.read import load_panel
+from forecaster.shapes import recurrence, register, shape_names, shape_of, unregister
 from forecaster.shapes.base import Shape
-from forecaster.train import fit
+from forecaster.training.net import RNNNet
+from forecaster.training.train import fit
 from tests.test_panel import monthly_panel_frame
 
 
@@ -102,7 +101,7 @@ def test_a_shape_of_ones_own_with_settings_of_its_own_is_swept(tmp_path):
     """The air_rnn sweep pinned to the toy shape and its two settings: Ray's workers, which never imported this
     module, know the shape (the sweep registers it there), train it with those settings, and its answer, saved as one
     model, forecasts with them."""
-    from forecaster.answer_model import AnswerModel
+    from forecaster.answer.model import AnswerModel
     from sweeps import SweepOptions, sweep
 
     pins = {"shape": "one_step", "window_norm": "none", "calendar": False, "head_width": 8, "head_dropout": 0.1}

@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from forecaster.config import ForecasterConfig
-from forecaster.data import load_panel
-from forecaster.net import RNNNet
-from forecaster.step_inputs import DAY_NS, WEEK_NS, YEAR_NS, StepInputs, calendar_periods, time_features
-from forecaster.train import fit
+from forecaster.data.read import load_panel
+from forecaster.features.step_inputs import DAY_NS, WEEK_NS, YEAR_NS, StepInputs, calendar_periods, time_features
+from forecaster.training.net import RNNNet
+from forecaster.training.train import fit
 
 
 @pytest.mark.parametrize(

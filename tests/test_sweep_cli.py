@@ -19,7 +19,7 @@ from tests.helpers import commands, process_tree, trial_histories, wait_until_go
 # beside its two trial actors (3 idle in all across the Ctrl+C test's three sweeps), a third import of torch and
 # Lightning (about 9 CPU-seconds) per sweep. The CLI's warm workers run in test_sharing.py's smoke tests.
 ENV = dict(os.environ, RAY_AUTH_MODE="disabled", SWEEPS_WARM_WORKERS="0")
-AIR_PASSENGERS = os.path.join(os.path.dirname(__file__), "..", "forecaster", "datasets", "air_passengers.csv")
+AIR_PASSENGERS = os.path.join(os.path.dirname(__file__), "..", "forecaster", "data", "datasets", "air_passengers.csv")
 
 
 def sweeps_run(*args, timeout=300, module="sweeps.run"):

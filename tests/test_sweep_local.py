@@ -249,7 +249,7 @@ def test_hyperband_first_judges_trials_at_the_grace_period(local_ray, tmp_path):
 
 def test_a_single_series_sweep_forecasts_a_validation_length_after_its_last_month_with_its_saved_model(asha_sweep):
     """air_rnn has no horizon: its future is as long as its validation part, after Air Passengers' last month."""
-    from forecaster.answer_model import AnswerModel
+    from forecaster.answer.model import AnswerModel
 
     plan, _, _ = asha_sweep
     future = pd.read_parquet(f"{plan.experiment_path}/future.parquet")

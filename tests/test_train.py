@@ -14,11 +14,11 @@ import pytest
 import torch
 
 from forecaster.config import ForecasterConfig
-from forecaster.data import SeriesError, load_panel, load_series
-from forecaster.datasets import AIR_PASSENGERS_SPLIT_AFTER
+from forecaster.data.datasets import AIR_PASSENGERS_SPLIT_AFTER
+from forecaster.data.read import SeriesError, load_panel, load_series
 from forecaster.fit import main as fit_cli
-from forecaster.model import RNNForecaster
-from forecaster.train import AcceleratorError, fit
+from forecaster.training.model import RNNForecaster
+from forecaster.training.train import AcceleratorError, fit
 
 SHORT = ForecasterConfig(n_epochs=15, hidden_dim=12)
 
@@ -130,9 +130,9 @@ def test_mixed_precision_trains_every_cell(model):
 def test_an_lr_scheduler_is_refused_rather_than_never_stepped():
     """Under manual optimization Lightning steps no scheduler: a model that configured one would train at a
     constant learning rate while its author believes otherwise."""
-    from forecaster.parts import fit_parts
-    from forecaster.train import PanelDataModule
-    from forecaster.transforms import TargetTransform
+    from forecaster.features.transforms import TargetTransform
+    from forecaster.training.parts import fit_parts
+    from forecaster.training.train import PanelDataModule
 
     class WithScheduler(RNNForecaster):
         def configure_optimizers(self):
@@ -180,7 +180,8 @@ def test_a_fit_on_a_gpu_trains_there_forecasts_in_original_units_and_its_checkpo
     assert torch.load(tmp_path / "last.ckpt", weights_only=False)["state_dict"]["head.weight"].is_cuda
     history = parts.train.series(0).tolist()
     script = (
-        "import json, sys, torch; from forecaster.model import RNNForecaster; from forecaster.net import RNNNet; "
+        "import json, sys, torch; from forecaster.training.model import RNNForecaster; "
+        "from forecaster.training.net import RNNNet; "
         "assert not torch.cuda.is_available(); "
         f"print(json.dumps([m.forecast({history}, 23).tolist() for m in "
         "(RNNForecaster.load_from_checkpoint(sys.argv[1]), RNNNet.load_best_model(sys.argv[1]))]))"
@@ -214,7 +215,7 @@ def test_a_user_csv_trains_as_the_same_points_given_as_a_table(tmp_path):
 
 
 def test_forecaster_never_imports_ray():
-    code = "import sys, forecaster.train, forecaster.fit, forecaster.plot; print('ray' in sys.modules)"
+    code = "import sys, forecaster.training.train, forecaster.fit, forecaster.plot; print('ray' in sys.modules)"
     assert (
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
         == "False"
@@ -265,7 +266,7 @@ def test_a_fit_through_every_seen_point_trains_on_all_but_each_series_last_and_f
     out."""
     import numpy as np
 
-    from forecaster.train import fit_through
+    from forecaster.training.train import fit_through
     from tests.test_panel import monthly_panel_frame
 
     frame = monthly_panel_frame(lengths=(40, 52, 6))  # s2: 5 points to read before its last, of 6
@@ -284,7 +285,7 @@ def test_a_fit_through_every_seen_point_trains_on_all_but_each_series_last_and_f
 
 
 def test_parts_already_cut_are_fit_as_they_are_and_not_cut_again():
-    from forecaster.parts import Cut, cut_parts
+    from forecaster.training.parts import Cut, cut_parts
 
     parts = cut_parts(load_panel("air_passengers"), Cut(split_after=AIR_PASSENGERS_SPLIT_AFTER))
     result = fit(SHORT.replace(n_epochs=1), parts)

@@ -10,14 +10,14 @@ import pytest
 import torch
 
 from forecaster.config import TARGET_TRANSFORMS, WINDOW_NORMS, ConfigError, ForecasterConfig
-from forecaster.data import SeriesError, load_panel, load_series
-from forecaster.datasets import AIR_PASSENGERS_SPLIT_AFTER
-from forecaster.model import RNNForecaster
-from forecaster.parts import fit_parts
-from forecaster.seasonal_adjustment import seasonal_components, year_at, year_components
-from forecaster.seasons import season_length, season_phase
-from forecaster.train import PanelDataModule, fit, validation_origins
-from forecaster.transforms import TargetTransform, TrainingWindows, calendar_features, forecast_inputs
+from forecaster.data.datasets import AIR_PASSENGERS_SPLIT_AFTER
+from forecaster.data.read import SeriesError, load_panel, load_series
+from forecaster.data.seasons import season_length, season_phase
+from forecaster.features.seasonal_adjustment import seasonal_components, year_at, year_components
+from forecaster.features.transforms import TargetTransform, TrainingWindows, calendar_features, forecast_inputs
+from forecaster.training.model import RNNForecaster
+from forecaster.training.parts import fit_parts
+from forecaster.training.train import PanelDataModule, fit, validation_origins
 from tests.test_panel import monthly_panel_frame
 
 SERIES = load_series("air_passengers")

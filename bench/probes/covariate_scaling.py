@@ -31,8 +31,8 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from forecaster.config import ForecasterConfig
-from forecaster.data import load_panel
-from forecaster.train import fit
+from forecaster.data.read import load_panel
+from forecaster.training.train import fit
 
 SERIES, DAYS, VALIDATION = 20, 365, 14
 

@@ -44,7 +44,7 @@ def smape(actual: np.ndarray, forecast: np.ndarray) -> float:
 def datasets(data_dir: str | None, folder: str) -> dict:
     from long_series import COVARIATES, HORIZON, write_data
 
-    from forecaster.data import load_panel
+    from forecaster.data.read import load_panel
 
     data, _ = write_data(folder, 365, 0)
     found = {"generated hourly": (load_panel(data, futr_exog=list(COVARIATES)), HORIZON)}

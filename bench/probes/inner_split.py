@@ -54,7 +54,7 @@ def inner_panel(dataset: str, horizon: int | None, official: bool = False, back:
     """Each series' in-sample part (the official hold-out never enters), less `back` - 1 more official horizons (an
     earlier inner window), and the inner horizon; with `official`, the whole panel, whose last H points are then the
     official hold-out."""
-    from forecaster.data import load_panel
+    from forecaster.data.read import load_panel
 
     panel = load_panel(dataset)
     if official:
@@ -92,7 +92,7 @@ def one_fit(job: tuple) -> dict:
     import torch
 
     from forecaster.config import ForecasterConfig
-    from forecaster.train import fit, quiet_lightning
+    from forecaster.training.train import fit, quiet_lightning
 
     class KeepBest(L.Callback):
         """The state (weights and their moving average) of the epoch with the lowest validation sMAPE, as a trial's
@@ -190,7 +190,7 @@ def baselines(seen_inner, horizon: int, ids: list[str]) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", default="m3_monthly", help="a competition panel of forecaster.data")
+    parser.add_argument("--dataset", default="m3_monthly", help="a competition panel of forecaster.data.read")
     parser.add_argument("--horizon", type=int, help="the inner split's horizon (default: the panel's official one)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--epochs", type=int, default=40)

@@ -4,14 +4,14 @@ sweep kept (`bench/panel.py --inner --storage DIR` keeps them).
 
 From each sweep folder: every member's forecast of the validation part (its trial's best net, from the end of
 training: what calibrates) and of the test window (the test model's net, continued through the validation part: what
-is bounded), and each series' scale as the sweep computes it (forecaster.intervals.interval_scales). With the
+is bounded), and each series' scale as the sweep computes it (forecaster.answer.intervals.interval_scales). With the
 members' mean as the forecast, each rule divides each absolute scaled error by a unit of its own point, takes the
 conformal quantile per step, and multiplies it back by the unit of each test point:
 
 - `unit 1`: the unit 1 everywhere (the sweep's rule before 2026-12-05);
 - `spread + k`: the members' standard deviation at the point over its series' scale, plus k times its median over the
   part (k keeps a point the members agree on from a zero width); the sweep takes k = 2 since 2026-12-05
-  (forecaster.intervals.SPREAD_WEIGHT, chosen here on two inner windows of each panel);
+  (forecaster.answer.intervals.SPREAD_WEIGHT, chosen here on two inner windows of each panel);
 - `relative spread + k`: the same over its median in its own part, so that only how the points differ counts, not
   how much more the continued nets agree than the trials' nets did;
 - `window factor`: 1 everywhere, times the ratio of the test window's median spread to the validation part's.
@@ -35,7 +35,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from forecaster.intervals import conformal_quantiles, fitted_error, interval_scales
+from forecaster.answer.intervals import conformal_quantiles, fitted_error, interval_scales
 from forecaster.metrics import weighted_quantile_loss
 
 LEVELS = (20.0, 40.0, 60.0, 80.0, 95.0)
@@ -46,7 +46,7 @@ WEIGHTS = (0.5, 1.0, 2.0, 4.0)
 def member_forecasts(folder: str) -> dict[str, np.ndarray]:
     """Each member's forecasts of the validation part and the test window as (members, steps, S), the truth of
     both, and each series' scale before each."""
-    from forecaster.net import RNNNet
+    from forecaster.training.net import RNNNet
     from sweeps.answer.intervals import grid
     from sweeps.answer.members import members
     from sweeps.plan.record import read_plan

@@ -6,7 +6,8 @@ them), the mean forecast of the test window by:
 
 - the trials' own nets, as they trained them (no refit);
 - the sweep's refit from scratch (its `forecasts.parquet`, where the sweep that made the folder refit);
-- each net continued on every point before the test window (`forecaster.train.fit_through` from the trial's best
+- each net continued on every point before the test window (`forecaster.training.train.fit_through` from the trial's
+best
   model, its moving average and, for the hybrid, its per-series smoothing) for a share f of its trial's best epoch
   count (at least 1 epoch), f in `--shares`.
 
@@ -42,8 +43,8 @@ def member_forecasts(best_model: bytes, best_epochs: int, parts: dict, shares: l
 
     import torch
 
-    from forecaster.net import RNNNet
-    from forecaster.train import fit_through
+    from forecaster.training.net import RNNNet
+    from forecaster.training.train import fit_through
 
     torch.set_num_threads(1)
     model = RNNNet.load_best_model(io.BytesIO(best_model))
@@ -118,7 +119,7 @@ def interval_methods(plan, folder: str, members: list[dict], k: float) -> dict:
     in-sample error over the last horizon before the window (its own training points)."""
     import pandas as pd
 
-    from forecaster.intervals import bands, conformal_quantiles, interval_scales, interval_scores
+    from forecaster.answer.intervals import bands, conformal_quantiles, interval_scales, interval_scores
     from forecaster.metrics import mase_scales
 
     train, val, seen, test = plan.parts.train, plan.parts.val, plan.parts.seen, plan.parts.test
@@ -181,7 +182,7 @@ def measure(folder: str, shares: list[float], future: bool, interval_share: floa
     import pandas as pd
     import ray
 
-    from forecaster.data import load_panel
+    from forecaster.data.read import load_panel
     from sweeps.answer.members import top_checkpoints
     from sweeps.plan.record import read_plan
     from sweeps.trials.results import collect

@@ -1,4 +1,5 @@
-"""What daily data's year in the seasonal adjustment (forecaster/seasonal_adjustment.py, `deseasonalise`) is worth to
+"""What daily data's year in the seasonal adjustment (forecaster/features/seasonal_adjustment.py, `deseasonalise`) is
+worth to
 the nets: one global fit per shape, with the year's profile and without it (the week's indices alone, as before it),
 scored by the mean sMAPE of the validation part (each series' last `--horizon` days; no test window is cut, since
 nothing is chosen here), on:
@@ -30,10 +31,10 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import forecaster.transforms as transforms
+import forecaster.features.transforms as transforms
 from forecaster.config import ForecasterConfig
-from forecaster.data import load_panel
-from forecaster.train import fit
+from forecaster.data.read import load_panel
+from forecaster.training.train import fit
 
 SERIES, DAYS = 20, 3 * 365 + 1
 

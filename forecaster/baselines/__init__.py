@@ -27,7 +27,7 @@ from forecaster.baselines.base import (
 )
 from forecaster.baselines.naive import SEASONAL_NAIVE, SeasonalNaive, naive_season, seasonal_naive
 from forecaster.baselines.statistical import MSTL, AutoARIMAWithCovariates, AutoCES, AutoETS, Theta
-from forecaster.panel import Panel
+from forecaster.data.panel import Panel
 
 __all__ = [
     "BUILT_IN",

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from forecaster.panel import Panel
+from forecaster.data.panel import Panel
 
 FIT_POINTS = 2500
 """A statistical baseline fits each series' last FIT_POINTS points at least, as AutoGluon-TimeSeries' local models

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from forecaster.baselines.base import Baseline, BaselineForecast, Bounds, FittedBaseline
-from forecaster.panel import Panel
+from forecaster.data.panel import Panel
 
 SEASONAL_NAIVE = "seasonal naive"
 
@@ -90,7 +90,7 @@ class SeasonalNaive(Baseline):
 
     def runs_on(self, history: Panel, shortest: int) -> list[Baseline] | str:
         """The panel's seasonal naive, and where every series holds a cycle of a longer season, one at the longest."""
-        from forecaster.seasons import usable_seasons
+        from forecaster.data.seasons import usable_seasons
 
         one_cycle = usable_seasons(history.freq, shortest, history.season, cycles=1)
         if one_cycle and one_cycle[-1] > history.season:

@@ -2,7 +2,8 @@
 automatically), Theta (the standard Theta method, the winner of the M3 competition; not AutoTheta, which chooses among
 variants and scores worse on M3 monthly: docs/benchmarks.md, "M3 monthly") and AutoCES (complex exponential
 smoothing), untuned; where the data have more than one season (a day and a week of hourly data:
-forecaster.seasons.season_lengths), MSTL (each season taken off by STL, the rest forecast by AutoETS without a season)
+forecaster.data.seasons.season_lengths), MSTL (each season taken off by STL, the rest forecast by AutoETS without a
+season)
 where every series holds two cycles of at least two seasons; and on panels with known-ahead covariates, AutoARIMA given
 them as regressors.
 
@@ -25,7 +26,7 @@ import pandas as pd
 
 from forecaster.baselines.base import Baseline, BaselineForecast, BaselineUnavailable, Bounds, FittedBaseline
 from forecaster.baselines.naive import stand_in
-from forecaster.panel import Panel
+from forecaster.data.panel import Panel
 
 MSTL_TREND = "ZZN"
 """AutoETS's form for MSTL's seasonally adjusted series: chosen automatically, without a season (MSTL took them)."""
@@ -245,7 +246,7 @@ class MSTL(Statistical):
     seconds_per_point = 0.0003
 
     def runs_on(self, history: Panel, shortest: int) -> list[Baseline] | str:
-        from forecaster.seasons import usable_seasons
+        from forecaster.data.seasons import usable_seasons
 
         every = usable_seasons(history.freq, shortest, history.season, cycles=0)  # however short
         two_cycles = usable_seasons(history.freq, shortest, history.season, cycles=2)

@@ -1,5 +1,6 @@
-"""What a shape of model is: one small interface, which forecaster.net, forecaster.model, forecaster.train,
-forecaster.parts and forecaster.answer_model ask instead of comparing shape names.
+"""What a shape of model is: one small interface, which forecaster.training.net, forecaster.training.model,
+forecaster.training.train,
+forecaster.training.parts and forecaster.answer.model ask instead of comparing shape names.
 
 A shape says
 - what it needs of a configuration and of the data (`check`, `window_points`, the advice when a series is too
@@ -11,7 +12,8 @@ A shape says
   takes, stored with the net's hyperparameters.
 
 `Shape` implements the part that the recurrent and direct shapes share: the net reads each series through its
-TargetTransform (forecaster/transforms.py), in scaled windows, and forecasts back in original units. A shape is a
+TargetTransform (forecaster/features/transforms.py), in scaled windows, and forecasts back in original units. A shape is
+a
 stateless object: its methods take the net (or the Lightning module) they act on.
 """
 
@@ -25,7 +27,7 @@ import torch
 from torch import Tensor, nn
 
 from forecaster.config import ShapeSettings
-from forecaster.transforms import (
+from forecaster.features.transforms import (
     ForecastInputs,
     ShapeInputs,
     ShapeWindows,
@@ -37,11 +39,11 @@ from forecaster.transforms import (
 
 if TYPE_CHECKING:
     from forecaster.config import ForecasterConfig
-    from forecaster.model import EpochBatch, RNNForecaster
-    from forecaster.net import RNNNet
-    from forecaster.panel import Panel
-    from forecaster.parts import FitParts
-    from forecaster.step_inputs import StepLayout
+    from forecaster.data.panel import Panel
+    from forecaster.features.step_inputs import StepLayout
+    from forecaster.training.model import EpochBatch, RNNForecaster
+    from forecaster.training.net import RNNNet
+    from forecaster.training.parts import FitParts
 
 CELLS = {"RNN": nn.RNN, "LSTM": nn.LSTM, "GRU": nn.GRU}
 
@@ -65,7 +67,7 @@ class Shape:
     """`forecast_columns` forecasts series the net never trained on by itself, from every point of them (the
     hybrid); otherwise the caller fits transforms on each new series and passes them."""
     reads_covariates: ClassVar[bool] = True
-    """Its steps read the data's known-ahead covariates and statics (forecaster/step_inputs.py)."""
+    """Its steps read the data's known-ahead covariates and statics (forecaster/features/step_inputs.py)."""
     reads_seasonal_lag: ClassVar[bool] = False
     """Its steps may read the value a season before the point they predict (ForecasterConfig.seasonal_lag): a shape
     whose every step predicts one point (the recurrent shape)."""
@@ -114,7 +116,7 @@ class Shape:
 
     def state(self, config: ForecasterConfig, parts: FitParts, transform: TargetTransform) -> dict[str, Any]:
         """The keyword arguments of RNNNet that a fit computes for this shape from the data: with covariate_path
-        linear, where its linear term starts (forecaster.transforms.covariate_regression)."""
+        linear, where its linear term starts (forecaster.features.transforms.covariate_regression)."""
         if config.covariate_path != "linear":
             return {}
         return {"covariate_start": covariate_regression(transform, parts.train)}
@@ -130,7 +132,7 @@ class Shape:
         return len(self.recurrent_columns(net))
 
     def layout(self, net: RNNNet) -> StepLayout:
-        """Where each input lies in a row of the net's features (forecaster.step_inputs.StepLayout)."""
+        """Where each input lies in a row of the net's features (forecaster.features.step_inputs.StepLayout)."""
         return net.transform.step_inputs(net.config.calendar).layout(self.padded)
 
     def recurrent_columns(self, net: RNNNet) -> list[int]:

@@ -18,15 +18,15 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from forecaster import recurrence
 from forecaster.config import ConfigError, ShapeSettings, layer_sizes, setting, whole_number
+from forecaster.shapes import recurrence
 from forecaster.shapes.base import Shape
 
 if TYPE_CHECKING:
     from forecaster.config import ForecasterConfig
-    from forecaster.model import EpochBatch, RNNForecaster
-    from forecaster.net import RNNNet
-    from forecaster.transforms import ForecastInputs
+    from forecaster.features.transforms import ForecastInputs
+    from forecaster.training.model import EpochBatch, RNNForecaster
+    from forecaster.training.net import RNNNet
 
 ACTIVATIONS = {"ReLU": nn.ReLU, "Tanh": nn.Tanh, "Sigmoid": nn.Sigmoid}
 
@@ -72,7 +72,8 @@ class Direct(Shape):
         config = net.config
         if config.output_chunk_length < 1:
             raise ValueError(
-                "a direct model needs output_chunk_length of at least 1 (forecaster.train.fit sets 0 to the horizon)"
+                "a direct model needs output_chunk_length of at least 1 "
+                "(forecaster.training.train.fit sets 0 to the horizon)"
             )
         layers: list[nn.Module] = []
         read = len(self.known_ahead_columns(net)) if config.covariate_path == "net" else 0  # linear: their own term

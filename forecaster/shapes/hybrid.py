@@ -1,5 +1,6 @@
 """The hybrid shape: Smyl's ES-RNN, the M4 winner. The direct shape's net reads the log of each series less a level
-and seasonal factors that per-series exponential smoothing gives (forecaster/smoothing.py), its coefficients and
+and seasonal factors that per-series exponential smoothing gives (forecaster/features/smoothing.py), its coefficients
+and
 initial factors learnt with the net, and emits a block in those units.
 
 It takes each series' log itself (after a shift where a value is at or below 0) and normalises by its own level and
@@ -9,7 +10,8 @@ learning rate (series_lr). It reads every point of a series (its smoothing start
 series it never trained on with the median coefficients of those it did and initial factors from the new series' own
 seasonal indices.
 
-With covariates it reads them as the direct shape does (forecaster/step_inputs.py): beside each point of its window
+With covariates it reads them as the direct shape does (forecaster/features/step_inputs.py): beside each point of its
+window
 the known-ahead values of the point after, the historic values of the point, the statics; and its head reads the
 known-ahead values of the block it forecasts.
 """
@@ -24,8 +26,7 @@ import torch
 from torch import Tensor
 
 from forecaster.config import ConfigError, real_number, setting
-from forecaster.shapes.direct import Direct, DirectSettings
-from forecaster.smoothing import (
+from forecaster.features.smoothing import (
     HybridInputs,
     HybridWindows,
     SeasonalSmoothing,
@@ -35,15 +36,16 @@ from forecaster.smoothing import (
     new_series_factors,
     smooth,
 )
-from forecaster.step_inputs import StepInputs
+from forecaster.features.step_inputs import StepInputs
+from forecaster.shapes.direct import Direct, DirectSettings
 
 if TYPE_CHECKING:
     from forecaster.config import ForecasterConfig
-    from forecaster.model import EpochBatch, RNNForecaster
-    from forecaster.net import RNNNet
-    from forecaster.panel import Panel
-    from forecaster.parts import FitParts
-    from forecaster.transforms import ForecastInputs, ShapeInputs, TargetTransform
+    from forecaster.data.panel import Panel
+    from forecaster.features.transforms import ForecastInputs, ShapeInputs, TargetTransform
+    from forecaster.training.model import EpochBatch, RNNForecaster
+    from forecaster.training.net import RNNNet
+    from forecaster.training.parts import FitParts
 
 HYBRID_LOSSES = ("mse", "l1", "pinball")
 """The hybrid's losses: in its own units, the log of the series less its smoothed level and season."""

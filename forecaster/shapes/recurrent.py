@@ -16,15 +16,15 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from forecaster import recurrence
 from forecaster.config import ConfigError, ShapeSettings, setting, whole_number
+from forecaster.shapes import recurrence
 from forecaster.shapes.base import Shape
 
 if TYPE_CHECKING:
     from forecaster.config import ForecasterConfig
-    from forecaster.model import EpochBatch, RNNForecaster
-    from forecaster.net import RNNNet
-    from forecaster.transforms import ForecastInputs
+    from forecaster.features.transforms import ForecastInputs
+    from forecaster.training.model import EpochBatch, RNNForecaster
+    from forecaster.training.net import RNNNet
 
 
 @dataclasses.dataclass(frozen=True)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from forecaster.ensemble import weighted_mean
+from forecaster.answer.ensemble import weighted_mean
 from sweeps.answer.baselines import BaselineForecasts, BaselineJobs, finished_baselines, gather_baselines
 from sweeps.answer.combination import COMBINED, STATISTICAL_COMBINATION, combinations
 from sweeps.answer.ensemble import NETS_MEAN, Ensemble, choose_ensemble
@@ -37,7 +37,7 @@ from sweeps.plan.sweep_plan import SweepPlan
 from sweeps.trials.results import SweepResults
 
 if TYPE_CHECKING:
-    from forecaster.net import RNNNet
+    from forecaster.training.net import RNNNet
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,7 +160,8 @@ class Answer:
     """The trials whose best models make the answer, best first."""
     forecasts: dict[str, dict[str, np.ndarray]]
     """Per part ("validation", "test"): per method ("answer", each baseline that ran, and for a panel the
-    combination), its forecast of every point of the part, flat in the part's row order (forecaster.panel.Panel)."""
+    combination), its forecast of every point of the part, flat in the part's row order
+    (forecaster.data.panel.Panel)."""
     unavailable: dict[str, str]
     """Baselines that did not run, and why."""
     fell_back: dict[str, list[str]]
@@ -185,7 +186,7 @@ class Answer:
     """The calibration of its intervals on the test windows, with their scaled errors (None without --levels)."""
     member_forecasts: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
     """Per part: each member's forecast of it (members, n), whose mean is the answer's; how far they spread apart
-    sets each point's unit in the intervals (forecaster.intervals.spread_units)."""
+    sets each point's unit in the intervals (forecaster.answer.intervals.spread_units)."""
     ensemble: Ensemble | None = None
     """The weighted ensemble of the members' nets and the baselines, chosen on the validation parts
     (sweeps.answer.ensemble), whose forecasts are the answer's; None where no candidate could be weighed (the answer
@@ -199,7 +200,7 @@ class Answer:
         column per baseline (NaN where it did not forecast that part); on the test windows the intervals, by Nixtla's
         names (answer-lo-80, answer-hi-80, AutoETS-lo-80, ...), and the distributions WQL scores (with --quantiles)
         by neuralforecast's (answer_ql0.1, ..., answer_ql0.9)."""
-        from forecaster.intervals import level_name, quantile_column
+        from forecaster.answer.intervals import level_name, quantile_column
 
         frames = []
         for part_name, part in (("validation", plan.parts.val), ("test", plan.parts.test)):
@@ -350,8 +351,8 @@ def distributions(
     plan: SweepPlan, tested: dict[str, np.ndarray], bounds: dict[str, dict[float, tuple[np.ndarray, np.ndarray]]]
 ) -> dict[str, dict[float, np.ndarray]]:
     """Every method's forecast distribution on the test windows, at the plan's distribution_quantiles, read from its
-    intervals at the plan's distribution_levels (forecaster.intervals.quantiles_of)."""
-    from forecaster.intervals import quantiles_of
+    intervals at the plan's distribution_levels (forecaster.answer.intervals.quantiles_of)."""
+    from forecaster.answer.intervals import quantiles_of
 
     found = {}
     for method, by_level in bounds.items():

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from forecaster.panel import Panel
+from forecaster.data.panel import Panel
 from sweeps.answer.tasks import Handle, Runner
 from sweeps.plan.sweep_plan import SweepPlan
 from sweeps.trials.trial import by_value
@@ -243,7 +243,7 @@ def baseline_chunk(
 
 def future_fits(plan: SweepPlan, runner: Runner, names: list[str]) -> dict[str, Any]:
     """The answer's statistical members (`names`) fit on every point of every series, as the saved model fits them
-    (forecaster.answer_model.StatisticalMember), each forecasting the future with its intervals at the plan's
+    (forecaster.answer.model.StatisticalMember), each forecasting the future with its intervals at the plan's
     future_levels: tasks chunk by chunk, as the baselines'. Per name, a forecaster.baselines.BaselineForecast of
     (horizon, S)."""
     from sweeps.answer.intervals import future_horizon
@@ -407,7 +407,7 @@ def stored_bounds(
     """A method's intervals at `levels` as a table of the sweep's stores them: by Nixtla's columns (AutoETS-lo-80),
     or, for the levels only the distribution needed, by the quantile columns that bound them (AutoETS_ql0.1 and
     AutoETS_ql0.9 for 80 %); None where a column is missing."""
-    from forecaster.intervals import level_name, quantile_column
+    from forecaster.answer.intervals import level_name, quantile_column
 
     found = {}
     for level in levels:

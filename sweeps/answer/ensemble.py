@@ -1,6 +1,7 @@
 """The answer: an ensemble of the sweep's candidates, weighed where no trial was scored on the test window. The
 candidates are the top trials' nets, each on its own, and every statistical baseline the sweep ran; greedy selection
-with replacement (forecaster.ensemble) weighs them on their forecasts of the validation parts (every backtest window),
+with replacement (forecaster.answer.ensemble) weighs them on their forecasts of the validation parts (every backtest
+window),
 in the sweep's metric, as AutoGluon-TimeSeries chooses its WeightedEnsemble. Its forecast of each part is the weighted
 mean of its candidates' forecasts of it: on the test window, the nets continued through the validation part and the
 baselines fit on every point before it.
@@ -13,7 +14,7 @@ import time
 
 import numpy as np
 
-from forecaster.ensemble import weighted_mean
+from forecaster.answer.ensemble import weighted_mean
 from forecaster.metrics import mase_scales
 from sweeps.plan.sweep_plan import SweepPlan
 
@@ -62,7 +63,7 @@ def choose_ensemble(
     """The ensemble of the nets (`members`, per part (members, n), in `trial_ids`' order) and the baselines
     (`baselines`, per part, per name, flat), weighed on the validation parts; None where no candidate forecast every
     validation point."""
-    from forecaster.ensemble import greedy_weights
+    from forecaster.answer.ensemble import greedy_weights
 
     started = time.perf_counter()
     candidates: dict[str, dict[str, np.ndarray]] = {}

@@ -1,5 +1,5 @@
 """The future: what a sweep hands its user. The answer's members, each net continued on every point given (the test
-window included: sweeps.answer.refits.future_member), saved as one model (forecaster.answer_model) with a calibration
+window included: sweeps.answer.refits.future_member), saved as one model (forecaster.answer.model) with a calibration
 of its intervals made as the future is (sweeps.answer.intervals.future_errors); and its forecast of the horizon after
 each series' end, beside the statistical baselines run on over the same points (sweeps.answer.baselines) and, for a
 panel, the combination.
@@ -24,7 +24,7 @@ from sweeps.answer.tasks import Runner
 from sweeps.plan.sweep_plan import SweepPlan
 
 if TYPE_CHECKING:
-    from forecaster.answer_model import AnswerModel, ModelData
+    from forecaster.answer.model import AnswerModel, ModelData
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,8 +43,8 @@ def future_model(plan: SweepPlan, answer: Answer, tail: Tail) -> tuple[AnswerMod
     ensemble, and its statistical members (statsforecast fits them on the data at each forecast), with the
     calibration of its intervals (at any level or quantile asked of it later; by default at the sweep's levels); and
     how it was made."""
-    from forecaster.answer_model import AnswerModel, Calibration, SavedMember, StatisticalMember, library_versions
-    from forecaster.intervals import conformal_quantiles
+    from forecaster.answer.intervals import conformal_quantiles
+    from forecaster.answer.model import AnswerModel, Calibration, SavedMember, StatisticalMember, library_versions
     from sweeps.answer.baselines import plan_baselines
 
     ensemble = answer.ensemble
@@ -97,7 +97,7 @@ def future_model(plan: SweepPlan, answer: Answer, tail: Tail) -> tuple[AnswerMod
 
 def run_on(plan: SweepPlan) -> int:
     """The points at each series' end that the saved model's statistical members run on over after their fit: those
-    the sweep's baselines ran on over for the future (forecaster.answer_model.StatisticalMember.lag), so that their
+    the sweep's baselines ran on over for the future (forecaster.answer.model.StatisticalMember.lag), so that their
     future, which the baselines' tasks made, is the saved model's. The test window of a horizon cut (without one, its
     validation part); 0 where series are cut by dates, each at its own point: the members are then fit on every
     point, for the future by tasks of their own (sweeps.answer.baselines.future_fits)."""
@@ -110,7 +110,7 @@ def run_on(plan: SweepPlan) -> int:
 def test_model(plan: SweepPlan, tail: Tail) -> AnswerModel | None:
     """The nets that forecast the test window as one model, where any was continued through the validation part
     (without, the trials' own checkpoints hold them); None otherwise."""
-    from forecaster.answer_model import AnswerModel, SavedMember, library_versions
+    from forecaster.answer.model import AnswerModel, SavedMember, library_versions
 
     if plan.parts.test is None or not any(refit.epochs for refit in tail.refits):
         return None
@@ -126,7 +126,7 @@ def test_model(plan: SweepPlan, tail: Tail) -> AnswerModel | None:
 def model_data(plan: SweepPlan, test_window: bool = False) -> ModelData:
     """What the saved model says of its data: how to read a newer file of it, and what it trained on; for the model of
     the test window (`test_window`), its horizon is the test window's and it has no last time."""
-    from forecaster.answer_model import ModelCovariates, ModelData
+    from forecaster.answer.model import ModelCovariates, ModelData
 
     panel, asked = plan.panel, plan.answer_settings
     shown: Callable[[Any], str | int] = (lambda t: str(pd.Timestamp(t).date())) if panel.dated else int
@@ -165,7 +165,13 @@ def future_table(
     (sweeps.answer.baselines.future_fits); they stand for those baselines too."""
     fitted = fitted or {}
     baselines = baselines | fitted
-    from forecaster.intervals import conformal_quantiles, level_name, quantile_column, quantile_levels, quantiles_of
+    from forecaster.answer.intervals import (
+        conformal_quantiles,
+        level_name,
+        quantile_column,
+        quantile_levels,
+        quantiles_of,
+    )
 
     panel, horizon = plan.panel, future_horizon(plan)
     calibration = model.calibration

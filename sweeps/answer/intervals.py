@@ -1,12 +1,13 @@
 """The answer's prediction intervals (--levels), by conformal calibration on forecasts that already exist
-(forecaster.intervals): no model is trained for them. The answer is the ensemble's weighted mean of its members (nets
+(forecaster.answer.intervals): no model is trained for them. The answer is the ensemble's weighted mean of its members
+(nets
 and baselines: sweeps.answer.ensemble).
 
 - On the test window: the answer's forecast of every backtest window of the validation part (the trials' nets from
   the end of training, the baselines fit on the training part: what the answer does one part later) gives, per step
   ahead, the absolute errors that calibrate, each window's beside the others'. Each is divided by its series' scale
   over the points before the validation part (with the trials' nets' own error on the last horizon they trained on)
-  and by its point's unit (the members' spread there plus a floor: forecaster.intervals.spread_units); the test
+  and by its point's unit (the members' spread there plus a floor: forecaster.answer.intervals.spread_units); the test
   window's half-widths are those quantiles times each series' scale over the points before the test window (with the
   refit nets' error on theirs) and each test point's unit (the members' spread there plus the same floor).
 - For the future (the saved model): the answer's errors on the test window, made as the future is (nets continued
@@ -26,9 +27,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from forecaster.ensemble import weighted_mean
-from forecaster.intervals import SPREAD_WEIGHT
-from forecaster.panel import Panel
+from forecaster.answer.ensemble import weighted_mean
+from forecaster.answer.intervals import SPREAD_WEIGHT
+from forecaster.data.panel import Panel
 from sweeps.plan.sweep_plan import SweepPlan
 
 SCALES = (
@@ -67,11 +68,12 @@ class ScaledErrors:
     errors: np.ndarray
     """(steps, S) each absolute error over its series' scale and its point's unit; NaN past a series' end."""
     scale: np.ndarray
-    """(S,) each series' scale over the points before the part (forecaster.intervals.interval_scales)."""
+    """(S,) each series' scale over the points before the part (forecaster.answer.intervals.interval_scales)."""
     spread: np.ndarray
-    """(steps, S) the members' spread at each point, in its series' scale (forecaster.intervals.member_spread)."""
+    """(steps, S) the members' spread at each point, in its series' scale
+    (forecaster.answer.intervals.member_spread)."""
     floor: float
-    """What each point's unit adds to its spread (forecaster.intervals.spread_floor)."""
+    """What each point's unit adds to its spread (forecaster.answer.intervals.spread_floor)."""
 
 
 def scaled_errors(
@@ -85,9 +87,10 @@ def scaled_errors(
 ) -> ScaledErrors:
     """The absolute errors of the members' weighted mean forecast of `part` (`members`: (members, n), each flat in
     the part's row order; `weights`, (members,)), each divided by its series' scale over `history` (the points before
-    `part`; `fitted`, the nets' error on its last horizon) and by its point's unit (forecaster.intervals.spread_units:
+    `part`; `fitted`, the nets' error on its last horizon) and by its point's unit
+    (forecaster.answer.intervals.spread_units:
     the members' spread there, plus `floor`, by default spread_floor's of this part)."""
-    from forecaster.intervals import interval_scales, member_spread, spread_floor, spread_units
+    from forecaster.answer.intervals import interval_scales, member_spread, spread_floor, spread_units
 
     scale = interval_scales(history, horizon, fitted)
     spread = member_spread(np.stack([grid(part, forecast) for forecast in members]), scale)
@@ -124,8 +127,8 @@ def test_intervals(
     `test_members`, (members, n): each member's forecast of the test part; `weights`, (members,)), calibrated on the
     errors of the answer's forecast of the validation part, every backtest window's (`validation_members`: the
     trials' nets from the end of training, the baselines fit on the training part); `fitted_before_*`, the nets'
-    errors on the last horizon they trained on before each part (forecaster.intervals.fitted_error)."""
-    from forecaster.intervals import (
+    errors on the last horizon they trained on before each part (forecaster.answer.intervals.fitted_error)."""
+    from forecaster.answer.intervals import (
         POOLED_BELOW,
         bands,
         conformal_quantiles,
@@ -195,7 +198,8 @@ def future_errors(
     plan: SweepPlan, members: dict[str, np.ndarray], weights: np.ndarray, fitted: dict[str, np.ndarray]
 ) -> tuple[np.ndarray, float]:
     """The scaled errors (horizon, n) the saved model's intervals come from, over at least the future's horizon, and
-    the floor of its units (forecaster.intervals.spread_floor): those of the answer's forecasts of the test window
+    the floor of its units (forecaster.answer.intervals.spread_floor): those of the answer's forecasts of the test
+    window
     (made as the future is, by nets continued through the part before it) and of every backtest window of the
     validation part, side by side. `members`, per part, each member's forecast of it (members, n), of `weights`;
     `fitted`, per part, the nets' error on the last horizon before it."""

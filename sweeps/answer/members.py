@@ -31,7 +31,7 @@ AROUND_BEST_EPOCHS = 10
 class Member:
     trial_id: str
     best_model: bytes
-    """Its trial's best model, as the trial saved it (forecaster.net.RNNNet.load_best_model reads it)."""
+    """Its trial's best model, as the trial saved it (forecaster.training.net.RNNNet.load_best_model reads it)."""
     epochs: int
     """Its trial's best epoch count: a share of it is how long the net is continued on newer points."""
     config: dict[str, Any] = dataclasses.field(default_factory=dict)

@@ -5,7 +5,7 @@ part (`refit_member`), so that it forecasts from right after what it learnt, as 
 every point before the window, do (neuralforecast's `refit_with_val`, without training again from scratch); for the
 future the net that forecast the test window is continued through the test window (`future_member`). Each
 continuation is `CONTINUED_SHARE` of its trial's best epoch count, from the trial's weights, their moving average and
-(the hybrid) its per-series smoothing (forecaster.train.fit_through); docs/design-notes.md, "The work after the
+(the hybrid) its per-series smoothing (forecaster.training.train.fit_through); docs/design-notes.md, "The work after the
 trials", says how that share was chosen. Nothing is trained twice from scratch.
 
 The task also forecasts with the nets it holds: the trial's net on the validation part (from the end of training)
@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from forecaster.panel import Panel
-from forecaster.parts import FitParts
+from forecaster.data.panel import Panel
+from forecaster.training.parts import FitParts
 from sweeps.plan.budget import STOP_SECONDS, TAIL_SECONDS, epochs_cost, start_seconds
 
 if TYPE_CHECKING:
-    from forecaster.net import RNNNet
+    from forecaster.training.net import RNNNet
     from sweeps.plan.sweep_plan import SweepPlan
 
 AS_TRAINED = "answer before refit"
@@ -52,7 +52,7 @@ class RefitMember:
 
     trial_id: str
     net: RNNNet
-    """The net that forecasts the test window (forecaster.net.RNNNet): the trial's best continued through the
+    """The net that forecasts the test window (forecaster.training.net.RNNNet): the trial's best continued through the
     validation part, or without a test window or a continuation the trial's net itself."""
     validation: np.ndarray
     """The trial's net forecasting the validation part from the end of training (each backtest window from the points
@@ -66,7 +66,7 @@ class RefitMember:
     trained_on: str
     """Where those epochs ran ("": none ran)."""
     fitted_before_validation: np.ndarray
-    """(S,) how far the trial's net misses each series' last horizon of its training part (forecaster.intervals
+    """(S,) how far the trial's net misses each series' last horizon of its training part (forecaster.answer.intervals
     .fitted_error): the third part of each series' scale on the validation part."""
     fitted_before_test: np.ndarray | None
     """(S,) the same of `net` over every point before the test window."""
@@ -86,8 +86,8 @@ def refit_member(
     """Member `trial_id`'s trial net (its best model's bytes) and its forecasts; where `parts` has a test window, the
     net continued `epochs` through the validation part (fewer where the clock passes `stop_at`, time.time(): at least
     one), or `saved`, a net saved so (sweeps.report: no training)."""
-    from forecaster.intervals import fitted_error
-    from forecaster.net import RNNNet
+    from forecaster.answer.intervals import fitted_error
+    from forecaster.training.net import RNNNet
 
     as_a_trial(fit_options)
     trial_net = RNNNet.load_best_model(io.BytesIO(best_model))
@@ -126,7 +126,8 @@ class FutureMember:
     """The epochs it was continued beyond the test window's net (0: that net itself)."""
     trained_on: str
     fitted: np.ndarray
-    """(S,) how far it misses each series' last horizon (forecaster.intervals.fitted_error): the saved model's third
+    """(S,) how far it misses each series' last horizon (forecaster.answer.intervals.fitted_error): the saved model's
+    third
     part of each series' scale."""
 
 
@@ -135,7 +136,7 @@ def future_member(
 ) -> FutureMember:
     """`refit`'s net continued `epochs` on every point of `panel` (the test window's too; fewer where the clock
     passes `stop_at`, at least one); `horizon`, the future's."""
-    from forecaster.intervals import fitted_error
+    from forecaster.answer.intervals import fitted_error
 
     as_a_trial(fit_options)
     net, trained_on = refit.net.eval(), ""
@@ -147,9 +148,10 @@ def future_member(
 def continued(
     start: RNNNet, epochs: int, seen: Panel, stop_at: float | None, fit_options: dict[str, Any]
 ) -> tuple[RNNNet, str, int]:
-    """`start` continued `epochs` through `seen` (forecaster.train.fit_through), ending after the epoch that passes
+    """`start` continued `epochs` through `seen` (forecaster.training.train.fit_through), ending after the epoch that
+    passes
     `stop_at` if it comes first: the net, where it trained and the epochs it ran."""
-    from forecaster.train import StopAt, fit_through  # Lightning: only where a net trains
+    from forecaster.training.train import StopAt, fit_through  # Lightning: only where a net trains
 
     stopper = None if stop_at is None else StopAt(stop_at)
     callbacks = [] if stopper is None else [stopper]

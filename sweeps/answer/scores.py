@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from forecaster.data.panel import Panel
 from forecaster.metrics import (
     METRICS,
     WQL_QUANTILES,
@@ -21,7 +22,6 @@ from forecaster.metrics import (
     series_weighted_quantile_loss,
     weighted_quantile_loss,
 )
-from forecaster.panel import Panel
 from sweeps.answer import Answer
 from sweeps.answer.baselines import plan_baselines
 from sweeps.answer.combination import COMBINATION, COMBINED
@@ -322,8 +322,8 @@ def interval_scores(answer: Answer, plan: SweepPlan) -> dict[str, Any]:
     """JSON-ready: for the answer and each baseline, at each level, the coverage of the test points (pooled over
     series and steps), the mean width relative to each series' scale, and MSIS; and how the answer's were
     calibrated."""
-    from forecaster.intervals import interval_scores as scored
-    from forecaster.intervals import level_name
+    from forecaster.answer.intervals import interval_scores as scored
+    from forecaster.answer.intervals import level_name
 
     seen, test = plan.parts.seen, plan.parts.test
     assert test is not None, "intervals are scored on the test window"

@@ -101,7 +101,7 @@ class Runner:
         return ray.put(value)
 
     def fit_options(self) -> dict[str, Any]:
-        """What a task that trains tells forecaster.train.fit: its threads and accelerator, as a trial's."""
+        """What a task that trains tells forecaster.training.train.fit: its threads and accelerator, as a trial's."""
         return self.resources.task_fit_options() if self.on_ray else {"threads": max(1, int(self.resources.cpus))}
 
     def submit(

@@ -89,7 +89,7 @@ def _describe_intervals(intervals: dict[str, Any] | None) -> list[str]:
     """A table of every method's intervals on the test windows, and how the answer's were calibrated."""
     if not intervals:
         return []
-    from forecaster.intervals import level_name
+    from forecaster.answer.intervals import level_name
 
     names = [level_name(level) for level in intervals["levels"]]
     columns = [(f"coverage_{n}", f"cover {n} %", "{:.1%}") for n in names]

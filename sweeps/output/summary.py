@@ -347,7 +347,7 @@ FUTURE_SERIES_DRAWN = 4
 def _future_plot(plan: SweepPlan, future: Future) -> bytes:
     """A few series' recent history with the answer's forecast of the future, its bands and the reference baseline's
     (forecaster.baselines.REFERENCE, AutoETS)."""
-    from forecaster.intervals import level_name
+    from forecaster.answer.intervals import level_name
     from forecaster.plot import plot_future
 
     table, panel = future.table, plan.panel
@@ -397,7 +397,7 @@ def _forecast_plot(plan: SweepPlan, answer: Answer, scores: AnswerScores) -> byt
 
 def _answer_bands(answer: Answer, rows: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The answer's intervals at the rows of the test part chosen by the mask `rows`, widest first, for a plot."""
-    from forecaster.intervals import level_name
+    from forecaster.answer.intervals import level_name
 
     found = answer.bounds.get("answer", {})
     return {f"{level_name(level)} %": (found[level][0][rows], found[level][1][rows]) for level in sorted(found)[::-1]}

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from forecaster.covariates import Covariates
-from forecaster.panel import Panel
-from forecaster.parts import Cut, cut_parts
+from forecaster.data.covariates import Covariates
+from forecaster.data.panel import Panel
+from forecaster.training.parts import Cut, cut_parts
 from sweeps.plan.options import PlanError, from_record, to_record
 from sweeps.plan.registry import Sweep
 from sweeps.plan.resources import TrialResources

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from forecaster.config import ForecasterConfig
-from forecaster.datasets import AIR_PASSENGERS_SPLIT_AFTER, DEFAULT_DATASET
+from forecaster.data.datasets import AIR_PASSENGERS_SPLIT_AFTER, DEFAULT_DATASET
 from sweeps.plan.resources import DEFAULT_RESOURCES
 from sweeps.plan.space import (
     ByValue,
@@ -55,7 +55,8 @@ class Sweep:
     search: str = "random"
     """A name in sweeps.plan.searches.SEARCHES."""
     dataset: str | None = DEFAULT_DATASET
-    """A built-in series or panel (forecaster.data), or a file, that `--data` replaces; None: a sweep for the user's
+    """A built-in series or panel (forecaster.data.read), or a file, that `--data` replaces; None: a sweep for the
+    user's
     data, which needs --data."""
     split_after: str | None = None
     """Without a horizon, on its own data: the last date of every series' training part."""
@@ -68,7 +69,8 @@ class Sweep:
     panel's official hold-out."""
     val_windows: int = 1
     """With a horizon: the backtest windows, a horizon each, that the validation part is cut into, stepping back from
-    the test window (forecaster.parts.Cut.windows). A plan sets it from --val-windows or by `default_windows`."""
+    the test window (forecaster.training.parts.Cut.windows). A plan sets it from --val-windows or by
+    `default_windows`."""
     answer_top_k: int = 1
     """The sweep's answer: an ensemble of the best models of its top k trials and the baselines
     (sweeps.answer.ensemble)."""

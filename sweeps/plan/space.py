@@ -136,7 +136,7 @@ class DataShape:
     """A known-ahead or historic covariate holds values other than 0 and 1 (a price, a temperature): one whose
     scaling is a choice."""
     seasons: tuple[int, ...] = ()
-    """Every season of the data's frequency (forecaster.seasons.usable_seasons) of which the shortest training part
+    """Every season of the data's frequency (forecaster.data.seasons.usable_seasons) of which the shortest training part
     holds two cycles: 24 and 168 for a few weeks of hourly data."""
 
 

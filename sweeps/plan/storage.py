@@ -12,7 +12,7 @@
       errors_by_series.png (a panel); with --levels, calibration.parquet (the points that calibrated the answer's
       intervals)
       future.parquet, future.csv, future.png   the forecast after each series' end (not with --no-future)
-      model/                the answer saved as one model: model.json and tensors.pt (forecaster.answer_model)
+      model/                the answer saved as one model: model.json and tensors.pt (forecaster.answer.model)
       test_model/           the answer as it forecast the test window (its nets continued through the validation part)
       timings.json          where the time went, phase by phase, and the tasks after the trials
 
@@ -52,7 +52,7 @@ FUTURE_PARQUET = "future.parquet"
 FUTURE_CSV = "future.csv"
 FUTURE_PLOT = "future.png"
 MODEL_FOLDER = "model"
-"""The answer saved as one model (forecaster.answer_model): model.json and tensors.pt."""
+"""The answer saved as one model (forecaster.answer.model): model.json and tensors.pt."""
 TEST_MODEL_FOLDER = "test_model"
 """The answer as it forecast the test window (its members continued through the validation part), saved the same way:
 what sweeps.report forecasts with instead of training again."""

@@ -21,13 +21,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from forecaster.answer.intervals import check_levels, check_quantiles
 from forecaster.config import ConfigError, ForecasterConfig, check_known_keys
-from forecaster.data import SeriesError, load_panel, naming
-from forecaster.intervals import check_levels, check_quantiles
+from forecaster.data.panel import Panel
+from forecaster.data.read import SeriesError, load_panel, naming
+from forecaster.data.seasons import usable_seasons
 from forecaster.metrics import METRICS
-from forecaster.panel import Panel
-from forecaster.parts import FIT_PARTS_FIELDS, Cut, FitParts, check_parts, cut_parts, default_metric, no_cut_message
-from forecaster.seasons import usable_seasons
+from forecaster.training.parts import (
+    FIT_PARTS_FIELDS,
+    Cut,
+    FitParts,
+    check_parts,
+    cut_parts,
+    default_metric,
+    no_cut_message,
+)
 from sweeps.plan.options import SMOKE_TEST, PlanError, SweepOptions, parse_duration
 from sweeps.plan.registry import ANSWER_SCOPES, SWEEPS, Sweep
 from sweeps.plan.resources import ResourceError, TrialResources
@@ -148,14 +156,14 @@ class SweepPlan:
     def distribution_levels(self) -> tuple[float, ...]:
         """The levels of every method's intervals on the test window: those asked for (--levels) and the central
         intervals whose bounds are the distribution_quantiles (20, 40, 60 and 80 % for 0.1-0.9)."""
-        from forecaster.intervals import quantile_levels
+        from forecaster.answer.intervals import quantile_levels
 
         return tuple(sorted(set(self.options.levels) | set(quantile_levels(self.distribution_quantiles))))
 
     @property
     def future_levels(self) -> tuple[float, ...]:
         """The levels of the intervals around the future forecast: those asked for and those --quantiles needs."""
-        from forecaster.intervals import quantile_levels
+        from forecaster.answer.intervals import quantile_levels
 
         return tuple(sorted(set(self.options.levels) | set(quantile_levels(self.options.quantiles))))
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from forecaster.parts import FitParts
+from forecaster.training.parts import FitParts
 from sweeps.plan.resources import TrialResources
 from sweeps.plan.schedulers import CheckpointSchedule
 from sweeps.plan.storage import CHECKPOINT_FILE
@@ -189,7 +189,7 @@ def _fit(
     **arguments: Any,
 ) -> None:
     from forecaster.config import ForecasterConfig
-    from forecaster.train import fit, quiet_lightning
+    from forecaster.training.train import fit, quiet_lightning
 
     quiet_lightning()
     logging.getLogger("ray.train").setLevel(logging.WARNING)  # one "checkpoint created" line per checkpoint
@@ -215,7 +215,7 @@ def _check_hardware(accelerator: str) -> None:
     """A trial given a GPU (or TPU chips) that torch cannot see fails at once, saying what Ray gave it."""
     import ray
 
-    from forecaster.train import AcceleratorError, check_accelerator
+    from forecaster.training.train import AcceleratorError, check_accelerator
 
     try:
         check_accelerator(accelerator)

@@ -17,7 +17,7 @@ from ray.tune.result import SHOULD_CHECKPOINT
 from ray.tune.utils import flatten_dict
 
 from forecaster.metrics import METRIC_LABELS
-from forecaster.parts import FitParts
+from forecaster.training.parts import FitParts
 from sweeps.plan.budget import ACTIVE, WARM_AHEAD_SECONDS
 from sweeps.plan.options import PlanError
 from sweeps.plan.schedulers import scheduler_of

@@ -11,7 +11,13 @@ at birth (which Ray would retry forever).
 import importlib
 import logging
 
-WARM_MODULES = ("torch", "lightning", "forecaster.train", "sweeps.trials.epoch_reporter", "sweeps.trials.trial")
+WARM_MODULES = (
+    "torch",
+    "lightning",
+    "forecaster.training.train",
+    "sweeps.trials.epoch_reporter",
+    "sweeps.trials.trial",
+)
 
 for _name in WARM_MODULES:
     try:

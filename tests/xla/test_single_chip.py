@@ -18,13 +18,14 @@ import lightning as L
 import torch_xla.debug.metrics as met
 
 from forecaster.config import ForecasterConfig
-from forecaster.smoothing import HybridWindows
-from forecaster.train import fit, quiet_lightning
+from forecaster.features.smoothing import HybridWindows
+from forecaster.training.train import fit, quiet_lightning
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # The validation MAPE on the XLA device against the CPU's, relative. Both compute in float32, in another order
-# (XLA fuses; the CPU path runs the hand-written recurrence of forecaster/recurrence.py). Measured: 4.5e-7 at most
+# (XLA fuses; the CPU path runs the hand-written recurrence of forecaster/shapes/recurrence.py). Measured: 4.5e-7 at
+# most
 # over the 20 epochs of the seed configuration, 2.3e-7 over the 8 of the air_rnn one. 1e-4 leaves room for rounding
 # that grows with the epochs; a real fault (other batches, a missed update of the weights or of their average,
 # another forecast) moves the MAPE by a percent or more.
@@ -126,7 +127,8 @@ def test_no_graph_compiles_after_the_third_epoch(fits):
 def test_the_command_line_fit_on_one_xla_device():
     """`python -m forecaster.fit --accelerator tpu --devices 1`: the command that once aborted in the shuffled
     batches' index_select (torch-xla: `shape.h: Check failed: buffer != nullptr`, an index_select with the pieces of a
-    split device index). forecaster/train.py now moves an epoch's indices to the device whole and gathers once."""
+    split device index). forecaster/training/train.py now moves an epoch's indices to the device whole and gathers
+    once."""
     command = [sys.executable, "-m", "forecaster.fit", "--accelerator", "tpu", "--devices", "1", "--n-epochs", "5"]
     done = subprocess.run([*command, "--json"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -186,7 +188,7 @@ def test_a_panel_trains_on_the_xla_device_as_on_the_cpu(config):
     import numpy as np
     import pandas as pd
 
-    from forecaster.data import load_panel
+    from forecaster.data.read import load_panel
 
     quiet_lightning()
     frames = []

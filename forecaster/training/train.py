@@ -32,15 +32,15 @@ import torch
 from torch import Tensor
 
 from forecaster.config import ACCELERATORS, ForecasterConfig
-from forecaster.data import as_panel, load_panel, naming
-from forecaster.datasets import AIR_PASSENGERS_SPLIT_AFTER, DEFAULT_DATASET
+from forecaster.data.datasets import AIR_PASSENGERS_SPLIT_AFTER, DEFAULT_DATASET
+from forecaster.data.panel import Panel
+from forecaster.data.read import as_panel, load_panel, naming
+from forecaster.features.transforms import ShapeInputs, ShapeWindows, TargetTransform
 from forecaster.metrics import METRICS, mase_scales
-from forecaster.model import EpochBatch, RNNForecaster
-from forecaster.net import RNNNet
-from forecaster.panel import Panel
-from forecaster.parts import FitParts, fit_parts
 from forecaster.shapes import shape_of
-from forecaster.transforms import ShapeInputs, ShapeWindows, TargetTransform
+from forecaster.training.model import EpochBatch, RNNForecaster
+from forecaster.training.net import RNNNet
+from forecaster.training.parts import FitParts, fit_parts
 
 
 @dataclasses.dataclass
@@ -362,7 +362,8 @@ def fit(
 ) -> FitResult:
     """Train one forecaster with a Lightning Trainer, and score every epoch on each series' validation part.
 
-    Each series is cut as forecaster.parts.fit_parts says: the last `test_size` points of each never reach the fit; it
+    Each series is cut as forecaster.training.parts.fit_parts says: the last `test_size` points of each never reach the
+    fit; it
     validates on the last `val_size` points of the rest, or on everything after `split_after`. The model is tiny: one
     CPU thread is the cheapest way to train it; a GPU pays off for large hidden_dim and batch_size, or when many fits
     share it.

@@ -24,8 +24,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from forecaster.panel import Panel
-from forecaster.seasonal_adjustment import seasonal_components
+from forecaster.data.panel import Panel
+from forecaster.features.seasonal_adjustment import seasonal_components
 
 SHIFT_MARGIN = 0.01
 """How far above 0 a shifted series' lowest value lands, as a share of its mean absolute value."""
@@ -218,7 +218,8 @@ def hybrid_inputs(
 
 def new_series_factors(panel: Panel) -> np.ndarray:
     """(S, m) initial log factors by place in the season for series the model never trained on: the logs of their
-    classical multiplicative seasonal indices (forecaster.transforms.seasonal_components: 1 where its test finds no
+    classical multiplicative seasonal indices (forecaster.features.transforms.seasonal_components: 1 where its test
+    finds no
     season), 0 where those are undefined."""
     indices, _ = seasonal_components(panel, first_only=True) if panel.season > 1 else (np.ones((len(panel), 1)), None)
     return np.log(indices)
@@ -280,5 +281,5 @@ class HybridWindows:
         return torch.stack([series, self.first[series] + positions])
 
     def in_original_units(self, series: Tensor, positions: Tensor, windows: Tensor) -> None:
-        """None: the hybrid's losses are in its own units (forecaster.transforms.ShapeWindows)."""
+        """None: the hybrid's losses are in its own units (forecaster.features.transforms.ShapeWindows)."""
         return None

@@ -106,7 +106,7 @@ def nested_seasons(freq: str | None, season: int) -> tuple[int, ...]:
     """The models' season and every longer season of `freq` that is a whole number of it, shortest first: (48, 336)
     for half-hourly data, the day and the week; (season,) where there is no such longer one (a year of days is not
     a whole number of weeks) or on a plain time index. The seasonal adjustment takes them one after the other
-    (forecaster.transforms.seasonal_components)."""
+    (forecaster.features.transforms.seasonal_components)."""
     if freq is None or season < 2:
         return (season,)
     longer = [length for length in season_lengths(freq) if float(length).is_integer() and length > season]

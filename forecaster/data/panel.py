@@ -18,14 +18,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from forecaster.covariates import Covariates
-from forecaster.seasons import season_phases
+from forecaster.data.covariates import Covariates
+from forecaster.data.seasons import season_phases
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Panel:
     """Many series back to back, each with its id and times (a single series is a panel of one): the one data type
-    of the forecaster. Read one with forecaster.data.load_panel."""
+    of the forecaster. Read one with forecaster.data.read.load_panel."""
 
     ids: np.ndarray
     """(S,) the series' ids, as text, in the order of their first row."""
@@ -56,7 +56,7 @@ class Panel:
     line_kind: str = "line"
     """What `lines` count: 'line' (a CSV file, the header being line 1) or 'row'."""
     covariates: Covariates | None = None
-    """The series' known-ahead, historic and static covariates (forecaster/covariates.py), or None without any."""
+    """The series' known-ahead, historic and static covariates (forecaster/data/covariates.py), or None without any."""
     unused_columns: tuple[str, ...] = ()
     """Columns of the data that no option names: the banner lists them, so that nothing is dropped in silence."""
 

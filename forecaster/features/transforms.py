@@ -29,18 +29,19 @@ Other series keep indices of 1 and shifts of 0. Where the data's frequency has a
 number of the first (the week of hourly or half-hourly data), it is taken next, from what the day's indices left,
 where the part holds 3 weeks: one table of a week's places then holds both. Daily data's year, not a whole number of
 weeks, is a smooth profile of the time of year beside the week's table, where the part holds two years
-(forecaster/seasonal_adjustment.py). A window shows the net one or two seasons; the indices come from the whole
+(forecaster/features/seasonal_adjustment.py). A window shows the net one or two seasons; the indices come from the whole
 training part.
 
 With `calendar`, every input also carries where the *next* point falls in time (the month of the year for monthly
 data, the hour of the day and the day of the week for hourly; on a plain time index, points since the series'
-start), and with covariates their scaled values: forecaster/step_inputs.py says what each step reads beside the value.
+start), and with covariates their scaled values: forecaster/features/step_inputs.py says what each step reads beside the
+value.
 
 Every step inverts exactly (the tests check it, series by series): a forecast in the net's units goes back
 through the level, the series' scaler, the differences (from the last known values, then from the forecast's
 own), the log and the seasonal indices.
 
-Arrays of many series are flat, series after series, with offsets (forecaster/panel.py); a forecast's inputs
+Arrays of many series are flat, series after series, with offsets (forecaster/data/panel.py); a forecast's inputs
 and outputs are time-major, (steps, B), one column per forecast.
 """
 
@@ -57,11 +58,11 @@ import torch
 from torch import Tensor
 
 from forecaster.config import ORIGINAL_UNIT_LOSSES, ForecasterConfig
+from forecaster.data.panel import Panel
+from forecaster.features.seasonal_adjustment import seasonal_components, year_at, year_components
+from forecaster.features.step_inputs import StepInputs, calendar_features, step_ns
 from forecaster.metrics import mase_scales
-from forecaster.panel import Panel
-from forecaster.seasonal_adjustment import seasonal_components, year_at, year_components
 from forecaster.shapes import shape_of
-from forecaster.step_inputs import StepInputs, calendar_features, step_ns
 
 if TYPE_CHECKING:
     from forecaster.shapes.base import Shape
@@ -128,7 +129,8 @@ class TargetTransform:
     """(S, season): each series' additive seasonal shift at each place (0 where it is divided instead), or None where
     no series is additive."""
     inputs: StepInputs | None = None
-    """What each step reads beside the value (forecaster/step_inputs.py), its covariates scaled per series; None: the
+    """What each step reads beside the value (forecaster/features/step_inputs.py), its covariates scaled per series;
+    None: the
     place in the season alone, where the config reads the calendar."""
     year: np.ndarray | None = None
     """(S, 2, 2K): each series' year beside the seasonal table, daily data only (year_components: its log factors'
@@ -288,7 +290,7 @@ class ForecastInputs:
 
     context: Tensor
     """(input_chunk_length, B, 1 + C): the normalised values before each origin, with what each step reads beside
-    them (forecaster/step_inputs.py: the next point's calendar and known-ahead covariates, ...)."""
+    them (forecaster/features/step_inputs.py: the next point's calendar and known-ahead covariates, ...)."""
     level: Tensor
     """(B,): each context's level (float64, as `history`)."""
     history: Tensor
@@ -479,7 +481,8 @@ def _season_back(
 
 
 class ShapeWindows(Protocol):
-    """What the epochs (forecaster.train.EpochBatches) read of the training windows a shape lays out: TrainingWindows,
+    """What the epochs (forecaster.training.train.EpochBatches) read of the training windows a shape lays out:
+    TrainingWindows,
     or a shape's own (the hybrid's HybridWindows)."""
 
     counts: Tensor
@@ -550,7 +553,7 @@ class TrainingWindows:
     next-step target (after its input chunk with loss_after_context, else row 1)."""
     clock: Tensor | None = None
     """(S,) int64: the time (ns) of the point after row 0 of each series' window at k = 0, where the calendar is
-    the time's place in its periods (forecaster/step_inputs.py); else None."""
+    the time's place in its periods (forecaster/features/step_inputs.py); else None."""
     periods: tuple[int, ...] = ()
     step: int = 0
     """The data's step in ns, with `clock`."""
@@ -651,7 +654,7 @@ class TrainingWindows:
 
     def cut(self, series: Tensor, positions: Tensor) -> Tensor:
         """The windows at `positions` of `series` (both (E,), on the device): (span, E, 1 + C (+ 1)) float32,
-        time-major, each row with what it reads beside its value (forecaster/step_inputs.py: the calendar and
+        time-major, each row with what it reads beside its value (forecaster/features/step_inputs.py: the calendar and
         known-ahead covariates of the point after it, ...), and the direct shape's mask last."""
         values, real, positions, index = self._points(series, positions)
         windows, level = self.transform.normalise(values, self.input_chunk_length, real)
@@ -713,7 +716,7 @@ class TrainingWindows:
 
 
 def _time_features(times: Tensor, periods: tuple[int, ...]) -> Tensor:
-    """forecaster.step_inputs.time_features on the device: (..., 2 * len(periods)) float32."""
+    """forecaster.features.step_inputs.time_features on the device: (..., 2 * len(periods)) float32."""
     parts = []
     for period in periods:
         angle = torch.remainder(times, period).double() * (2 * math.pi / period)

@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
+from forecaster.data.panel import Panel
 from forecaster.metrics import mase_scales
-from forecaster.panel import Panel
 
 if TYPE_CHECKING:
-    from forecaster.net import RNNNet
+    from forecaster.training.net import RNNNet
 
 POOLED_BELOW = 20
 """Calibration series under which every step's errors pool: a 95 % conformal quantile needs 19 errors to be finite."""
@@ -102,13 +102,14 @@ def quantiles_of(
 
 def interval_scales(history: Panel, horizon: int, fitted: np.ndarray) -> np.ndarray:
     """(S,) what each series' half-widths are multiples of: the geometric mean of its mean absolute seasonal
-    difference over the whole of `history` (its MASE scale: forecaster.transforms.error_scales), the same over its last
+    difference over the whole of `history` (its MASE scale: forecaster.features.transforms.error_scales), the same over
+    its last
     `horizon` differences, and `fitted` (S,), how far the nets miss its last horizon of the points they trained on
     (`fitted_error`). Each of the last two stands in for the first where it is undefined or 0 (a tail shorter than a
     season, a flat stretch, a series the nets cannot read). Each part covers what the others miss: the whole history
     how much a series moves, the last horizon a series whose swings grew or calmed, the nets' own error how hard the
     series is for them (docs/design-notes.md, "The work after the trials", compares this scale with others)."""
-    from forecaster.transforms import error_scales
+    from forecaster.features.transforms import error_scales
 
     whole = error_scales(history)
     recent = mase_scales(history.split_at(np.maximum(history.lengths - horizon - history.season, 0))[1])

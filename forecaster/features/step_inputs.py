@@ -10,7 +10,7 @@ the origin's values forward, so that nothing after the origin leaks into it.
 With `seasonal_lag` (the recurrent shape's), the row that holds point p also carries the value of point p + 1 - L,
 the same place a season of L points before the point it is about to forecast (the week of hourly data), in the
 window's units: a forecast of more than L points reads the same place a season further back, the last it knows.
-forecaster/transforms.py fills it in, from the values the net reads.
+forecaster/features/transforms.py fills it in, from the values the net reads.
 
 The calendar: below a day, the hour of the day and the day of the week; daily, the day of the week and the day of the
 year; weekly, the week of the year; each as the sine and cosine of where the time falls in its period (the year
@@ -37,7 +37,7 @@ from typing import Any, ClassVar, cast
 import numpy as np
 import pandas as pd
 
-from forecaster.panel import Panel
+from forecaster.data.panel import Panel
 
 DAY_NS = 86_400 * 10**9
 WEEK_NS = 7 * DAY_NS

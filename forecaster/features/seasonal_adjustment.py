@@ -1,4 +1,5 @@
-"""The seasonal adjustment of `deseasonalise` (forecaster.transforms): each series' seasonal indices (or shifts) from
+"""The seasonal adjustment of `deseasonalise` (forecaster.features.transforms): each series' seasonal indices (or
+shifts) from
 its training part, by a classical decomposition of each season the data's frequency nests in the first (the day, then
 the week, of hourly data: one table of the week's places), and the year of daily data, which no table of places holds.
 
@@ -18,9 +19,9 @@ import math
 
 import numpy as np
 
-from forecaster.panel import Panel
-from forecaster.seasons import nested_seasons
-from forecaster.step_inputs import DAY_NS, YEAR_NS, step_ns
+from forecaster.data.panel import Panel
+from forecaster.data.seasons import nested_seasons
+from forecaster.features.step_inputs import DAY_NS, YEAR_NS, step_ns
 
 YEAR_HARMONICS = 10
 """The year's profile: sines and cosines of 1 to 10 times the time of year, as Prophet's yearly seasonality."""
@@ -29,9 +30,10 @@ YEAR_POINTS = 365
 
 
 def seasonal_components(train: Panel, first_only: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
-    """(S, P) each series' multiplicative seasonal indices from its training part (as forecaster.transforms'
+    """(S, P) each series' multiplicative seasonal indices from its training part (as forecaster.features.transforms'
     docstring tells), and (S, P) its additive shifts, or None where no series has any; P is the longest of the data's
-    nested seasons (forecaster.seasons.nested_seasons: the week of hourly data, else the season). Each season is taken
+    nested seasons (forecaster.data.seasons.nested_seasons: the week of hourly data, else the season). Each season is
+    taken
     in turn, shortest first, from what the shorter ones left, where the part holds 3 of its cycles and Theta's test
     finds it, and the tables multiply (add, for shifts) into one. Indices of 1 and shifts of 0 where no season is
     found or the part is too short; a seasonal series whose indices are undefined (a value below 0, a trend not above

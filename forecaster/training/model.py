@@ -12,7 +12,7 @@ more than the forecast, so both run once per epoch instead of once per step. The
 go through `manual_backward` and the Lightning optimizer, so DDP, XLA, precision plugins, `global_step`
 and checkpointing behave as usual.
 
-The net sees the series through a `TargetTransform` (forecaster/transforms.py: log, differences, min-max
+The net sees the series through a `TargetTransform` (forecaster/features/transforms.py: log, differences, min-max
 scaling fit on the training part, per-window normalisation), optionally with the season's calendar as extra
 inputs, and always forecasts back in original units: the validation MAPE, `forecast` and a checkpoint alike.
 With `ema_decay`, an exponential moving average of the weights (updated every epoch) is what forecasts, is
@@ -34,9 +34,9 @@ import torch
 from lightning.pytorch.core.optimizer import LightningOptimizer
 from torch import Tensor
 
+from forecaster.features.transforms import ForecastInputs, ShapeInputs, ShapeWindows
 from forecaster.metrics import panel_scores
-from forecaster.net import RNNNet
-from forecaster.transforms import ForecastInputs, ShapeInputs, ShapeWindows
+from forecaster.training.net import RNNNet
 
 
 @dataclasses.dataclass
@@ -67,7 +67,7 @@ class EpochBatch:
 
 
 class RNNForecaster(RNNNet, L.LightningModule):
-    """The net (forecaster/net.py) as a LightningModule: a checkpoint of it forecasts in original units."""
+    """The net (forecaster/training/net.py) as a LightningModule: a checkpoint of it forecasts in original units."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         """RNNNet's arguments."""

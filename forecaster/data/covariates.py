@@ -18,7 +18,7 @@ import numpy as np
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Covariates:
-    """The covariates of a panel's series (forecaster/panel.py, `Panel.covariates`)."""
+    """The covariates of a panel's series (forecaster/data/panel.py, `Panel.covariates`)."""
 
     futr_names: tuple[str, ...]
     """The known-ahead columns, in the table's first len(futr_names) columns."""

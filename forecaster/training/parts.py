@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pandas as pd
 
-from forecaster.data import SeriesError
+from forecaster.data.panel import Panel
+from forecaster.data.read import SeriesError
 from forecaster.metrics import METRICS, mase_scales
-from forecaster.panel import Panel
 from forecaster.shapes import shape_of
 
 if TYPE_CHECKING:

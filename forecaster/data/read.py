@@ -1,5 +1,5 @@
 """Data in, checked and cut: a long table of series (`unique_id, ds, y`), a two-column file of one series, or a
-built-in dataset, always as a `Panel` (forecaster/panel.py); a single series is a panel of one.
+built-in dataset, always as a `Panel` (forecaster/data/panel.py); a single series is a panel of one.
 
 Every check runs before anything trains, and each error names the file, the line, the series and what to do,
 because a sweep that fails on bad data after an hour of queued trials is the costliest kind of failure.
@@ -18,10 +18,10 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
-from forecaster.covariates import Covariates
-from forecaster.datasets import BENCHMARK_PANELS, BENCHMARKS_EXTRA, BUILTIN_DATASETS, DEFAULT_DATASET
-from forecaster.panel import Panel
-from forecaster.seasons import season_length
+from forecaster.data.covariates import Covariates
+from forecaster.data.datasets import BENCHMARK_PANELS, BENCHMARKS_EXTRA, BUILTIN_DATASETS, DEFAULT_DATASET
+from forecaster.data.panel import Panel
+from forecaster.data.seasons import season_length
 
 STANDARD_COLUMNS = ("unique_id", "ds", "y")
 
@@ -53,7 +53,7 @@ def load_panel(
     a plain time index.
 
     Args:
-        source: A built-in dataset (forecaster.datasets), a CSV or Parquet file, or a long DataFrame.
+        source: A built-in dataset (forecaster.data.datasets), a CSV or Parquet file, or a long DataFrame.
         id_column: The series id column, where it is not unique_id.
         date_column: The date (or time) column, where it is not ds.
         value_column: The value column, where it is not y.
@@ -230,7 +230,7 @@ def _rows_of(label: str) -> _Rows:
 
 def _resolve(name: str) -> tuple[object, str]:
     if name in BUILTIN_DATASETS:
-        return importlib.resources.files("forecaster.datasets") / BUILTIN_DATASETS[name], name
+        return importlib.resources.files("forecaster.data.datasets") / BUILTIN_DATASETS[name], name
     if not name.lower().endswith((".csv", ".parquet", ".pq")) and not os.path.exists(name):
         builtin = ", ".join([*BUILTIN_DATASETS, *BENCHMARK_PANELS])
         raise SeriesError(f"{name!r} is neither a CSV or Parquet file nor a built-in dataset ({builtin})")

@@ -1,11 +1,12 @@
 """The recurrent net of the forecaster and its forecasts, in plain PyTorch.
 
-forecaster/model.py trains it (RNNForecaster, its LightningModule); a sweep's driver loads the best models of its
+forecaster/training/model.py trains it (RNNForecaster, its LightningModule); a sweep's driver loads the best models of
+its
 trials into it to forecast its answer, without importing Lightning, whose import is a large part of a driver's CPU
 time (docs/benchmarks.md, "Sweeps").
 Forecasting: read the last input_chunk_length points, then feed each prediction back as the next input, carrying
 the hidden state, for as many steps as asked, in original units (see the TargetTransform of
-forecaster/transforms.py).
+forecaster/features/transforms.py).
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ import torch
 from torch import Tensor, nn
 
 from forecaster.config import ForecasterConfig
-from forecaster.data import as_panel
-from forecaster.panel import Panel
+from forecaster.data.panel import Panel
+from forecaster.data.read import as_panel
+from forecaster.features.smoothing import SeasonalSmoothing
+from forecaster.features.step_inputs import StepInputs
+from forecaster.features.transforms import MinMaxScaler, ShapeInputs, TargetTransform
 from forecaster.shapes import shape_of
-from forecaster.smoothing import SeasonalSmoothing
-from forecaster.step_inputs import StepInputs
-from forecaster.transforms import MinMaxScaler, ShapeInputs, TargetTransform
 
 CPU_FORECAST_COLUMNS = 2048
 """A CPU forecast of many series runs in blocks of this many: each block's states stay in the cache, so the time per
@@ -250,7 +251,7 @@ class RNNNet(nn.Module):
             panel: The series, each its history up to where the forecast starts.
             steps: Points to forecast.
             transform: One row per series of `panel`, in its order: for a global model forecasting series it never
-                trained on, their scalers fit on their own history (forecaster.answer_model), with `panel.origins`
+                trained on, their scalers fit on their own history (forecaster.answer.model), with `panel.origins`
                 then the caller's to set on a plain time index. Default: the net's own rows, found by id, and the
                 origins it trained with.
             new_series: A shape that forecasts new series by itself (the hybrid) does so; otherwise they are refused.

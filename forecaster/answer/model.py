@@ -5,7 +5,8 @@ its weights, and what its transforms learnt per series: scalers, seasonal indice
 and statistical models (their names and settings: statsforecast fits them on each series of the data at each
 forecast, but its last horizon, and runs them on over it, as the sweep fit them before its test window); the interval
 calibration (the scaled errors of forecasts made as the answer makes them, on points that ranked no trial:
-forecaster.intervals), and the data's description (its columns, frequency, season, horizon and the series it trained
+forecaster.answer.intervals), and the data's description (its columns, frequency, season, horizon and the series it
+trained
 on).
 
     model = AnswerModel.load("results/panel-20261128-101500/model")
@@ -36,9 +37,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from forecaster.data import SeriesError, load_panel
-from forecaster.ensemble import weighted_mean
-from forecaster.intervals import (
+from forecaster.answer.ensemble import weighted_mean
+from forecaster.answer.intervals import (
     bands,
     check_levels,
     check_quantiles,
@@ -51,9 +51,10 @@ from forecaster.intervals import (
     quantiles_of,
     spread_units,
 )
-from forecaster.net import RNNNet
-from forecaster.panel import Panel
-from forecaster.transforms import MinMaxScaler, TargetTransform
+from forecaster.data.panel import Panel
+from forecaster.data.read import SeriesError, load_panel
+from forecaster.features.transforms import MinMaxScaler, TargetTransform
+from forecaster.training.net import RNNNet
 
 MODEL_FILE = "model.json"
 TENSORS_FILE = "tensors.pt"
@@ -68,7 +69,7 @@ ANSWER = "answer"
 
 @dataclasses.dataclass(frozen=True)
 class Calibration:
-    """What the answer's intervals are made of (forecaster.intervals): per step ahead, the absolute errors of
+    """What the answer's intervals are made of (forecaster.answer.intervals): per step ahead, the absolute errors of
     calibration forecasts divided by their series' scale, and how far the members miss each trained series' last
     horizon of the points they trained on (one of the three parts of a series' scale, `interval_scales`; a series the
     model never saw goes without)."""
@@ -76,12 +77,13 @@ class Calibration:
     errors: np.ndarray
     """(horizon, n) scaled errors; NaN where a forecast had no point."""
     fitted_error: np.ndarray
-    """(S,) in the order of the model's series (forecaster.intervals.fitted_error, the members' mean)."""
+    """(S,) in the order of the model's series (forecaster.answer.intervals.fitted_error, the members' mean)."""
     levels: tuple[float, ...]
     """The levels a forecast gives unless asked for others."""
     method: str = ""
     spread_floor: float = 0.0
-    """What each point's unit adds to the members' spread there (forecaster.intervals.spread_units); 0: every unit
+    """What each point's unit adds to the members' spread there (forecaster.answer.intervals.spread_units); 0: every
+    unit
     is 1 (one member, or a model saved before 2026-12-05, whose errors were not divided by units)."""
 
     @property
