@@ -96,21 +96,48 @@ def test_a_shape_of_ones_own_is_checked_trained_forecast_saved_and_loaded(tmp_pa
     np.testing.assert_array_equal(loaded.forecast_columns(result.parts.seen, 9), forecast)
 
 
+SWEEP_ONE_STEP = """
+import json, sys
+from forecaster.shapes import register
+from sweeps import SweepOptions, sweep
+from tests.test_shapes import OneStep
+
+register(OneStep())
+pins = {"shape": "one_step", "window_norm": "none", "calendar": False, "head_width": 8, "head_dropout": 0.1}
+options = SweepOptions(sweep="air_rnn", smoke_test=True, pins=pins, storage_path=sys.argv[1], name="toy")
+run = sweep(options, progress=False)
+trials = run.results.trials
+print(json.dumps({
+    "status": sorted(set(trials["status"])), "shape": sorted(set(trials["shape"])),
+    "head_width": sorted({int(width) for width in trials["head_width"]}),
+    "direct_setting": "output_chunk_length" in trials, "future": run.future is not None,
+}))
+"""
+"""A user's script: the toy registered with one line, then a sweep from Python (in a process of its own: a sweep's Ray
+in this one would outlive it for the tests after)."""
+
+
 @pytest.mark.slow
 def test_a_shape_of_ones_own_with_settings_of_its_own_is_swept(tmp_path):
     """The air_rnn sweep pinned to the toy shape and its two settings: Ray's workers, which never imported this
     module, know the shape (the sweep registers it there), train it with those settings, and its answer, saved as one
     model, forecasts with them."""
-    from forecaster.answer.model import AnswerModel
-    from sweeps import SweepOptions, sweep
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
 
-    pins = {"shape": "one_step", "window_norm": "none", "calendar": False, "head_width": 8, "head_dropout": 0.1}
-    options = SweepOptions(sweep="air_rnn", smoke_test=True, pins=pins, storage_path=str(tmp_path), name="toy")
-    run = sweep(options, progress=False)
-    trials = run.results.trials
-    assert set(trials["status"]) <= {"COMPLETED", "STOPPED"} and set(trials["shape"]) == {"one_step"}  # none failed
-    assert set(trials["head_width"]) == {8} and "output_chunk_length" not in trials
-    assert run.future is not None
+    from forecaster.answer.model import AnswerModel
+    from tests.test_sweep_cli import ENV
+
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, "-c", SWEEP_ONE_STEP, str(tmp_path)], cwd=root, env=ENV, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    swept = json.loads(done.stdout.strip().splitlines()[-1])
+    assert set(swept["status"]) <= {"COMPLETED", "STOPPED"} and swept["shape"] == ["one_step"]  # none failed
+    assert swept["head_width"] == [8] and not swept["direct_setting"] and swept["future"]
     saved = AnswerModel.load(tmp_path / "toy")
     assert {(member.net.config.head_width, member.net.config.head_dropout) for member in saved.members} == {(8, 0.1)}
     assert isinstance(saved.members[0].net.head, nn.Sequential)
